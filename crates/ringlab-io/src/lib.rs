@@ -1,0 +1,20 @@
+//! ringlab's storage benchmark.
+//!
+//! Data flows one way: [`IoArgs`] (flags) → [`IoPlan`] (validated) →
+//! [`run::run_io`] (target, threads, pinning, runtime) → [`worker`] (the one
+//! loop that owns offsets, timestamps, verification and think time) →
+//! [`engines`] (the mechanics of one interface each) → `RunResult`.
+
+pub mod buffers;
+pub mod engines;
+pub mod error;
+pub mod plan;
+pub mod run;
+pub mod target;
+pub mod text;
+pub mod verify;
+pub mod worker;
+pub mod workload;
+
+pub use error::UsageError;
+pub use plan::{IoArgs, IoPlan};

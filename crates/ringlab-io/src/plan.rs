@@ -1,0 +1,399 @@
+//! The flags of `ringlab io` and the validated plan they resolve to.
+
+use crate::engines::EngineKind;
+use crate::error::usage_error;
+use crate::usage;
+use crate::workload::Rw;
+use anyhow::Result;
+use clap::Args;
+use ringlab_stats::units::{format_bytes, parse_duration, parse_size};
+use serde_json::{json, Map, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// io_uring's own limit on ring entries (IORING_MAX_ENTRIES); no engine goes
+/// deeper than this.
+pub const IODEPTH_MAX: u32 = 32_768;
+/// More job threads than this is a mistake, not a benchmark.
+pub const NUMJOBS_MAX: u32 = 1024;
+/// One I/O larger than this is refused (io_uring lengths are 32-bit).
+pub const BS_MAX: u64 = 1 << 30;
+/// The smallest block that holds a verify header.
+pub const VERIFY_BS_MIN: u64 = 64;
+/// Runtime when neither --runtime nor --io-size is given.
+pub const DEFAULT_RUNTIME: Duration = Duration::from_secs(10);
+/// Size of the file ringlab creates when no target is given.
+pub const DEFAULT_SIZE: u64 = 1 << 30;
+/// Seed of the offset generator when --seed is not given (repeatable runs,
+/// as fio's randrepeat=1).
+pub const DEFAULT_SEED: u64 = 0x5eed_1ab5;
+
+/// `ringlab io [TARGET]`: one storage workload on one engine.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Workload")]
+pub struct IoArgs {
+    /// File or block device to run on. Omit it and ringlab creates a file of
+    /// --size in --directory (filled with real data, removed afterwards
+    /// unless --keep).
+    #[arg(value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+
+    /// Interface under test: sync (pread/pwrite, one I/O at a time per job)
+    /// or uring (io_uring, batched submit and reap).
+    #[arg(long, visible_alias = "ioengine", value_enum, default_value_t = EngineKind::Uring)]
+    pub engine: EngineKind,
+
+    /// I/O pattern: read, write, randread, randwrite, randrw, rw (sequential mix).
+    #[arg(long, value_enum, default_value_t = Rw::Randread)]
+    pub rw: Rw,
+
+    /// Percentage of reads in randrw and rw.
+    #[arg(long, value_name = "PCT", default_value_t = 50)]
+    pub rwmixread: u32,
+
+    /// Block size of each I/O: 512, 4k, 64k, 1m (powers of 1024).
+    #[arg(long, value_name = "SIZE", default_value = "4k")]
+    pub bs: String,
+
+    /// I/Os in flight per job (the sync engine always has one).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub iodepth: u32,
+
+    /// Job threads, each with its own file descriptor and engine.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub numjobs: u32,
+
+    /// How long to run: 500ms, 10s, 1m [default: 10s unless --io-size].
+    #[arg(long, value_name = "TIME")]
+    pub runtime: Option<String>,
+
+    /// Bytes each job transfers before it stops (the first of --runtime and
+    /// --io-size ends the job).
+    #[arg(long, value_name = "SIZE")]
+    pub io_size: Option<String>,
+
+    /// Size of the created file [default: 1g]; with a TARGET, the part of it
+    /// the workload uses (from offset 0).
+    #[arg(long, value_name = "SIZE")]
+    pub size: Option<String>,
+
+    /// Open with O_DIRECT (bypass the page cache); --bs must then be a
+    /// multiple of the target's logical block size.
+    #[arg(long)]
+    pub direct: bool,
+
+    /// Pin job threads to these CPUs, one CPU per job in turn: 1 or 0,2-3.
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+
+    /// Pure CPU work after each completion: N iterations of a dependent
+    /// multiply-add, no system calls (fio's thinkcycles).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub thinkcycles: u64,
+
+    /// Seed of the random offsets and the read/write mix (same seed, same
+    /// sequence) [default: a fixed seed].
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+
+    /// Stamp every written block with its offset and a CRC32C, check every
+    /// block read, and read back every block written after the run; a
+    /// mismatch fails the run and names the offset.
+    #[arg(long)]
+    pub verify: bool,
+
+    /// Keep the file ringlab created (its path is printed).
+    #[arg(long)]
+    pub keep: bool,
+
+    /// Where to create the file when no TARGET is given [default: current
+    /// directory].
+    #[arg(long, value_name = "DIR")]
+    pub directory: Option<PathBuf>,
+
+    /// Allow writing to a block device that is mounted, holds a file-system
+    /// signature or a partition table. Destroys its data.
+    #[arg(long)]
+    pub allow_destructive: bool,
+}
+
+/// The validated, fully resolved configuration of one `ringlab io` run.
+#[derive(Debug, Clone)]
+pub struct IoPlan {
+    pub target: Option<PathBuf>,
+    pub engine: EngineKind,
+    pub rw: Rw,
+    pub rwmixread: u32,
+    pub bs: u64,
+    pub iodepth: u32,
+    pub numjobs: u32,
+    pub runtime: Option<Duration>,
+    pub io_size: Option<u64>,
+    pub size: Option<u64>,
+    pub direct: bool,
+    pub cpus: Vec<u32>,
+    pub thinkcycles: u64,
+    pub seed: u64,
+    pub verify: bool,
+    pub keep: bool,
+    pub directory: PathBuf,
+    pub allow_destructive: bool,
+}
+
+fn size_flag(flag: &str, text: &str) -> Result<u64> {
+    parse_size(text).map_err(|e| usage_error(format!("--{flag}: {e}")))
+}
+
+impl IoPlan {
+    /// Validates flags that do not depend on the target.
+    pub fn from_args(args: &IoArgs) -> Result<IoPlan> {
+        let bs = size_flag("bs", &args.bs)?;
+        if bs == 0 || bs > BS_MAX {
+            usage!(
+                "--bs {}: a block must be between 1 byte and {}",
+                args.bs,
+                format_bytes(BS_MAX)
+            );
+        }
+        if args.iodepth == 0 || args.iodepth > IODEPTH_MAX {
+            usage!(
+                "--iodepth {}: must be between 1 and {IODEPTH_MAX} (io_uring's limit on ring entries)",
+                args.iodepth
+            );
+        }
+        if args.numjobs == 0 || args.numjobs > NUMJOBS_MAX {
+            usage!(
+                "--numjobs {}: must be between 1 and {NUMJOBS_MAX}",
+                args.numjobs
+            );
+        }
+        if args.rwmixread > 100 {
+            usage!("--rwmixread {}: a percentage from 0 to 100", args.rwmixread);
+        }
+        let runtime = match &args.runtime {
+            Some(t) => {
+                let d = parse_duration(t).map_err(|e| usage_error(format!("--runtime: {e}")))?;
+                if d.is_zero() {
+                    usage!("--runtime {t}: must be longer than zero");
+                }
+                Some(d)
+            }
+            None => None,
+        };
+        let io_size = match &args.io_size {
+            Some(t) => {
+                let n = size_flag("io-size", t)?;
+                if n < bs {
+                    usage!("--io-size {t}: smaller than one block (--bs {})", args.bs);
+                }
+                Some(n)
+            }
+            None => None,
+        };
+        let runtime = match (runtime, io_size) {
+            (None, None) => Some(DEFAULT_RUNTIME),
+            (r, _) => r,
+        };
+        let size = match &args.size {
+            Some(t) => {
+                let n = size_flag("size", t)?;
+                if n == 0 {
+                    usage!("--size {t}: must be larger than zero");
+                }
+                Some(n)
+            }
+            None => None,
+        };
+        if args.verify && bs < VERIFY_BS_MIN {
+            usage!(
+                "--verify needs blocks of at least {VERIFY_BS_MIN} bytes to hold its header: raise --bs"
+            );
+        }
+        let cpus = match &args.cpus {
+            Some(list) => parse_cpu_list(list)?,
+            None => Vec::new(),
+        };
+        check_cpus_allowed(&cpus)?;
+        let directory = match &args.directory {
+            Some(d) => {
+                if !d.is_dir() {
+                    usage!(
+                        "--directory {}: no such directory; create it or pick another",
+                        d.display()
+                    );
+                }
+                d.clone()
+            }
+            None => PathBuf::from("."),
+        };
+        if args.target.is_some() && args.directory.is_some() {
+            usage!("--directory only applies when ringlab creates its own file: drop it, or drop TARGET");
+        }
+        if args.target.is_some() && args.keep {
+            usage!(
+                "--keep only applies to a file ringlab creates; a TARGET you name is never removed"
+            );
+        }
+        Ok(IoPlan {
+            target: args.target.clone(),
+            engine: args.engine,
+            rw: args.rw,
+            rwmixread: args.rwmixread,
+            bs,
+            iodepth: args.iodepth,
+            numjobs: args.numjobs,
+            runtime,
+            io_size,
+            size,
+            direct: args.direct,
+            cpus,
+            thinkcycles: args.thinkcycles,
+            seed: args.seed.unwrap_or(DEFAULT_SEED),
+            verify: args.verify,
+            keep: args.keep,
+            directory,
+            allow_destructive: args.allow_destructive,
+        })
+    }
+
+    /// Whether the workload issues writes.
+    pub fn writes(&self) -> bool {
+        self.rw.writes(self.rwmixread)
+    }
+
+    /// Whether the workload issues reads.
+    pub fn reads(&self) -> bool {
+        self.rw.reads(self.rwmixread)
+    }
+
+    /// The CPU job `job` is pinned to, if any.
+    pub fn cpu_of_job(&self, job: u32) -> Option<u32> {
+        if self.cpus.is_empty() {
+            None
+        } else {
+            Some(self.cpus[job as usize % self.cpus.len()])
+        }
+    }
+
+    /// The resolved options keyed by their long flag names; sizes in bytes,
+    /// durations in seconds.
+    pub fn config_map(&self) -> Map<String, Value> {
+        let v = json!({
+            "target": self.target.as_ref().map(|p| p.display().to_string()),
+            "engine": self.engine.name(),
+            "rw": self.rw.name(),
+            "rwmixread": self.rwmixread,
+            "bs": self.bs,
+            "iodepth": self.iodepth,
+            "numjobs": self.numjobs,
+            "runtime": self.runtime.map(|d| d.as_secs_f64()),
+            "io-size": self.io_size,
+            "size": self.size,
+            "direct": self.direct,
+            "cpus": self.cpus,
+            "thinkcycles": self.thinkcycles,
+            "seed": self.seed,
+            "verify": self.verify,
+            "keep": self.keep,
+            "directory": self.directory.display().to_string(),
+            "allow-destructive": self.allow_destructive,
+        });
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!("json! of an object literal is an object"),
+        }
+    }
+}
+
+/// Parses `0,2-3` into `[0, 2, 3]` (order kept, as jobs take CPUs in turn).
+pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>> {
+    let bad = || {
+        usage_error(format!(
+            "--cpus {text}: not a CPU list; write CPU numbers and ranges like 1 or 0,2-3"
+        ))
+    };
+    let mut cpus = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => (part, part),
+        };
+        let lo: u32 = lo.parse().map_err(|_| bad())?;
+        let hi: u32 = hi.parse().map_err(|_| bad())?;
+        if hi < lo || hi - lo > 4096 {
+            return Err(bad());
+        }
+        cpus.extend(lo..=hi);
+    }
+    if cpus.is_empty() {
+        return Err(bad());
+    }
+    Ok(cpus)
+}
+
+/// CPUs this process may run on (its affinity mask).
+pub fn allowed_cpus() -> Vec<u32> {
+    // SAFETY: sched_getaffinity fills the zeroed set we own.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as u32)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) })
+        .collect()
+}
+
+fn check_cpus_allowed(cpus: &[u32]) -> Result<()> {
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    let allowed = allowed_cpus();
+    if let Some(bad) = cpus.iter().find(|c| !allowed.contains(c)) {
+        usage!(
+            "--cpus: CPU {bad} is not available to this process (it may run on {}); pick from those",
+            format_cpu_list(&allowed)
+        );
+    }
+    Ok(())
+}
+
+/// Formats CPUs as ranges: `0-3,6`.
+pub fn format_cpu_list(cpus: &[u32]) -> String {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("1").unwrap(), vec![1]);
+        assert_eq!(parse_cpu_list("0,2-3").unwrap(), vec![0, 2, 3]);
+        assert_eq!(parse_cpu_list(" 3 , 1 ").unwrap(), vec![3, 1]);
+        for bad in ["", "a", "3-1", "1,", "-1", "0-100000"] {
+            assert!(parse_cpu_list(bad).is_err(), "{bad:?} parsed");
+        }
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
+        assert_eq!(format_cpu_list(&[1]), "1");
+    }
+}

@@ -1,0 +1,575 @@
+//! The target: an existing file or block device, or a file ringlab creates.
+//!
+//! Everything that can be wrong with a target is found here, before any
+//! thread starts: it does not exist, is too small, refuses O_DIRECT or the
+//! block size, or is a block device whose data a write would destroy.
+
+use crate::error::usage_error;
+use crate::plan::IoPlan;
+use crate::usage;
+use crate::verify;
+use anyhow::{Context, Result};
+use ringlab_stats::units::format_bytes;
+use ringlab_stats::TargetInfo;
+use std::ffi::CString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+const BLKSSZGET: libc::c_ulong = 0x1268;
+const STATX_DIOALIGN: u32 = 0x2000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TargetKind {
+    File,
+    Block,
+}
+
+/// A file ringlab created; removed when dropped unless kept.
+#[derive(Debug)]
+pub struct CreatedFile {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for CreatedFile {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// A target checked and ready for the jobs to open.
+#[derive(Debug)]
+pub struct Target {
+    pub path: PathBuf,
+    pub kind: TargetKind,
+    pub size: u64,
+    /// Bytes the workload uses, a whole number of blocks.
+    pub region: u64,
+    pub logical_block_size: u32,
+    pub fs_type: Option<String>,
+    pub scheduler: Option<String>,
+    created: Option<CreatedFile>,
+}
+
+impl Target {
+    pub fn info(&self) -> TargetInfo {
+        TargetInfo {
+            path: self.path.display().to_string(),
+            kind: match self.kind {
+                TargetKind::File => "file",
+                TargetKind::Block => "block",
+            }
+            .to_string(),
+            size_bytes: self.size,
+            region_bytes: self.region,
+            created: self.created.is_some(),
+            kept: self.created.as_ref().is_some_and(|c| c.keep),
+            fs_type: self.fs_type.clone(),
+            logical_block_size: self.logical_block_size,
+            scheduler: self.scheduler.clone(),
+        }
+    }
+
+    /// Opens the target for one job with the flags the plan needs.
+    pub fn open(&self, plan: &IoPlan) -> Result<OwnedFd> {
+        open_target(&self.path, plan.writes(), plan.direct)
+            .with_context(|| format!("cannot open {}", self.path.display()))
+    }
+
+    /// Blocks `[first, first + count)` of job `job`. With --verify and
+    /// writes, jobs get disjoint slices so no job reads a block another is
+    /// rewriting; otherwise every job roams the whole region, as in fio.
+    pub fn job_blocks(&self, plan: &IoPlan, job: u32) -> (u64, u64) {
+        let blocks = self.region / plan.bs;
+        if plan.verify && plan.writes() && plan.numjobs > 1 {
+            let per_job = blocks / plan.numjobs as u64;
+            (job as u64 * per_job, per_job)
+        } else {
+            (0, blocks)
+        }
+    }
+}
+
+fn open_target(path: &Path, write: bool, direct: bool) -> io::Result<OwnedFd> {
+    let mut flags = libc::O_CLOEXEC;
+    flags |= if write { libc::O_RDWR } else { libc::O_RDONLY };
+    if direct {
+        flags |= libc::O_DIRECT;
+    }
+    let cpath = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
+    // SAFETY: cpath is a valid NUL-terminated string.
+    let fd = unsafe { libc::open(cpath.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fd was just opened and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Checks (and, without a TARGET, creates) the target of `plan`.
+pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Target> {
+    let target = match &plan.target {
+        Some(path) => existing(plan, path)?,
+        None => create(plan, interrupted, announce)?,
+    };
+    if plan.verify && plan.writes() && plan.numjobs > 1 && target.job_blocks(plan, 0).1 == 0 {
+        usage!(
+            "--verify with writes gives each of the {} jobs its own slice, but the region holds only {} blocks: use fewer jobs or a larger target",
+            plan.numjobs,
+            target.region / plan.bs
+        );
+    }
+    // Start from a cold cache, as fio's invalidate=1 does.
+    if let Ok(f) = File::open(&target.path) {
+        // SAFETY: a valid fd; fadvise only drops clean cached pages.
+        unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    }
+    Ok(target)
+}
+
+fn existing(plan: &IoPlan, path: &Path) -> Result<Target> {
+    let meta = match fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => usage!(
+            "target {} does not exist: name an existing file or block device, or omit TARGET and ringlab creates a file (--size, --directory)",
+            path.display()
+        ),
+        Err(e) => usage!("cannot inspect target {}: {e}", path.display()),
+    };
+    let ft = meta.file_type();
+    let kind = if ft.is_file() {
+        TargetKind::File
+    } else if ft.is_block_device() {
+        TargetKind::Block
+    } else if ft.is_dir() {
+        usage!(
+            "target {} is a directory: name a file or block device, or use --directory {} to create a file there",
+            path.display(),
+            path.display()
+        )
+    } else {
+        usage!(
+            "target {} is neither a regular file nor a block device",
+            path.display()
+        )
+    };
+    let probe = match open_target(path, false, false) {
+        Ok(fd) => fd,
+        Err(e) => usage!("cannot open target {}: {e}", path.display()),
+    };
+    let (size, lbs, fs_type, dev) = match kind {
+        TargetKind::File => (
+            meta.len(),
+            file_dio_align(path).unwrap_or(512),
+            fs_type_of(&probe),
+            meta.dev(),
+        ),
+        TargetKind::Block => (
+            blkdev_size(&probe).with_context(|| format!("BLKGETSIZE64 on {}", path.display()))?,
+            blkdev_logical_block_size(&probe).unwrap_or(512),
+            None,
+            meta.rdev(),
+        ),
+    };
+    drop(probe);
+    let region_wanted = match plan.size {
+        Some(s) if s > size => usage!(
+            "--size {} is larger than target {} ({})",
+            format_bytes(s),
+            path.display(),
+            format_bytes(size)
+        ),
+        Some(s) => s,
+        None => size,
+    };
+    if region_wanted < plan.bs {
+        usage!(
+            "target {} is {}, smaller than one block (--bs {}): use a smaller --bs or a larger target",
+            path.display(),
+            format_bytes(region_wanted),
+            format_bytes(plan.bs)
+        );
+    }
+    check_direct(plan, path, lbs, fs_type.as_deref())?;
+    if kind == TargetKind::Block && plan.writes() && !plan.allow_destructive {
+        if let Some(why) = block_device_in_use(path, dev) {
+            usage!(
+                "refusing to write to {}: {why}; writing would destroy it. Pass --allow-destructive if that is what you want",
+                path.display()
+            );
+        }
+    }
+    Ok(Target {
+        path: path.to_path_buf(),
+        kind,
+        size,
+        region: region_wanted / plan.bs * plan.bs,
+        logical_block_size: lbs,
+        fs_type,
+        scheduler: scheduler_of(dev, kind),
+        created: None,
+    })
+}
+
+/// Refuses a block size O_DIRECT cannot use, and a file system that refuses
+/// O_DIRECT, with the fix for each.
+fn check_direct(plan: &IoPlan, path: &Path, lbs: u32, fs_type: Option<&str>) -> Result<()> {
+    if !plan.direct {
+        return Ok(());
+    }
+    if plan.bs % lbs as u64 != 0 {
+        usage!(
+            "--bs {} is not a multiple of the logical block size ({lbs} bytes) of {}, which O_DIRECT requires: use a multiple of {lbs} or drop --direct",
+            plan.bs,
+            path.display()
+        );
+    }
+    if let Err(e) = open_target(path, false, true) {
+        if e.raw_os_error() == Some(libc::EINVAL) {
+            usage!(
+                "{} refuses O_DIRECT (its file system, {}, does not support it): drop --direct, or put the target on a file system that supports it",
+                path.display(),
+                fs_type.unwrap_or("unknown")
+            );
+        }
+        usage!("cannot open {} with O_DIRECT: {e}", path.display());
+    }
+    Ok(())
+}
+
+fn create(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Target> {
+    let size = plan.size.unwrap_or(crate::plan::DEFAULT_SIZE);
+    if size < plan.bs {
+        usage!(
+            "--size {} is smaller than one block (--bs {})",
+            format_bytes(size),
+            format_bytes(plan.bs)
+        );
+    }
+    let dir = &plan.directory;
+    if let Some(free) = free_space(dir) {
+        if free < size {
+            usage!(
+                "{} has {} free, not enough for a {} file: lower --size or pick another --directory",
+                dir.display(),
+                format_bytes(free),
+                format_bytes(size)
+            );
+        }
+    }
+    let path = dir.join(format!("ringlab-io-{}.dat", std::process::id()));
+    let mut file = match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(&path)
+    {
+        Ok(f) => f,
+        Err(e) => usage!("cannot create {}: {e}", path.display()),
+    };
+    let guard = CreatedFile {
+        path: path.clone(),
+        keep: plan.keep,
+    };
+    let fs_type = fs_type_of(&file);
+    let lbs = file_dio_align(&path).unwrap_or(512);
+    check_direct(plan, &path, lbs, fs_type.as_deref())?;
+    if announce {
+        eprintln!(
+            "ringlab: laying out {} at {}",
+            format_bytes(size),
+            path.display()
+        );
+    }
+    lay_out(&mut file, size, plan, interrupted)
+        .with_context(|| format!("laying out {}", path.display()))?;
+    let dev = fs::metadata(&path).map(|m| m.dev()).unwrap_or(0);
+    Ok(Target {
+        path: path.canonicalize().unwrap_or(path),
+        kind: TargetKind::File,
+        size,
+        region: size / plan.bs * plan.bs,
+        logical_block_size: lbs,
+        fs_type,
+        scheduler: scheduler_of(dev, TargetKind::File),
+        created: Some(guard),
+    })
+}
+
+/// Fills a new file with real data (never sparse): the verify pattern in
+/// blocks of --bs when --verify is on, pseudo-random bytes otherwise.
+fn lay_out(file: &mut File, size: u64, plan: &IoPlan, interrupted: &AtomicBool) -> Result<()> {
+    let chunk_len = ((1u64 << 20).max(plan.bs) / plan.bs * plan.bs) as usize;
+    let mut chunk = vec![0u8; chunk_len];
+    let mut written = 0u64;
+    while written < size {
+        if interrupted.load(Ordering::Relaxed) {
+            anyhow::bail!("interrupted");
+        }
+        let n = chunk_len.min((size - written) as usize);
+        let buf = &mut chunk[..n];
+        if plan.verify {
+            let mut blocks = buf.chunks_exact_mut(plan.bs as usize);
+            let mut off = written;
+            for b in &mut blocks {
+                verify::stamp(b, off, 0);
+                off += plan.bs;
+            }
+            verify::fill_payload(blocks.into_remainder(), off);
+        } else {
+            verify::fill_payload(buf, written ^ plan.seed);
+        }
+        file.write_all(buf)?;
+        written += n as u64;
+    }
+    file.sync_data()?;
+    Ok(())
+}
+
+fn free_space(dir: &Path) -> Option<u64> {
+    let c = CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statvfs fills the zeroed struct we own.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+fn blkdev_size(fd: &OwnedFd) -> io::Result<u64> {
+    let mut size: u64 = 0;
+    // SAFETY: BLKGETSIZE64 writes one u64.
+    if unsafe { libc::ioctl(fd.as_raw_fd(), BLKGETSIZE64 as _, &mut size) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(size)
+}
+
+fn blkdev_logical_block_size(fd: &OwnedFd) -> Option<u32> {
+    let mut lbs: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes one int.
+    if unsafe { libc::ioctl(fd.as_raw_fd(), BLKSSZGET as _, &mut lbs) } != 0 || lbs <= 0 {
+        return None;
+    }
+    Some(lbs as u32)
+}
+
+/// O_DIRECT offset alignment of a file (statx STATX_DIOALIGN, Linux 6.1+).
+fn file_dio_align(path: &Path) -> Option<u32> {
+    let c = CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statx fills the zeroed struct we own.
+    let mut stx: libc::statx = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), 0, STATX_DIOALIGN, &mut stx) };
+    if rc != 0 || stx.stx_mask & STATX_DIOALIGN == 0 || stx.stx_dio_offset_align == 0 {
+        return None;
+    }
+    Some(stx.stx_dio_offset_align)
+}
+
+/// The file system type of an open file, by its statfs magic.
+fn fs_type_of(f: &impl AsRawFd) -> Option<String> {
+    // SAFETY: fstatfs fills the zeroed struct we own.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatfs(f.as_raw_fd(), &mut st) } != 0 {
+        return None;
+    }
+    let magic = st.f_type as u64 & 0xffff_ffff;
+    let name = match magic {
+        0xef53 => "ext4",
+        0x5846_5342 => "xfs",
+        0x9123_683e => "btrfs",
+        0x0102_1994 => "tmpfs",
+        0x8584_58f6 => "ramfs",
+        0x794c_7630 => "overlayfs",
+        0x6969 => "nfs",
+        0x6573_5546 => "fuse",
+        0x2fc1_2fc1 => "zfs",
+        0xf2f5_2010 => "f2fs",
+        0x4d44 => "vfat",
+        0x5346_544e => "ntfs",
+        0x6462_6720 => "debugfs",
+        0x6265_6572 => "sysfs",
+        0x9fa0 => "proc",
+        0x0102_1997 => "9p",
+        0xca45_1a4e => "bcachefs",
+        _ => return Some(format!("{magic:#x}")),
+    };
+    Some(name.to_string())
+}
+
+fn sysfs_dev_dir(dev: u64) -> PathBuf {
+    PathBuf::from(format!(
+        "/sys/dev/block/{}:{}",
+        libc::major(dev),
+        libc::minor(dev)
+    ))
+}
+
+/// The I/O scheduler of the device holding the target (its whole disk for
+/// a partition).
+fn scheduler_of(dev: u64, _kind: TargetKind) -> Option<String> {
+    let dir = sysfs_dev_dir(dev);
+    let text = fs::read_to_string(dir.join("queue/scheduler"))
+        .or_else(|_| fs::read_to_string(dir.join("../queue/scheduler")))
+        .ok()?;
+    let active = text
+        .split_whitespace()
+        .find(|w| w.starts_with('['))
+        .map(|w| w.trim_matches(|c| c == '[' || c == ']').to_string());
+    active.or_else(|| Some(text.trim().to_string()))
+}
+
+/// Why writing to this block device would destroy something, if it would.
+pub fn block_device_in_use(path: &Path, dev: u64) -> Option<String> {
+    let dir = sysfs_dev_dir(dev);
+    let partitions: Vec<(String, String)> = fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().join("partition").exists())
+        .filter_map(|e| {
+            let devno = fs::read_to_string(e.path().join("dev")).ok()?;
+            Some((
+                e.file_name().to_string_lossy().into_owned(),
+                devno.trim().to_string(),
+            ))
+        })
+        .collect();
+    let own = format!("{}:{}", libc::major(dev), libc::minor(dev));
+    if let Ok(mounts) = fs::read_to_string("/proc/self/mountinfo") {
+        for line in mounts.lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            if f.len() < 5 {
+                continue;
+            }
+            if f[2] == own {
+                return Some(format!("it is mounted at {}", f[4]));
+            }
+            if let Some((name, _)) = partitions.iter().find(|(_, d)| d == f[2]) {
+                return Some(format!("its partition {name} is mounted at {}", f[4]));
+            }
+        }
+    }
+    if let Ok(swaps) = fs::read_to_string("/proc/swaps") {
+        let canon = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        if swaps
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next())
+            .any(|p| Path::new(p) == canon)
+        {
+            return Some("it is in use as swap".to_string());
+        }
+    }
+    let holders: Vec<String> = fs::read_dir(dir.join("holders"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if !holders.is_empty() {
+        return Some(format!(
+            "it is held by {} (device mapper, LVM or RAID)",
+            holders.join(", ")
+        ));
+    }
+    if !partitions.is_empty() {
+        let names: Vec<&str> = partitions.iter().map(|(n, _)| n.as_str()).collect();
+        return Some(format!("it has a partition table ({})", names.join(", ")));
+    }
+    let mut head = vec![0u8; 128 << 10];
+    let n = File::open(path)
+        .and_then(|mut f| {
+            f.seek(SeekFrom::Start(0))?;
+            let mut total = 0;
+            while total < head.len() {
+                let r = f.read(&mut head[total..])?;
+                if r == 0 {
+                    break;
+                }
+                total += r;
+            }
+            Ok(total)
+        })
+        .unwrap_or(0);
+    signature(&head[..n]).map(|s| format!("it holds {s}"))
+}
+
+/// Names the file system, volume or partition-table signature in the first
+/// bytes of a device, if any.
+pub fn signature(head: &[u8]) -> Option<&'static str> {
+    let at = |off: usize, magic: &[u8]| head.get(off..off + magic.len()) == Some(magic);
+    let checks: [(usize, &[u8], &'static str); 14] = [
+        (1080, &[0x53, 0xef], "an ext2/3/4 file system"),
+        (0, b"XFSB", "an XFS file system"),
+        (0x10040, b"_BHRfS_M", "a btrfs file system"),
+        (4086, b"SWAPSPACE2", "a swap signature"),
+        (4086, b"SWAP-SPACE", "a swap signature"),
+        (0, b"LUKS\xba\xbe", "a LUKS volume"),
+        (512, b"LABELONE", "an LVM physical volume"),
+        (512, b"EFI PART", "a GPT partition table"),
+        (32769, b"CD001", "an ISO 9660 file system"),
+        (0, b"hsqs", "a squashfs file system"),
+        (1024, &[0x10, 0x20, 0xf5, 0xf2], "an F2FS file system"),
+        (3, b"NTFS    ", "an NTFS file system"),
+        (82, b"FAT32", "a FAT file system"),
+        (54, b"FAT1", "a FAT file system"),
+    ];
+    for (off, magic, what) in checks {
+        if at(off, magic) {
+            return Some(what);
+        }
+    }
+    if at(510, &[0x55, 0xaa]) {
+        return Some("an MBR partition table or boot sector");
+    }
+    None
+}
+
+/// Turns an error opening the target into a usage error where the user can
+/// fix it.
+pub fn open_error_hint(e: &io::Error) -> Option<anyhow::Error> {
+    match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => Some(usage_error(format!(
+            "permission denied ({e}): run as a user that may open the target"
+        ))),
+        Some(libc::EROFS) => Some(usage_error(
+            "the target is on a read-only file system: use a read workload".to_string(),
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures() {
+        let mut ext4 = vec![0u8; 4096];
+        ext4[1080] = 0x53;
+        ext4[1081] = 0xef;
+        assert_eq!(signature(&ext4), Some("an ext2/3/4 file system"));
+        let mut mbr = vec![0u8; 4096];
+        mbr[510] = 0x55;
+        mbr[511] = 0xaa;
+        assert_eq!(
+            signature(&mbr),
+            Some("an MBR partition table or boot sector")
+        );
+        let mut gpt = mbr.clone();
+        gpt[512..520].copy_from_slice(b"EFI PART");
+        assert_eq!(signature(&gpt), Some("a GPT partition table"));
+        assert_eq!(signature(&vec![0u8; 70_000]), None);
+        assert_eq!(signature(&[]), None);
+    }
+}

@@ -1,0 +1,151 @@
+//! The compact text report of a `ringlab io` result.
+
+use ringlab_stats::units::{format_bandwidth, format_bytes, format_ns, format_rate};
+use ringlab_stats::{DirectionFigures, Figures, LatencySummary, RunResult};
+use serde_json::Value;
+use std::fmt::Write;
+
+/// Renders `r` for people: what ran, then each job, then the total.
+pub fn render(r: &RunResult) -> String {
+    let mut out = String::new();
+    let c = &r.config;
+    let get = |k: &str| c.get(k).cloned().unwrap_or(Value::Null);
+    let numjobs = get("numjobs").as_u64().unwrap_or(1);
+    let mut line = format!(
+        "ringlab io: {} {}, iodepth {}, {} job{}, engine {}, {}",
+        get("rw").as_str().unwrap_or("?"),
+        format_bytes(get("bs").as_u64().unwrap_or(0)),
+        get("iodepth"),
+        numjobs,
+        if numjobs == 1 { "" } else { "s" },
+        get("engine").as_str().unwrap_or("?"),
+        if get("direct").as_bool() == Some(true) {
+            "O_DIRECT"
+        } else {
+            "buffered"
+        },
+    );
+    if let Some(pct) = get("rwmixread").as_u64() {
+        if matches!(get("rw").as_str(), Some("randrw") | Some("rw")) {
+            let _ = write!(line, ", {pct}% reads");
+        }
+    }
+    if let Some(secs) = get("runtime").as_f64() {
+        let _ = write!(line, ", runtime {}", format_ns(secs * 1e9));
+    }
+    if let Some(n) = get("io-size").as_u64() {
+        let _ = write!(line, ", io-size {}", format_bytes(n));
+    }
+    if let Some(n) = get("thinkcycles").as_u64().filter(|&n| n > 0) {
+        let _ = write!(line, ", thinkcycles {n}");
+    }
+    if get("verify").as_bool() == Some(true) {
+        line.push_str(", verify");
+    }
+    let _ = write!(line, ", seed {}", get("seed"));
+    out.push_str(&line);
+    out.push('\n');
+    if let Some(t) = &r.target {
+        let mut what = vec![t.kind.clone()];
+        if let Some(fs) = &t.fs_type {
+            what.push(format!("on {fs}"));
+        }
+        if let Some(s) = &t.scheduler {
+            what.push(format!("scheduler {s}"));
+        }
+        what.push(format!(
+            "{} used of {}",
+            format_bytes(t.region_bytes),
+            format_bytes(t.size_bytes)
+        ));
+        what.push(format!("logical block {} B", t.logical_block_size));
+        if t.created {
+            what.push(
+                if t.kept {
+                    "created, kept"
+                } else {
+                    "created, removed after the run"
+                }
+                .to_string(),
+            );
+        }
+        let _ = writeln!(out, "target: {} ({})", t.path, what.join(", "));
+    }
+    for w in &r.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    for j in &r.jobs {
+        let cpu = j.cpu.map(|c| format!(" [cpu {c}]")).unwrap_or_default();
+        render_figures(&mut out, &format!("job {}{cpu}", j.job), &j.figures);
+    }
+    if r.jobs.len() != 1 {
+        render_figures(&mut out, "total", &r.total);
+    }
+    out
+}
+
+fn render_figures(out: &mut String, label: &str, f: &Figures) {
+    let secs = f.elapsed_ns as f64 / 1e9;
+    let _ = writeln!(
+        out,
+        "{label}: {} IOPS, {}, {} ops ({}) in {secs:.2}s",
+        format_rate(f.iops),
+        format_bandwidth(f.bw_bytes_per_s),
+        f.ops,
+        format_bytes(f.bytes),
+    );
+    for (name, d) in [("read", &f.read), ("write", &f.write)] {
+        render_direction(out, name, d);
+    }
+    let pct = |ns: u64| {
+        if f.elapsed_ns == 0 {
+            0.0
+        } else {
+            ns as f64 * 100.0 / f.elapsed_ns as f64
+        }
+    };
+    let _ = writeln!(
+        out,
+        "  cpu  : user {} ({:.1}%), sys {} ({:.1}%), context switches {} voluntary, {} involuntary",
+        format_ns(f.cpu_user_ns as f64),
+        pct(f.cpu_user_ns),
+        format_ns(f.cpu_sys_ns as f64),
+        pct(f.cpu_sys_ns),
+        f.ctx_voluntary,
+        f.ctx_involuntary
+    );
+    if let Some(n) = f.verified_blocks {
+        let _ = writeln!(out, "  verify: {n} blocks checked, all correct");
+    }
+}
+
+fn render_direction(out: &mut String, name: &str, d: &DirectionFigures) {
+    let Some(lat) = &d.lat_ns else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "  {name:<5}: {} IOPS, {}, {} ops",
+        format_rate(d.iops),
+        format_bandwidth(d.bw_bytes_per_s),
+        d.ops
+    );
+    let _ = writeln!(out, "    lat: {}", latency_line(lat));
+}
+
+/// `min 10.2us mean 250.1us ... max 2.30ms`
+pub fn latency_line(l: &LatencySummary) -> String {
+    let f = |v: f64| format_ns(v);
+    format!(
+        "min {} mean {} stdev {} | p50 {} p90 {} p99 {} p99.9 {} p99.99 {} | max {}",
+        f(l.min as f64),
+        f(l.mean),
+        f(l.stdev),
+        f(l.p50 as f64),
+        f(l.p90 as f64),
+        f(l.p99 as f64),
+        f(l.p99_9 as f64),
+        f(l.p99_99 as f64),
+        f(l.max as f64)
+    )
+}

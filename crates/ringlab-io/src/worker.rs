@@ -1,0 +1,423 @@
+//! The worker loop: one per job thread, shared by every engine.
+//!
+//! It owns the workload (which block, read or write), the timestamps and
+//! histograms, verification, think time and the stop conditions. Engines
+//! only move requests (see [`crate::engines`]).
+
+use crate::buffers::BufferPool;
+use crate::engines::{Completion, Engine, EngineSetup, IoRequest, QueueStatus};
+use crate::plan::IoPlan;
+use crate::target::Target;
+use crate::verify;
+use crate::workload::{Dir, NextIo, Workload};
+use anyhow::{bail, Result};
+use rand::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use ringlab_kstat::ThreadUsage;
+use ringlab_stats::ThreadMeasurements;
+use std::collections::HashSet;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Counters a job publishes while it runs, read by the progress line. Padded
+/// to its own cache line so jobs do not share one.
+#[repr(align(128))]
+#[derive(Default)]
+pub struct JobProgress {
+    pub ops: AtomicU64,
+}
+
+/// Everything a job thread needs.
+pub struct JobContext {
+    pub job: u32,
+    pub plan: Arc<IoPlan>,
+    pub target: Arc<Target>,
+    /// Set by the runner when the run must end (runtime over, interrupted,
+    /// another job failed).
+    pub stop: Arc<AtomicBool>,
+    pub progress: Arc<JobProgress>,
+}
+
+/// What a job measured.
+pub struct JobOutcome {
+    pub job: u32,
+    pub cpu: Option<u32>,
+    pub measurements: ThreadMeasurements,
+}
+
+/// Sets up the job on this thread (pinning, file, buffers, engine), calls
+/// `ready(ok)` — which returns whether to go on, after every job is set up —
+/// and runs the loop.
+pub fn run_job<E: Engine>(
+    ctx: JobContext,
+    ready: impl FnOnce(bool) -> bool,
+    make_engine: impl FnOnce(&EngineSetup) -> Result<E>,
+) -> Result<JobOutcome> {
+    let plan = ctx.plan.clone();
+    let cpu = plan.cpu_of_job(ctx.job);
+    let setup = (|| -> Result<_> {
+        if let Some(cpu) = cpu {
+            pin_to_cpu(cpu)?;
+        }
+        let fd = ctx.target.open(&plan)?;
+        let depth = if plan.engine.is_async() {
+            plan.iodepth
+        } else {
+            1
+        };
+        let mut buffers = BufferPool::new(plan.bs as usize, depth as usize)?;
+        for s in 0..depth {
+            verify::fill_payload(buffers.slot_mut(s), plan.seed ^ ((s as u64) << 32) ^ 0xb0ff);
+        }
+        let engine = make_engine(&EngineSetup {
+            fd: fd.as_raw_fd(),
+            plan: &plan,
+            buffers: &buffers,
+        })?;
+        Ok((fd, buffers, engine, depth))
+    })();
+    let (fd, buffers, engine, depth) = match setup {
+        Ok(s) => {
+            if !ready(true) {
+                bail!("aborted before start");
+            }
+            s
+        }
+        Err(e) => {
+            ready(false);
+            return Err(e);
+        }
+    };
+    let (first, count) = ctx.target.job_blocks(&plan, ctx.job);
+    let mut job = Job {
+        workload: Workload::new(plan.rw, plan.rwmixread, first, count, plan.seed, ctx.job),
+        slots: vec![SlotState::default(); depth as usize],
+        free: (0..depth).rev().collect(),
+        inflight: 0,
+        pending: None,
+        issued_bytes: 0,
+        verify: plan
+            .verify
+            .then(|| VerifyState::new(&plan, ctx.job, first, count)),
+        measurements: ThreadMeasurements::default(),
+        ops: 0,
+        clock: Instant::now(),
+        ctx: &ctx,
+        plan: &plan,
+        engine,
+        buffers,
+    };
+    let usage_start = ThreadUsage::now()?;
+    let result = job.run();
+    if job.inflight > 0 && job.drain().is_err() {
+        // The kernel may still write into these buffers: never free them.
+        std::mem::forget(job.buffers);
+        result?;
+        bail!("could not wait for I/O still in flight");
+    }
+    result?;
+    job.measurements.elapsed_ns = job.clock.elapsed().as_nanos() as u64;
+    let used = ThreadUsage::now()?.since(&usage_start);
+    job.measurements.cpu_user_ns = used.user_ns;
+    job.measurements.cpu_sys_ns = used.sys_ns;
+    job.measurements.ctx_voluntary = used.voluntary_switches;
+    job.measurements.ctx_involuntary = used.involuntary_switches;
+    if let Some(v) = job.verify.take() {
+        let checked = v.read_back(fd.as_raw_fd(), &mut job.buffers, &plan, ctx.job)?;
+        job.measurements.verified_blocks = Some(checked);
+    }
+    Ok(JobOutcome {
+        job: ctx.job,
+        cpu,
+        measurements: job.measurements,
+    })
+}
+
+#[derive(Clone, Copy, Default)]
+struct SlotState {
+    offset: u64,
+    block: u64,
+    start_ns: u64,
+    write: bool,
+}
+
+struct Job<'a, E: Engine> {
+    workload: Workload,
+    slots: Vec<SlotState>,
+    free: Vec<u32>,
+    inflight: u32,
+    /// An I/O drawn from the workload but not issued yet (engine busy, or
+    /// its block is in flight under --verify).
+    pending: Option<NextIo>,
+    issued_bytes: u64,
+    verify: Option<VerifyState>,
+    measurements: ThreadMeasurements,
+    ops: u64,
+    clock: Instant,
+    ctx: &'a JobContext,
+    plan: &'a IoPlan,
+    // The engine is declared (and so dropped) before the buffers it uses.
+    engine: E,
+    buffers: BufferPool,
+}
+
+impl<E: Engine> Job<'_, E> {
+    #[inline]
+    fn now_ns(&self) -> u64 {
+        self.clock.elapsed().as_nanos() as u64
+    }
+
+    fn may_issue(&self) -> bool {
+        !self.ctx.stop.load(Ordering::Relaxed)
+            && self
+                .plan
+                .io_size
+                .is_none_or(|limit| self.issued_bytes < limit)
+    }
+
+    fn run(&mut self) -> Result<()> {
+        let mut completions: Vec<Completion> = Vec::with_capacity(self.slots.len());
+        self.clock = Instant::now();
+        loop {
+            let queued = self.fill()?;
+            if queued > 0 {
+                self.engine.commit()?;
+            }
+            if self.inflight > 0 {
+                completions.clear();
+                self.engine.reap(1, &mut completions)?;
+                let now = self.now_ns();
+                for c in &completions {
+                    self.inflight -= 1;
+                    self.complete(c.slot, c.result, now)?;
+                }
+            } else if !self.may_issue() {
+                return Ok(());
+            } else if queued == 0 && self.pending.is_some() {
+                bail!("the engine refused a request with nothing in flight");
+            }
+        }
+    }
+
+    /// Issues I/O until every slot is busy; returns how many were queued
+    /// (not completed inline).
+    #[inline]
+    fn fill(&mut self) -> Result<u32> {
+        let mut queued = 0;
+        while let Some(&slot) = self.free.last() {
+            if !self.may_issue() {
+                break;
+            }
+            let io = self
+                .pending
+                .take()
+                .unwrap_or_else(|| self.workload.next_io());
+            if let Some(v) = &self.verify {
+                if v.inflight_blocks.contains(&io.block) {
+                    self.pending = Some(io);
+                    break;
+                }
+            }
+            self.free.pop();
+            let offset = io.block * self.plan.bs;
+            let write = io.dir == Dir::Write;
+            if write {
+                if let Some(v) = &mut self.verify {
+                    let generation = v.rng.next_u64();
+                    verify::stamp(self.buffers.slot_mut(slot), offset, generation);
+                }
+            }
+            let start_ns = self.now_ns();
+            self.slots[slot as usize] = SlotState {
+                offset,
+                block: io.block,
+                start_ns,
+                write,
+            };
+            let req = IoRequest {
+                slot,
+                dir: io.dir,
+                offset,
+                len: self.plan.bs as u32,
+                buf: self.buffers.slot_ptr(slot),
+            };
+            match self.engine.queue(&req)? {
+                QueueStatus::Completed(result) => {
+                    self.issued_bytes += self.plan.bs;
+                    let now = self.now_ns();
+                    self.complete(slot, result, now)?;
+                }
+                QueueStatus::Queued => {
+                    self.issued_bytes += self.plan.bs;
+                    self.inflight += 1;
+                    queued += 1;
+                    if let Some(v) = &mut self.verify {
+                        v.inflight_blocks.insert(io.block);
+                    }
+                }
+                QueueStatus::Busy => {
+                    self.free.push(slot);
+                    self.pending = Some(io);
+                    break;
+                }
+            }
+        }
+        Ok(queued)
+    }
+
+    #[inline]
+    fn complete(&mut self, slot: u32, result: i64, now_ns: u64) -> Result<()> {
+        let s = self.slots[slot as usize];
+        let bs = self.plan.bs;
+        let what = if s.write { "write" } else { "read" };
+        if result < 0 {
+            let err = std::io::Error::from_raw_os_error((-result) as i32);
+            bail!(
+                "job {}: {what} of {bs} bytes at offset {} failed: {err}",
+                self.ctx.job,
+                s.offset
+            );
+        }
+        if result as u64 != bs {
+            bail!(
+                "job {}: short {what} at offset {}: {result} of {bs} bytes",
+                self.ctx.job,
+                s.offset
+            );
+        }
+        let lat = now_ns.saturating_sub(s.start_ns);
+        if s.write {
+            self.measurements.write.record(bs, lat);
+        } else {
+            self.measurements.read.record(bs, lat);
+        }
+        if let Some(v) = &mut self.verify {
+            v.inflight_blocks.remove(&s.block);
+            if s.write {
+                v.mark_written(s.block);
+            } else {
+                if let Err(why) = verify::check(self.buffers.slot(slot), s.offset) {
+                    bail!(
+                        "verify failed: job {} read at offset {} (block {}): {why}",
+                        self.ctx.job,
+                        s.offset,
+                        s.block
+                    );
+                }
+                v.checked += 1;
+            }
+        }
+        if self.plan.thinkcycles > 0 {
+            think(self.plan.thinkcycles);
+        }
+        self.free.push(slot);
+        self.ops += 1;
+        self.ctx.progress.ops.store(self.ops, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Waits for every I/O in flight, ignoring results (error path).
+    fn drain(&mut self) -> Result<()> {
+        let mut out = Vec::new();
+        while self.inflight > 0 {
+            out.clear();
+            self.engine.reap(1, &mut out)?;
+            self.inflight = self.inflight.saturating_sub(out.len() as u32);
+        }
+        Ok(())
+    }
+}
+
+/// Pure CPU work between I/Os: a dependent multiply-add chain the compiler
+/// cannot remove or vectorise, no memory traffic, no system calls.
+#[inline(never)]
+pub fn think(cycles: u64) {
+    let mut v: u64 = 1;
+    for i in 0..cycles {
+        v = std::hint::black_box(v.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i));
+    }
+    std::hint::black_box(v);
+}
+
+fn pin_to_cpu(cpu: u32) -> Result<()> {
+    // SAFETY: the set is a zeroed local; sched_setaffinity reads it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        bail!(
+            "cannot pin job thread to CPU {cpu}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+/// Per-job state of --verify.
+struct VerifyState {
+    rng: Xoshiro256PlusPlus,
+    /// Blocks with an I/O in flight: a second I/O to one of them waits, so a
+    /// read never races a write of the same block.
+    inflight_blocks: HashSet<u64>,
+    /// Blocks written during the run (bit per block of the job's slice).
+    written: Vec<u64>,
+    first: u64,
+    checked: u64,
+}
+
+impl VerifyState {
+    fn new(plan: &IoPlan, job: u32, first: u64, count: u64) -> VerifyState {
+        let words = if plan.writes() {
+            count.div_ceil(64) as usize
+        } else {
+            0
+        };
+        VerifyState {
+            rng: Xoshiro256PlusPlus::seed_from_u64(plan.seed ^ 0x7e51f ^ job as u64),
+            inflight_blocks: HashSet::new(),
+            written: vec![0; words],
+            first,
+            checked: 0,
+        }
+    }
+
+    fn mark_written(&mut self, block: u64) {
+        let rel = block - self.first;
+        self.written[(rel / 64) as usize] |= 1 << (rel % 64);
+    }
+
+    /// Reads back every block written during the run and checks it; returns
+    /// the number of blocks checked in all.
+    fn read_back(self, fd: i32, buffers: &mut BufferPool, plan: &IoPlan, job: u32) -> Result<u64> {
+        let mut checked = self.checked;
+        let bs = plan.bs as usize;
+        for (w, &word) in self.written.iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let bit = bits.trailing_zeros() as u64;
+                bits &= bits - 1;
+                let block = self.first + w as u64 * 64 + bit;
+                let offset = block * plan.bs;
+                let buf = buffers.slot_mut(0);
+                // SAFETY: buf is bs bytes, page aligned, owned by this thread.
+                let n =
+                    unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), bs, offset as libc::off_t) };
+                if n != bs as isize {
+                    bail!(
+                        "verify read-back: job {job} read at offset {offset} returned {n}: {}",
+                        std::io::Error::last_os_error()
+                    );
+                }
+                if let Err(why) = verify::check(buf, offset) {
+                    bail!(
+                        "verify failed: job {job} block written at offset {offset} (block {block}) reads back wrong: {why}"
+                    );
+                }
+                checked += 1;
+            }
+        }
+        Ok(checked)
+    }
+}

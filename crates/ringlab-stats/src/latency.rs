@@ -1,0 +1,191 @@
+//! Latency recording: an HDR histogram for percentiles plus exact moments.
+//!
+//! Each worker thread owns its recorders (no sharing, no atomics on the hot
+//! path); they are merged once, after the run.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Highest latency the histogram resolves: one hour. Larger values are
+/// clamped into the top bucket for percentiles; min, max and mean stay exact.
+pub const LATENCY_NS_MAX_TRACKED: u64 = 3_600_000_000_000;
+/// Significant decimal digits of the histogram (0.1% relative error).
+const SIGFIGS: u8 = 3;
+
+#[derive(Clone, Debug)]
+pub struct LatencyRecorder {
+    hist: Histogram<u64>,
+    count: u64,
+    min_ns: u64,
+    max_ns: u64,
+    sum_ns: u128,
+    sum_sq_ns: u128,
+}
+
+impl Default for LatencyRecorder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LatencyRecorder {
+    pub fn new() -> Self {
+        let hist = Histogram::new_with_bounds(1, LATENCY_NS_MAX_TRACKED, SIGFIGS)
+            .expect("static histogram bounds are valid");
+        LatencyRecorder {
+            hist,
+            count: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+            sum_ns: 0,
+            sum_sq_ns: 0,
+        }
+    }
+
+    /// Records one latency in nanoseconds.
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        self.hist.saturating_record(ns.max(1));
+        self.count += 1;
+        self.min_ns = self.min_ns.min(ns);
+        self.max_ns = self.max_ns.max(ns);
+        self.sum_ns += ns as u128;
+        self.sum_sq_ns += (ns as u128) * (ns as u128);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Adds another recorder's samples to this one.
+    pub fn merge(&mut self, other: &LatencyRecorder) {
+        if other.count == 0 {
+            return;
+        }
+        self.hist
+            .add(&other.hist)
+            .expect("histograms with identical bounds always merge");
+        self.count += other.count;
+        self.min_ns = self.min_ns.min(other.min_ns);
+        self.max_ns = self.max_ns.max(other.max_ns);
+        self.sum_ns += other.sum_ns;
+        self.sum_sq_ns += other.sum_sq_ns;
+    }
+
+    /// The summary, or `None` when nothing was recorded (a figure that was
+    /// not measured is absent, never zero).
+    pub fn summary(&self) -> Option<LatencySummary> {
+        if self.count == 0 {
+            return None;
+        }
+        let n = self.count as f64;
+        let mean = self.sum_ns as f64 / n;
+        // Population variance from exact sums; clamp rounding noise below 0.
+        let variance = (self.sum_sq_ns as f64 / n - mean * mean).max(0.0);
+        let pct = |q: f64| {
+            self.hist
+                .value_at_quantile(q)
+                .min(self.max_ns)
+                .max(self.min_ns)
+        };
+        Some(LatencySummary {
+            min: self.min_ns,
+            mean,
+            stdev: variance.sqrt(),
+            p50: pct(0.50),
+            p90: pct(0.90),
+            p99: pct(0.99),
+            p99_9: pct(0.999),
+            p99_99: pct(0.9999),
+            max: self.max_ns,
+        })
+    }
+}
+
+/// Latency figures in nanoseconds (the unit is in the enclosing field name,
+/// `lat_ns`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LatencySummary {
+    pub min: u64,
+    pub mean: f64,
+    pub stdev: f64,
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub p99_9: u64,
+    pub p99_99: u64,
+    pub max: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_recorder_has_no_summary() {
+        assert!(LatencyRecorder::new().summary().is_none());
+    }
+
+    #[test]
+    fn exact_moments_and_percentiles() {
+        let mut r = LatencyRecorder::new();
+        for v in 1..=1000u64 {
+            r.record(v * 1000); // 1us .. 1ms
+        }
+        let s = r.summary().unwrap();
+        assert_eq!(s.min, 1000);
+        assert_eq!(s.max, 1_000_000);
+        assert!((s.mean - 500_500.0).abs() < 1e-6);
+        // stdev of 1..=1000 (population) is 288.67..., times 1000.
+        assert!((s.stdev - 288_674.990).abs() < 1.0, "{}", s.stdev);
+        // HDR with 3 significant figures: within 0.1%.
+        let close = |got: u64, want: f64| ((got as f64 - want) / want).abs() < 0.002;
+        assert!(close(s.p50, 500_000.0), "{}", s.p50);
+        assert!(close(s.p90, 900_000.0), "{}", s.p90);
+        assert!(close(s.p99, 990_000.0), "{}", s.p99);
+        assert!(close(s.p99_9, 999_000.0), "{}", s.p99_9);
+        assert_eq!(s.p99_99, 1_000_000);
+    }
+
+    #[test]
+    fn constant_samples_have_zero_stdev() {
+        let mut r = LatencyRecorder::new();
+        for _ in 0..100 {
+            r.record(12_345);
+        }
+        let s = r.summary().unwrap();
+        assert_eq!(s.stdev, 0.0);
+        assert_eq!(s.p50, 12_345);
+        assert_eq!(s.min, 12_345);
+        assert_eq!(s.max, 12_345);
+    }
+
+    #[test]
+    fn merge_equals_recording_everything_in_one() {
+        let mut a = LatencyRecorder::new();
+        let mut b = LatencyRecorder::new();
+        let mut all = LatencyRecorder::new();
+        for v in 0..500u64 {
+            let x = 100 + v * 37 % 9000;
+            if v % 3 == 0 {
+                a.record(x)
+            } else {
+                b.record(x)
+            }
+            all.record(x);
+        }
+        a.merge(&b);
+        assert_eq!(a.summary(), all.summary());
+        assert_eq!(a.count(), 500);
+    }
+
+    #[test]
+    fn huge_values_clamp_percentiles_but_keep_max() {
+        let mut r = LatencyRecorder::new();
+        r.record(LATENCY_NS_MAX_TRACKED * 10);
+        let s = r.summary().unwrap();
+        assert_eq!(s.max, LATENCY_NS_MAX_TRACKED * 10);
+        assert!(s.p50 <= s.max);
+    }
+}

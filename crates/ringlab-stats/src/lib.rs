@@ -1,0 +1,15 @@
+//! Statistics, units and the one result schema shared by every ringlab command.
+//!
+//! - [`units`]: parsing sizes and durations the way fio users write them, and
+//!   formatting numbers for people.
+//! - [`latency`]: the per-thread latency recorder (HDR histogram plus exact
+//!   moments) and its summary.
+//! - [`result`]: `RunResult`, serialised as JSON following
+//!   `schema/result.schema.json`.
+
+pub mod latency;
+pub mod result;
+pub mod units;
+
+pub use latency::{LatencyRecorder, LatencySummary};
+pub use result::*;

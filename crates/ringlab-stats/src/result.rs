@@ -1,0 +1,268 @@
+//! `RunResult`: the one result schema of ringlab (`schema/result.schema.json`).
+//!
+//! Units are in field names (`elapsed_ns`, `bw_bytes_per_s`, `lat_ns`). A
+//! figure that was not measured is absent or `null`, never a made-up zero.
+
+use crate::latency::{LatencyRecorder, LatencySummary};
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever a field changes meaning or is removed.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunResult {
+    pub schema_version: u32,
+    pub tool: ToolInfo,
+    /// The subcommand that produced this result: `io`.
+    pub command: String,
+    /// Start of the measured run, RFC 3339, UTC.
+    pub started_at: String,
+    pub host: HostInfo,
+    /// The fully resolved options, keyed by their long flag names (so that a
+    /// sweep plan's axes and a result's config use the same words).
+    pub config: serde_json::Map<String, serde_json::Value>,
+    pub target: Option<TargetInfo>,
+    pub jobs: Vec<JobFigures>,
+    pub total: Figures,
+    /// Things the reader of the numbers must know (ignored options, odd
+    /// setups), one sentence each.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostInfo {
+    pub hostname: String,
+    /// `uname -r`.
+    pub kernel: String,
+    pub cpu_model: Option<String>,
+    pub cpus_online: u32,
+    /// `/proc/sys/kernel/io_uring_disabled` (0, 1 or 2); `null` where the
+    /// kernel has no such sysctl.
+    pub io_uring_disabled: Option<u32>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetInfo {
+    pub path: String,
+    /// `file` or `block`.
+    pub kind: String,
+    pub size_bytes: u64,
+    /// The part of the target the workload uses (`--size`, whole blocks).
+    pub region_bytes: u64,
+    /// Whether ringlab created this file for the run.
+    pub created: bool,
+    /// Whether a created file was kept (`--keep`).
+    pub kept: bool,
+    /// File system of a regular file (`ext4`, `xfs`, `tmpfs`, ...), or the
+    /// hexadecimal magic where the name is unknown; `null` for a device.
+    pub fs_type: Option<String>,
+    pub logical_block_size: u32,
+    /// I/O scheduler of the device behind the target, where sysfs shows it.
+    pub scheduler: Option<String>,
+}
+
+/// One job's figures: [`Figures`] plus which job and where it ran.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobFigures {
+    pub job: u32,
+    /// The CPU the job thread was pinned to (`--cpus`), `null` if unpinned.
+    pub cpu: Option<u32>,
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+/// Throughput, latency and CPU figures of a job or of the whole run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Figures {
+    pub elapsed_ns: u64,
+    pub ops: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub bw_bytes_per_s: f64,
+    /// Latency of every I/O, submission to completion; `null` if none.
+    pub lat_ns: Option<LatencySummary>,
+    pub read: DirectionFigures,
+    pub write: DirectionFigures,
+    /// CPU time of the job threads (getrusage RUSAGE_THREAD), summed over
+    /// jobs in the total.
+    pub cpu_user_ns: u64,
+    pub cpu_sys_ns: u64,
+    pub ctx_voluntary: u64,
+    pub ctx_involuntary: u64,
+    /// Blocks whose content --verify checked (reads in the run plus the
+    /// read-back of written blocks); `null` without --verify.
+    pub verified_blocks: Option<u64>,
+}
+
+/// Figures of one direction (reads or writes).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirectionFigures {
+    pub ops: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub bw_bytes_per_s: f64,
+    pub lat_ns: Option<LatencySummary>,
+}
+
+/// What a worker thread measured, before it becomes [`Figures`].
+#[derive(Clone, Debug, Default)]
+pub struct ThreadMeasurements {
+    pub elapsed_ns: u64,
+    pub read: DirectionRecorder,
+    pub write: DirectionRecorder,
+    pub cpu_user_ns: u64,
+    pub cpu_sys_ns: u64,
+    pub ctx_voluntary: u64,
+    pub ctx_involuntary: u64,
+    pub verified_blocks: Option<u64>,
+}
+
+/// Counts and latencies of one direction, owned by one thread.
+#[derive(Clone, Debug, Default)]
+pub struct DirectionRecorder {
+    pub ops: u64,
+    pub bytes: u64,
+    pub lat: LatencyRecorder,
+}
+
+impl DirectionRecorder {
+    #[inline]
+    pub fn record(&mut self, bytes: u64, lat_ns: u64) {
+        self.ops += 1;
+        self.bytes += bytes;
+        self.lat.record(lat_ns);
+    }
+
+    pub fn merge(&mut self, other: &DirectionRecorder) {
+        self.ops += other.ops;
+        self.bytes += other.bytes;
+        self.lat.merge(&other.lat);
+    }
+
+    fn figures(&self, elapsed_ns: u64) -> DirectionFigures {
+        DirectionFigures {
+            ops: self.ops,
+            bytes: self.bytes,
+            iops: per_second(self.ops, elapsed_ns),
+            bw_bytes_per_s: per_second(self.bytes, elapsed_ns),
+            lat_ns: self.lat.summary(),
+        }
+    }
+}
+
+fn per_second(count: u64, elapsed_ns: u64) -> f64 {
+    if elapsed_ns == 0 {
+        0.0
+    } else {
+        count as f64 * 1e9 / elapsed_ns as f64
+    }
+}
+
+impl ThreadMeasurements {
+    /// Adds another thread's measurements (elapsed time is the longest).
+    pub fn merge(&mut self, other: &ThreadMeasurements) {
+        self.elapsed_ns = self.elapsed_ns.max(other.elapsed_ns);
+        self.read.merge(&other.read);
+        self.write.merge(&other.write);
+        self.cpu_user_ns += other.cpu_user_ns;
+        self.cpu_sys_ns += other.cpu_sys_ns;
+        self.ctx_voluntary += other.ctx_voluntary;
+        self.ctx_involuntary += other.ctx_involuntary;
+        self.verified_blocks = match (self.verified_blocks, other.verified_blocks) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+    }
+
+    /// Figures over `elapsed_ns` (a job's own time, or the run's wall time).
+    pub fn figures(&self, elapsed_ns: u64) -> Figures {
+        let mut both = self.read.lat.clone();
+        both.merge(&self.write.lat);
+        let ops = self.read.ops + self.write.ops;
+        let bytes = self.read.bytes + self.write.bytes;
+        Figures {
+            elapsed_ns,
+            ops,
+            bytes,
+            iops: per_second(ops, elapsed_ns),
+            bw_bytes_per_s: per_second(bytes, elapsed_ns),
+            lat_ns: both.summary(),
+            read: self.read.figures(elapsed_ns),
+            write: self.write.figures(elapsed_ns),
+            cpu_user_ns: self.cpu_user_ns,
+            cpu_sys_ns: self.cpu_sys_ns,
+            ctx_voluntary: self.ctx_voluntary,
+            ctx_involuntary: self.ctx_involuntary,
+            verified_blocks: self.verified_blocks,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_divide_by_elapsed_time() {
+        let mut m = ThreadMeasurements {
+            elapsed_ns: 2_000_000_000,
+            ..Default::default()
+        };
+        for _ in 0..1000 {
+            m.read.record(4096, 10_000);
+        }
+        for _ in 0..500 {
+            m.write.record(4096, 30_000);
+        }
+        let f = m.figures(m.elapsed_ns);
+        assert_eq!(f.ops, 1500);
+        assert_eq!(f.iops, 750.0);
+        assert_eq!(f.read.iops, 500.0);
+        assert_eq!(f.write.bw_bytes_per_s, 1024.0 * 1000.0);
+        let lat = f.lat_ns.unwrap();
+        assert_eq!(lat.min, 10_000);
+        assert_eq!(lat.max, 30_000);
+        assert!((lat.mean - (1000.0 * 10_000.0 + 500.0 * 30_000.0) / 1500.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn unmeasured_direction_has_no_latency() {
+        let mut m = ThreadMeasurements::default();
+        m.read.record(512, 1);
+        let f = m.figures(1_000_000_000);
+        assert!(f.write.lat_ns.is_none());
+        assert_eq!(f.write.ops, 0);
+    }
+
+    #[test]
+    fn merge_sums_counts_and_keeps_longest_time() {
+        let mut a = ThreadMeasurements {
+            elapsed_ns: 5,
+            cpu_user_ns: 10,
+            ..Default::default()
+        };
+        let b = ThreadMeasurements {
+            elapsed_ns: 7,
+            cpu_user_ns: 3,
+            ctx_voluntary: 2,
+            ..Default::default()
+        };
+        a.merge(&b);
+        assert_eq!(a.elapsed_ns, 7);
+        assert_eq!(a.cpu_user_ns, 13);
+        assert_eq!(a.ctx_voluntary, 2);
+    }
+}

@@ -1,0 +1,150 @@
+//! `ringlab`: the binary. Flag parsing, output, exit codes; the work lives in
+//! the library crates.
+//!
+//! Exit codes: 0 success, 1 a run that failed (I/O error, verify mismatch),
+//! 2 bad usage or an unusable setup found before anything was measured.
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use ringlab_io::run::{run_io, RunOptions};
+use ringlab_io::{IoArgs, IoPlan, UsageError};
+use ringlab_stats::RunResult;
+use std::fs::File;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ringlab",
+    version,
+    about = "A laboratory for Linux I/O interfaces: io_uring and the interfaces it replaces, measured and explained",
+    propagate_version = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Storage benchmark: one workload, one engine (fio's words for options).
+    Io {
+        #[command(flatten)]
+        io: IoArgs,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+}
+
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Output")]
+struct OutputArgs {
+    /// text for people, json for programs (schema/result.schema.json).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    output_format: OutputFormat,
+    /// Write the result to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum OutputFormat {
+    Text,
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(e),
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("ringlab: {e:#}");
+            if e.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::from(1)
+            }
+        }
+    }
+}
+
+/// Help and version go out as clap writes them; a usage error becomes one
+/// line (what is wrong, clap's tip, where to look) and exit code 2.
+fn clap_exit(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    let text = e.render().to_string();
+    let parts: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| {
+            !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more information")
+        })
+        .collect();
+    let line = parts.join("; ").replacen("error: ", "", 1);
+    eprintln!("ringlab: {line} (see 'ringlab --help')");
+    ExitCode::from(2)
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Io { io, output } => run_io_command(&io, &output),
+    }
+}
+
+fn run_io_command(args: &IoArgs, output: &OutputArgs) -> Result<()> {
+    let plan = IoPlan::from_args(args)?;
+    // Open the output before the run, so a bad path fails in a second, not
+    // after the whole runtime.
+    let mut out_file = match &output.output {
+        Some(p) => Some(File::create(p).map_err(|e| {
+            anyhow::Error::new(UsageError(format!("--output {}: {e}", p.display())))
+        })?),
+        None => None,
+    };
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second signal ends the process at once.
+        signal_hook::flag::register_conditional_shutdown(sig, 130, interrupted.clone())
+            .context("installing the signal handler")?;
+        signal_hook::flag::register(sig, interrupted.clone())
+            .context("installing the signal handler")?;
+    }
+    let opts = RunOptions {
+        progress: std::io::stdout().is_terminal(),
+        interrupted,
+    };
+    let result = run_io(&plan, &opts)?;
+    let rendered = render(&result, output.output_format)?;
+    match &mut out_file {
+        Some(f) => f
+            .write_all(rendered.as_bytes())
+            .context("writing --output")?,
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(rendered.as_bytes())?;
+            stdout.flush()?;
+        }
+    }
+    Ok(())
+}
+
+fn render(result: &RunResult, format: OutputFormat) -> Result<String> {
+    Ok(match format {
+        OutputFormat::Text => ringlab_io::text::render(result),
+        OutputFormat::Json => {
+            let mut s = serde_json::to_string_pretty(result)?;
+            s.push('\n');
+            s
+        }
+    })
+}
