@@ -226,7 +226,7 @@ fn check_direct(plan: &IoPlan, path: &Path, lbs: u32, fs_type: Option<&str>) -> 
     if !plan.direct {
         return Ok(());
     }
-    if plan.bs % lbs as u64 != 0 {
+    if !plan.bs.is_multiple_of(lbs as u64) {
         usage!(
             "--bs {} is not a multiple of the logical block size ({lbs} bytes) of {}, which O_DIRECT requires: use a multiple of {lbs} or drop --direct",
             plan.bs,
