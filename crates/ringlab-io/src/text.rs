@@ -46,10 +46,10 @@ pub fn render(r: &RunResult) -> String {
     out.push_str(&line);
     out.push('\n');
     if let Some(t) = &r.target {
-        let mut what = vec![t.kind.clone()];
-        if let Some(fs) = &t.fs_type {
-            what.push(format!("on {fs}"));
-        }
+        let mut what = vec![match &t.fs_type {
+            Some(fs) => format!("{} on {fs}", t.kind),
+            None => t.kind.clone(),
+        }];
         if let Some(s) = &t.scheduler {
             what.push(format!("scheduler {s}"));
         }
