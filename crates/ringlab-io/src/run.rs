@@ -48,15 +48,22 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             progress: progress[job as usize].clone(),
         };
         let (barrier, abort, ready_tx) = (barrier.clone(), abort.clone(), ready_tx.clone());
+        let stop = stop.clone();
         let kind: EngineKind = plan.engine;
         let handle = thread::Builder::new()
             .name(format!("ringlab-job{job}"))
             .spawn(move || {
-                kind.run_job(ctx, move |ok| {
+                let outcome = kind.run_job(ctx, move |ok| {
                     let _ = ready_tx.send(ok);
                     barrier.wait();
                     !abort.load(Ordering::SeqCst)
-                })
+                });
+                // One failed job ends the run for all: its error is the
+                // result, and nobody waits out the runtime for it.
+                if outcome.is_err() {
+                    stop.store(true, Ordering::SeqCst);
+                }
+                outcome
             })
             .context("cannot start a job thread")?;
         handles.push(handle);
@@ -154,10 +161,10 @@ fn supervise(
             let iops = (ops - last_ops) as f64 / dt;
             let total = plan
                 .runtime
-                .map(|r| format!(" / {:.0}s", r.as_secs_f64()))
+                .map(|r| format!(" / {:.1}s", r.as_secs_f64()))
                 .unwrap_or_default();
             print!(
-                "\r\x1b[K[{:.0}s{total}] {} IOPS, {}",
+                "\r\x1b[K[{:.1}s{total}] {} IOPS, {}",
                 elapsed.as_secs_f64(),
                 format_rate(iops),
                 format_bandwidth(iops * plan.bs as f64)

@@ -4,7 +4,6 @@
 //! thread starts: it does not exist, is too small, refuses O_DIRECT or the
 //! block size, or is a block device whose data a write would destroy.
 
-use crate::error::usage_error;
 use crate::plan::IoPlan;
 use crate::usage;
 use crate::verify;
@@ -162,9 +161,19 @@ fn existing(plan: &IoPlan, path: &Path) -> Result<Target> {
             path.display()
         )
     };
-    let probe = match open_target(path, false, false) {
+    // Open as the jobs will (read-write for writes), so a permission or
+    // read-only problem shows here, not in a job thread.
+    let probe = match open_target(path, plan.writes(), false) {
         Ok(fd) => fd,
-        Err(e) => usage!("cannot open target {}: {e}", path.display()),
+        Err(e) if e.raw_os_error() == Some(libc::EROFS) => usage!(
+            "target {} is on a read-only file system: use a read workload (--rw read or randread)",
+            path.display()
+        ),
+        Err(e) => usage!(
+            "cannot open target {} for {}: {e}",
+            path.display(),
+            if plan.writes() { "writing" } else { "reading" }
+        ),
     };
     let (size, lbs, fs_type, dev) = match kind {
         TargetKind::File => (
@@ -533,20 +542,6 @@ pub fn signature(head: &[u8]) -> Option<&'static str> {
         return Some("an MBR partition table or boot sector");
     }
     None
-}
-
-/// Turns an error opening the target into a usage error where the user can
-/// fix it.
-pub fn open_error_hint(e: &io::Error) -> Option<anyhow::Error> {
-    match e.raw_os_error() {
-        Some(libc::EACCES) | Some(libc::EPERM) => Some(usage_error(format!(
-            "permission denied ({e}): run as a user that may open the target"
-        ))),
-        Some(libc::EROFS) => Some(usage_error(
-            "the target is on a read-only file system: use a read workload".to_string(),
-        )),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

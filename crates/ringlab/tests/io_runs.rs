@@ -2,52 +2,15 @@
 //! file with --verify, JSON output against the committed schema, and the
 //! options that shape a run (io-size, pinning, keep, output, interruption).
 
+mod common;
+
+use common::*;
 use serde_json::Value;
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_ringlab");
 const ENGINES: [&str; 2] = ["sync", "uring"];
 const RWS: [&str; 6] = ["read", "write", "randread", "randwrite", "randrw", "rw"];
-
-/// Runs ringlab with a 30 s limit; a hang fails the test instead of the suite.
-fn ringlab(args: &[&str]) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ringlab");
-    let start = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if start.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            panic!("ringlab {args:?} did not finish in 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().expect("output")
-}
-
-fn json_run(args: &[&str]) -> Value {
-    let mut all = args.to_vec();
-    all.extend(["--output-format", "json"]);
-    let out = ringlab(&all);
-    assert!(
-        out.status.success(),
-        "ringlab {all:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
-}
-
-fn leftovers(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect()
-}
 
 fn schema_validator() -> jsonschema::Validator {
     let path = concat!(
@@ -59,10 +22,9 @@ fn schema_validator() -> jsonschema::Validator {
 }
 
 fn assert_valid(v: &Value) {
-    let validator = schema_validator();
-    let errors: Vec<String> = validator
+    let errors: Vec<String> = schema_validator()
         .iter_errors(v)
-        .map(|e| format!("{} at {}", e, e.instance_path))
+        .map(|e| format!("{e} at {}", e.instance_path))
         .collect();
     assert!(
         errors.is_empty(),
@@ -73,32 +35,14 @@ fn assert_valid(v: &Value) {
 #[test]
 fn every_engine_and_pattern_moves_the_right_bytes() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_str().unwrap();
+    let d = dir.path().display();
     for engine in ENGINES {
         for rw in RWS {
-            for direct in [false, true] {
-                let mut args = vec![
-                    "io",
-                    "--directory",
-                    d,
-                    "--size",
-                    "2m",
-                    "--bs",
-                    "4k",
-                    "--engine",
-                    engine,
-                    "--rw",
-                    rw,
-                    "--iodepth",
-                    "8",
-                    "--runtime",
-                    "150ms",
-                    "--verify",
-                ];
-                if direct {
-                    args.push("--direct");
-                }
-                let r = json_run(&args);
+            for direct in ["", "--direct"] {
+                let r = json_run(&format!(
+                    "io --directory {d} --size 2m --bs 4k --engine {engine} --rw {rw} \
+                     --iodepth 8 --runtime 150ms --verify {direct}"
+                ));
                 let total = &r["total"];
                 let ops = total["ops"].as_u64().unwrap();
                 assert!(ops > 0, "{engine} {rw}: no I/O");
@@ -109,10 +53,7 @@ fn every_engine_and_pattern_moves_the_right_bytes() {
                 match rw {
                     "read" | "randread" => assert_eq!(writes, 0, "{engine} {rw}"),
                     "write" | "randwrite" => assert_eq!(reads, 0, "{engine} {rw}"),
-                    _ => assert!(
-                        reads > 0 && writes > 0,
-                        "{engine} {rw}: {reads} reads {writes} writes"
-                    ),
+                    _ => assert!(reads > 0 && writes > 0, "{engine} {rw}: {reads}r {writes}w"),
                 }
                 // Every read was checked in the run, and every block written
                 // was read back and checked after it.
@@ -126,13 +67,13 @@ fn every_engine_and_pattern_moves_the_right_bytes() {
                 }
                 assert_eq!(r["config"]["engine"], engine);
                 assert_eq!(r["config"]["rw"], rw);
-                assert_eq!(r["config"]["direct"], direct);
+                assert_eq!(r["config"]["direct"], !direct.is_empty());
             }
         }
     }
     assert!(
         leftovers(dir.path()).is_empty(),
-        "left behind: {:?}",
+        "{:?}",
         leftovers(dir.path())
     );
 }
@@ -140,44 +81,18 @@ fn every_engine_and_pattern_moves_the_right_bytes() {
 #[test]
 fn json_output_follows_the_committed_schema() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_str().unwrap();
-    let single = json_run(&["io", "--directory", d, "--size", "1m", "--runtime", "100ms"]);
+    let d = dir.path().display();
+    let single = json_run(&format!("io --directory {d} --size 1m --runtime 100ms"));
     assert_valid(&single);
-    let mixed = json_run(&[
-        "io",
-        "--directory",
-        d,
-        "--size",
-        "2m",
-        "--rw",
-        "randrw",
-        "--rwmixread",
-        "70",
-        "--numjobs",
-        "2",
-        "--iodepth",
-        "4",
-        "--runtime",
-        "100ms",
-        "--verify",
-        "--cpus",
-        "0",
-    ]);
+    let mixed = json_run(&format!(
+        "io --directory {d} --size 2m --rw randrw --rwmixread 70 --numjobs 2 --iodepth 4 \
+         --runtime 100ms --verify --cpus 0"
+    ));
     assert_valid(&mixed);
     assert_eq!(mixed["jobs"].as_array().unwrap().len(), 2);
-    let sync = json_run(&[
-        "io",
-        "--directory",
-        d,
-        "--size",
-        "1m",
-        "--engine",
-        "sync",
-        "--iodepth",
-        "4",
-        "--runtime",
-        "50ms",
-    ]);
+    let sync = json_run(&format!(
+        "io --directory {d} --size 1m --engine sync --iodepth 4 --runtime 50ms"
+    ));
     assert_valid(&sync);
     assert!(sync["warnings"][0].as_str().unwrap().contains("no effect"));
     // The validator is not a rubber stamp.
@@ -192,20 +107,10 @@ fn json_output_follows_the_committed_schema() {
 #[test]
 fn totals_are_the_sum_of_jobs() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_str().unwrap();
-    let r = json_run(&[
-        "io",
-        "--directory",
-        d,
-        "--size",
-        "2m",
-        "--numjobs",
-        "2",
-        "--iodepth",
-        "2",
-        "--runtime",
-        "100ms",
-    ]);
+    let d = dir.path().display();
+    let r = json_run(&format!(
+        "io --directory {d} --size 2m --numjobs 2 --iodepth 2 --runtime 100ms"
+    ));
     let jobs = r["jobs"].as_array().unwrap();
     let sum = |k: &str| jobs.iter().map(|j| j[k].as_u64().unwrap()).sum::<u64>();
     for k in ["ops", "bytes", "cpu_user_ns", "cpu_sys_ns", "ctx_voluntary"] {
@@ -218,31 +123,18 @@ fn totals_are_the_sum_of_jobs() {
         .min()
         .unwrap();
     assert_eq!(lat["min"].as_u64().unwrap(), min_of_jobs);
-    assert!(
-        lat["p50"].as_u64() <= lat["p99"].as_u64() && lat["p99"].as_u64() <= lat["max"].as_u64()
-    );
+    assert!(lat["p50"].as_u64() <= lat["p99"].as_u64());
+    assert!(lat["p99"].as_u64() <= lat["max"].as_u64());
 }
 
 #[test]
 fn io_size_bounds_each_job_exactly() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_str().unwrap();
+    let d = dir.path().display();
     for engine in ENGINES {
-        let r = json_run(&[
-            "io",
-            "--directory",
-            d,
-            "--size",
-            "1m",
-            "--engine",
-            engine,
-            "--io-size",
-            "64k",
-            "--iodepth",
-            "4",
-            "--numjobs",
-            "2",
-        ]);
+        let r = json_run(&format!(
+            "io --directory {d} --size 1m --engine {engine} --io-size 64k --iodepth 4 --numjobs 2"
+        ));
         for j in r["jobs"].as_array().unwrap() {
             assert_eq!(j["ops"], 16, "{engine}: 64 KiB of 4 KiB blocks");
         }
@@ -253,22 +145,10 @@ fn io_size_bounds_each_job_exactly() {
 #[test]
 fn jobs_are_pinned_and_think_cycles_cost_cpu() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_str().unwrap();
-    let r = json_run(&[
-        "io",
-        "--directory",
-        d,
-        "--size",
-        "1m",
-        "--cpus",
-        "0",
-        "--numjobs",
-        "2",
-        "--io-size",
-        "256k",
-        "--thinkcycles",
-        "200000",
-    ]);
+    let d = dir.path().display();
+    let r = json_run(&format!(
+        "io --directory {d} --size 1m --cpus 0 --numjobs 2 --io-size 256k --thinkcycles 200000"
+    ));
     for j in r["jobs"].as_array().unwrap() {
         assert_eq!(j["cpu"], 0);
         // 64 completions x 200k dependent multiply-adds is user CPU time.
@@ -280,89 +160,58 @@ fn jobs_are_pinned_and_think_cycles_cost_cpu() {
 #[test]
 fn corrupted_block_fails_verify_and_names_its_offset() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_str().unwrap();
-    let w = json_run(&[
-        "io",
-        "--directory",
-        d,
-        "--size",
-        "256k",
-        "--rw",
-        "write",
-        "--io-size",
-        "256k",
-        "--verify",
-        "--keep",
-    ]);
+    let d = dir.path().display();
+    let w = json_run(&format!(
+        "io --directory {d} --size 256k --rw write --io-size 256k --verify --keep"
+    ));
     let path = w["target"]["path"].as_str().unwrap().to_string();
     assert_eq!(w["target"]["kept"], true);
     // A clean re-read passes.
-    let ok = json_run(&["io", &path, "--rw", "read", "--io-size", "256k", "--verify"]);
+    let ok = json_run(&format!("io {path} --rw read --io-size 256k --verify"));
     assert_eq!(ok["total"]["verified_blocks"], 64);
     // Flip one byte inside the block at offset 12288.
     let mut data = std::fs::read(&path).unwrap();
     data[12288 + 100] ^= 0xff;
     std::fs::write(&path, &data).unwrap();
     for engine in ENGINES {
-        let out = ringlab(&[
-            "io",
-            &path,
-            "--engine",
-            engine,
-            "--rw",
-            "read",
-            "--io-size",
-            "256k",
-            "--verify",
-        ]);
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{engine}: {err}");
-        assert!(
-            err.contains("offset 12288") && err.contains("checksum"),
-            "{engine}: {err}"
-        );
+        let out = ringlab(&format!(
+            "io {path} --engine {engine} --rw read --io-size 256k --verify"
+        ));
+        assert_fails(&out, 1, &["offset 12288", "checksum"]);
     }
-    // A file never written with --verify is named as such.
+    // A file never written with --verify is named as such; with two jobs
+    // and a long runtime, the first failure ends the run for both at once.
     let plain = dir.path().join("plain.dat");
     std::fs::write(&plain, vec![7u8; 64 << 10]).unwrap();
-    let out = ringlab(&[
-        "io",
-        plain.to_str().unwrap(),
-        "--rw",
-        "randread",
-        "--runtime",
-        "50ms",
-        "--verify",
-    ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("no ringlab verify header"), "{err}");
+    let start = Instant::now();
+    let out = ringlab(&format!(
+        "io {} --rw randread --runtime 20s --numjobs 2 --verify",
+        plain.display()
+    ));
+    assert_fails(&out, 1, &["no ringlab verify header"]);
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "a failed job did not stop the run"
+    );
 }
 
 #[test]
 fn created_file_is_real_data_removed_unless_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_str().unwrap();
-    json_run(&["io", "--directory", d, "--size", "1m", "--runtime", "50ms"]);
+    let d = dir.path().display();
+    json_run(&format!("io --directory {d} --size 1m --runtime 50ms"));
     assert!(leftovers(dir.path()).is_empty());
-    let r = json_run(&[
-        "io",
-        "--directory",
-        d,
-        "--size",
-        "1m",
-        "--runtime",
-        "50ms",
-        "--keep",
-    ]);
+    let r = json_run(&format!(
+        "io --directory {d} --size 1m --runtime 50ms --keep"
+    ));
     let path = r["target"]["path"].as_str().unwrap();
     let meta = std::fs::metadata(path).unwrap();
     assert_eq!(meta.len(), 1 << 20);
-    // Not sparse: every block is allocated, and the content is not zeros.
+    // Not sparse: every block is allocated, and no block is zeros.
     use std::os::unix::fs::MetadataExt;
     assert!(
         meta.blocks() * 512 >= 1 << 20,
-        "sparse file: {} blocks",
+        "sparse: {} blocks",
         meta.blocks()
     );
     let data = std::fs::read(path).unwrap();
@@ -372,18 +221,10 @@ fn created_file_is_real_data_removed_unless_kept() {
 #[test]
 fn text_output_and_output_file() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_str().unwrap();
-    let out = ringlab(&[
-        "io",
-        "--directory",
-        d,
-        "--size",
-        "1m",
-        "--runtime",
-        "100ms",
-        "--rw",
-        "randrw",
-    ]);
+    let d = dir.path().display();
+    let out = ringlab(&format!(
+        "io --directory {d} --size 1m --runtime 100ms --rw randrw"
+    ));
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
     for want in [
@@ -401,19 +242,10 @@ fn text_output_and_output_file() {
     // Not a terminal: no progress line, no escape codes.
     assert!(!text.contains('\r') && !text.contains('\x1b'), "{text:?}");
     let file = dir.path().join("r.json");
-    let out = ringlab(&[
-        "io",
-        "--directory",
-        d,
-        "--size",
-        "1m",
-        "--runtime",
-        "50ms",
-        "--output-format",
-        "json",
-        "--output",
-        file.to_str().unwrap(),
-    ]);
+    let out = ringlab(&format!(
+        "io --directory {d} --size 1m --runtime 50ms --output-format json --output {}",
+        file.display()
+    ));
     assert!(out.status.success());
     assert!(out.stdout.is_empty(), "--output also wrote to stdout");
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
@@ -424,16 +256,10 @@ fn text_output_and_output_file() {
 fn interrupt_ends_the_run_reports_and_cleans_up() {
     let dir = tempfile::tempdir().unwrap();
     let child = Command::new(BIN)
-        .args([
-            "io",
-            "--directory",
-            dir.path().to_str().unwrap(),
-            "--size",
-            "1m",
-            "--runtime",
-            "60s",
-        ])
-        .args(["--output-format", "json"])
+        .args(argv(&format!(
+            "io --directory {} --size 1m --runtime 60s --output-format json",
+            dir.path().display()
+        )))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
