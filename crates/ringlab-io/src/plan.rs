@@ -115,6 +115,42 @@ pub struct IoArgs {
     /// signature or a partition table. Destroys its data.
     #[arg(long)]
     pub allow_destructive: bool,
+
+    /// IORING_SETUP_COOP_TASKRUN (Linux 5.19): completion work waits until
+    /// the thread enters the kernel instead of interrupting it with an IPI.
+    #[arg(long, help_heading = "io_uring ring setup (--engine uring)")]
+    pub coop_taskrun: bool,
+
+    /// IORING_SETUP_SINGLE_ISSUER (Linux 6.0): only the job thread submits.
+    #[arg(long, help_heading = "io_uring ring setup (--engine uring)")]
+    pub single_issuer: bool,
+
+    /// IORING_SETUP_DEFER_TASKRUN (Linux 6.1): completion work runs only
+    /// when the thread waits for completions; needs --single-issuer.
+    #[arg(long, help_heading = "io_uring ring setup (--engine uring)")]
+    pub defer_taskrun: bool,
+}
+
+/// Ring setup flags of the uring engine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RingFlags {
+    pub coop_taskrun: bool,
+    pub single_issuer: bool,
+    pub defer_taskrun: bool,
+}
+
+impl RingFlags {
+    /// The flags in effect, by their flag names.
+    pub fn names(&self) -> Vec<&'static str> {
+        [
+            (self.coop_taskrun, "coop-taskrun"),
+            (self.single_issuer, "single-issuer"),
+            (self.defer_taskrun, "defer-taskrun"),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect()
+    }
 }
 
 /// The validated, fully resolved configuration of one `ringlab io` run.
@@ -138,6 +174,7 @@ pub struct IoPlan {
     pub keep: bool,
     pub directory: PathBuf,
     pub allow_destructive: bool,
+    pub ring: RingFlags,
 }
 
 fn size_flag(flag: &str, text: &str) -> Result<u64> {
@@ -209,6 +246,7 @@ impl IoPlan {
                 "--verify needs blocks of at least {VERIFY_BS_MIN} bytes to hold its header: raise --bs"
             );
         }
+        check_buffer_memory(bs, args.iodepth, args.numjobs, args.engine)?;
         let cpus = match &args.cpus {
             Some(list) => parse_cpu_list(list)?,
             None => Vec::new(),
@@ -234,6 +272,21 @@ impl IoPlan {
                 "--keep only applies to a file ringlab creates; a TARGET you name is never removed"
             );
         }
+        let ring = RingFlags {
+            coop_taskrun: args.coop_taskrun,
+            single_issuer: args.single_issuer,
+            defer_taskrun: args.defer_taskrun,
+        };
+        if ring != RingFlags::default() && args.engine != EngineKind::Uring {
+            usage!(
+                "--{} is an io_uring ring flag and --engine {} does not use io_uring: drop it or use --engine uring",
+                ring.names()[0],
+                args.engine.name()
+            );
+        }
+        if ring.defer_taskrun && !ring.single_issuer {
+            usage!("--defer-taskrun needs --single-issuer (the kernel refuses it alone): add --single-issuer");
+        }
         Ok(IoPlan {
             target: args.target.clone(),
             engine: args.engine,
@@ -253,6 +306,7 @@ impl IoPlan {
             keep: args.keep,
             directory,
             allow_destructive: args.allow_destructive,
+            ring,
         })
     }
 
@@ -297,12 +351,41 @@ impl IoPlan {
             "keep": self.keep,
             "directory": self.directory.display().to_string(),
             "allow-destructive": self.allow_destructive,
+            "coop-taskrun": self.ring.coop_taskrun,
+            "single-issuer": self.ring.single_issuer,
+            "defer-taskrun": self.ring.defer_taskrun,
         });
         match v {
             Value::Object(m) => m,
             _ => unreachable!("json! of an object literal is an object"),
         }
     }
+}
+
+/// Refuses buffers (bs x iodepth x numjobs) larger than half the memory
+/// available, before anything is laid out.
+fn check_buffer_memory(bs: u64, iodepth: u32, numjobs: u32, engine: EngineKind) -> Result<()> {
+    let depth = if engine.is_async() { iodepth as u64 } else { 1 };
+    let slot =
+        bs.div_ceil(crate::buffers::BUFFER_ALIGN as u64) * crate::buffers::BUFFER_ALIGN as u64;
+    let need = slot.saturating_mul(depth).saturating_mul(numjobs as u64);
+    if let Some(avail) = mem_available() {
+        if need > avail / 2 {
+            usage!(
+                "I/O buffers of --bs x --iodepth x --numjobs need {}, more than half the memory available ({}): lower one of them",
+                format_bytes(need),
+                format_bytes(avail)
+            );
+        }
+    }
+    Ok(())
+}
+
+fn mem_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Parses `0,2-3` into `[0, 2, 3]` (order kept, as jobs take CPUs in turn).

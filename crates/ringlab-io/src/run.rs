@@ -4,14 +4,14 @@
 use crate::engines::EngineKind;
 use crate::plan::IoPlan;
 use crate::target::{self, Target};
-use crate::worker::{JobContext, JobOutcome, JobProgress};
+use crate::worker::{Aborted, JobContext, JobOutcome, JobProgress};
 use anyhow::{anyhow, Context, Result};
 use ringlab_stats::units::{format_bandwidth, format_rate};
 use ringlab_stats::{Figures, JobFigures, RunResult, ThreadMeasurements, ToolInfo, SCHEMA_VERSION};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -27,12 +27,11 @@ pub struct RunOptions {
 /// Runs `plan` and returns its result; the target ringlab created, if any,
 /// is removed on every path out of here unless --keep.
 pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
-    plan.engine.probe()?;
+    plan.engine.probe(plan)?;
     let target = Arc::new(target::prepare(plan, &opts.interrupted, opts.progress)?);
     let plan = Arc::new(plan.clone());
     let stop = Arc::new(AtomicBool::new(false));
-    let abort = Arc::new(AtomicBool::new(false));
-    let barrier = Arc::new(Barrier::new(plan.numjobs as usize + 1));
+    let gate = Arc::new(StartGate::default());
     let (ready_tx, ready_rx) = mpsc::channel::<bool>();
     let progress: Vec<Arc<JobProgress>> = (0..plan.numjobs)
         .map(|_| Arc::new(JobProgress::default()))
@@ -47,16 +46,14 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             stop: stop.clone(),
             progress: progress[job as usize].clone(),
         };
-        let (barrier, abort, ready_tx) = (barrier.clone(), abort.clone(), ready_tx.clone());
-        let stop = stop.clone();
+        let (gate_job, ready_tx, stop) = (gate.clone(), ready_tx.clone(), stop.clone());
         let kind: EngineKind = plan.engine;
-        let handle = thread::Builder::new()
+        let spawned = thread::Builder::new()
             .name(format!("ringlab-job{job}"))
             .spawn(move || {
                 let outcome = kind.run_job(ctx, move |ok| {
                     let _ = ready_tx.send(ok);
-                    barrier.wait();
-                    !abort.load(Ordering::SeqCst)
+                    gate_job.wait()
                 });
                 // One failed job ends the run for all: its error is the
                 // result, and nobody waits out the runtime for it.
@@ -64,20 +61,25 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
                     stop.store(true, Ordering::SeqCst);
                 }
                 outcome
-            })
-            .context("cannot start a job thread")?;
-        handles.push(handle);
+            });
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                gate.open(false);
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(e).context(format!("cannot start job thread {job}: lower --numjobs"));
+            }
+        }
     }
     drop(ready_tx);
-    let all_ready = (0..plan.numjobs).all(|_| ready_rx.recv().unwrap_or(false));
-    // A job that failed setup has already reported; keep receiving so none
-    // blocks, then release everyone together.
-    if !all_ready {
-        abort.store(true, Ordering::SeqCst);
-    }
+    // Every job reports whether its setup worked; all start together, or
+    // none does.
+    let all_ready = ready_rx.iter().take(handles.len()).filter(|&ok| ok).count() == handles.len();
     let started_at = SystemTime::now();
     let start = Instant::now();
-    barrier.wait();
+    gate.open(all_ready);
 
     if all_ready {
         supervise(&plan, opts, &stop, &progress, start, &handles);
@@ -102,7 +104,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         match o {
             Ok(j) => jobs.push(j),
             Err(e) => {
-                let is_abort = e.to_string() == "aborted before start";
+                let is_abort = e.is::<Aborted>();
                 if first_err.is_none() || (!is_abort && first_err_is_abort(&first_err)) {
                     first_err = Some(e);
                 }
@@ -127,8 +129,32 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
 }
 
 fn first_err_is_abort(e: &Option<anyhow::Error>) -> bool {
-    e.as_ref()
-        .is_some_and(|e| e.to_string() == "aborted before start")
+    e.as_ref().is_some_and(|e| e.is::<Aborted>())
+}
+
+/// Holds job threads after their setup until the runner opens it, to start
+/// them all at once (`true`) or send them home (`false`).
+#[derive(Default)]
+struct StartGate {
+    state: Mutex<Option<bool>>,
+    opened: Condvar,
+}
+
+impl StartGate {
+    fn open(&self, go: bool) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = Some(go);
+        self.opened.notify_all();
+    }
+
+    fn wait(&self) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(go) = *state {
+                return go;
+            }
+            state = self.opened.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+    }
 }
 
 /// Waits for the runtime, an interruption or the end of every job, drawing

@@ -42,6 +42,13 @@ pub fn render(r: &RunResult) -> String {
     if get("verify").as_bool() == Some(true) {
         line.push_str(", verify");
     }
+    let ring: Vec<&str> = ["coop-taskrun", "single-issuer", "defer-taskrun"]
+        .into_iter()
+        .filter(|k| get(k).as_bool() == Some(true))
+        .collect();
+    if !ring.is_empty() {
+        let _ = write!(line, ", ring {}", ring.join("+"));
+    }
     let _ = write!(line, ", seed {}", get("seed"));
     out.push_str(&line);
     out.push('\n');

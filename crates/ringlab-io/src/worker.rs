@@ -29,6 +29,11 @@ pub struct JobProgress {
     pub ops: AtomicU64,
 }
 
+/// A job told not to start because another job's setup failed.
+#[derive(Debug, thiserror::Error)]
+#[error("aborted before start: another job failed to set up")]
+pub struct Aborted;
+
 /// Everything a job thread needs.
 pub struct JobContext {
     pub job: u32,
@@ -81,7 +86,7 @@ pub fn run_job<E: Engine>(
     let (fd, buffers, engine, depth) = match setup {
         Ok(s) => {
             if !ready(true) {
-                bail!("aborted before start");
+                return Err(Aborted.into());
             }
             s
         }

@@ -79,6 +79,37 @@ fn every_engine_and_pattern_moves_the_right_bytes() {
 }
 
 #[test]
+fn ring_setup_flags_move_the_right_bytes_and_are_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    for flags in [
+        "--coop-taskrun",
+        "--single-issuer",
+        "--single-issuer --defer-taskrun",
+        "--coop-taskrun --single-issuer --defer-taskrun",
+    ] {
+        let r = json_run(&format!(
+            "io --directory {d} --size 2m --rw randrw --iodepth 16 --numjobs 2 --direct \
+             --runtime 150ms --verify {flags}"
+        ));
+        let verified = r["total"]["verified_blocks"].as_u64().unwrap();
+        assert!(
+            verified > r["total"]["read"]["ops"].as_u64().unwrap(),
+            "{flags}"
+        );
+        for name in ["coop-taskrun", "single-issuer", "defer-taskrun"] {
+            let on = flags.contains(&format!("--{name}"));
+            assert_eq!(r["config"][name], on, "{flags}: {name}");
+        }
+    }
+    let text = ringlab(&format!(
+        "io --directory {d} --size 1m --runtime 50ms --single-issuer --defer-taskrun"
+    ));
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("ring single-issuer+defer-taskrun"), "{text}");
+}
+
+#[test]
 fn json_output_follows_the_committed_schema() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display();
@@ -86,7 +117,7 @@ fn json_output_follows_the_committed_schema() {
     assert_valid(&single);
     let mixed = json_run(&format!(
         "io --directory {d} --size 2m --rw randrw --rwmixread 70 --numjobs 2 --iodepth 4 \
-         --runtime 100ms --verify --cpus 0"
+         --runtime 100ms --verify --cpus 0 --coop-taskrun"
     ));
     assert_valid(&mixed);
     assert_eq!(mixed["jobs"].as_array().unwrap().len(), 2);
@@ -264,7 +295,12 @@ fn interrupt_ends_the_run_reports_and_cleans_up() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    // Signal once the run is under way: its file exists and was laid out.
+    let start = Instant::now();
+    while leftovers(dir.path()).is_empty() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
     // SAFETY: sending a signal to our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let start = Instant::now();

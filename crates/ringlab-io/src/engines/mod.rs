@@ -97,10 +97,10 @@ impl EngineKind {
     }
 
     /// Checks, before any file is laid out, that the interface is usable.
-    pub fn probe(self) -> Result<()> {
+    pub fn probe(self, plan: &IoPlan) -> Result<()> {
         match self {
             EngineKind::Sync => Ok(()),
-            EngineKind::Uring => probe_io_uring(),
+            EngineKind::Uring => probe_io_uring(plan.ring),
         }
     }
 

@@ -6,6 +6,7 @@
 
 use super::{Completion, Engine, EngineSetup, IoRequest, QueueStatus};
 use crate::error::usage_error;
+use crate::plan::RingFlags;
 use crate::workload::Dir;
 use anyhow::{Context, Result};
 use io_uring::{opcode, types, IoUring};
@@ -21,9 +22,24 @@ fn ring_entries(iodepth: u32) -> u32 {
     iodepth.max(1).next_power_of_two()
 }
 
+/// Builds a ring of `entries` with the plan's setup flags.
+fn build_ring(entries: u32, flags: RingFlags) -> Result<IoUring> {
+    let mut b = IoUring::builder();
+    if flags.coop_taskrun {
+        b.setup_coop_taskrun();
+    }
+    if flags.single_issuer {
+        b.setup_single_issuer();
+    }
+    if flags.defer_taskrun {
+        b.setup_defer_taskrun();
+    }
+    b.build(entries).map_err(|e| setup_error(e, flags))
+}
+
 impl UringEngine {
     pub fn new(setup: &EngineSetup) -> Result<UringEngine> {
-        let ring = IoUring::new(ring_entries(setup.plan.iodepth)).map_err(setup_error)?;
+        let ring = build_ring(ring_entries(setup.plan.iodepth), setup.plan.ring)?;
         Ok(UringEngine {
             ring,
             fd: types::Fd(setup.fd),
@@ -31,14 +47,15 @@ impl UringEngine {
     }
 }
 
-/// Checks that io_uring can be used here, before any file is laid out.
-pub fn probe_io_uring() -> Result<()> {
-    IoUring::new(2).map(drop).map_err(setup_error)
+/// Checks that io_uring, with these setup flags, can be used here, before
+/// any file is laid out.
+pub fn probe_io_uring(flags: RingFlags) -> Result<()> {
+    build_ring(2, flags).map(drop)
 }
 
 /// Turns an `io_uring_setup` failure into a message that says why and what
 /// to do.
-fn setup_error(e: io::Error) -> anyhow::Error {
+fn setup_error(e: io::Error, flags: RingFlags) -> anyhow::Error {
     let sysctl = ringlab_kstat::host::io_uring_disabled();
     let msg = match e.raw_os_error() {
         Some(libc::EPERM) => match sysctl {
@@ -59,6 +76,12 @@ fn setup_error(e: io::Error) -> anyhow::Error {
         Some(libc::ENOMEM) => "io_uring_setup: not enough locked memory for the rings (kernels before \
                                5.12 charge them to RLIMIT_MEMLOCK): raise `ulimit -l` or lower --iodepth"
             .to_string(),
+        Some(libc::EINVAL) if flags != RingFlags::default() => format!(
+            "io_uring_setup refused the ring flags {} (EINVAL): this kernel ({}) lacks one; \
+             --coop-taskrun needs Linux 5.19, --single-issuer 6.0, --defer-taskrun 6.1",
+            flags.names().iter().map(|n| format!("--{n}")).collect::<Vec<_>>().join(" "),
+            ringlab_kstat::host_info().kernel
+        ),
         _ => format!("io_uring_setup failed: {e}"),
     };
     usage_error(msg)

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# ringlab io against its peers, in one run, pinned to the same CPU.
+#
+# 4 KiB random reads with O_DIRECT at iodepth 1 and 32 on one target:
+#   ringlab --engine sync   vs  fio --ioengine=psync      (iodepth 1)
+#   ringlab --engine uring  vs  fio --ioengine=io_uring   (iodepth 1 and 32)
+#   ringlab --engine uring  vs  t/io_uring                (if $T_IO_URING is set)
+# Both peers set up their rings with COOP_TASKRUN, SINGLE_ISSUER and
+# DEFER_TASKRUN whenever the kernel has them (fio since 3.33, t/io_uring
+# always, neither can turn them off), so ringlab runs with the same three
+# flags ("uring+dt"); the default ring ("uring") is shown against fio too,
+# as the cost of leaving them off.
+# Each repeat runs every tool once, in the same order, so drift on a noisy
+# machine hits all of them alike; the table shows medians (min-max) and the
+# ratio ringlab/peer of the medians.
+#
+# Environment:
+#   RINGLAB_BENCH_TARGET  file or block device (default: a 1 GiB file laid out
+#                         next to the repo and removed afterwards)
+#   BENCH_ZRAM=1          run on /dev/zram0 instead (set up as root if needed).
+#                         zram completes I/O inline in the submitting context,
+#                         so a queue depth cannot overlap anything there: it
+#                         measures CPU cost per I/O, not device parallelism.
+#   BENCH_CPU (1), BENCH_RUNTIME seconds (5), BENCH_REPEATS (5)
+#   T_IO_URING            path of fio's t/io_uring, built outside this repo
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cpu=${BENCH_CPU:-1}
+runtime=${BENCH_RUNTIME:-5}
+repeats=${BENCH_REPEATS:-5}
+
+if ! command -v fio >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq fio >/dev/null
+fi
+(cd "$repo" && cargo build --release -q -p ringlab)
+ringlab="$repo/target/release/ringlab"
+
+cleanup=()
+trap 'rm -f "${cleanup[@]}" 2>/dev/null || true' EXIT
+if [[ "${BENCH_ZRAM:-0}" == 1 ]]; then
+    target=/dev/zram0
+    [[ -e $target ]] || modprobe zram
+    if [[ $(cat /sys/block/zram0/disksize) == 0 ]]; then
+        echo 1G > /sys/block/zram0/disksize
+    fi
+    # Fill all of it: every tool reads the whole device, and a page never
+    # written reads back as a zero page without decompression, far faster.
+    mib=$(($(cat /sys/block/zram0/disksize) >> 20))
+    dd if=/dev/urandom of=$target bs=1M count="$mib" oflag=direct status=none
+elif [[ -n "${RINGLAB_BENCH_TARGET:-}" ]]; then
+    target=$RINGLAB_BENCH_TARGET
+else
+    target="$repo/target/bench-target.dat"
+    cleanup+=("$target")
+    dd if=/dev/urandom of="$target" bs=1M count=1024 status=none
+    sync
+fi
+
+pin() { taskset -c "$cpu" "$@"; }
+
+ringlab_iops() { # engine depth
+    local flags=()
+    if [[ $1 == uring+dt ]]; then
+        flags=(--coop-taskrun --single-issuer --defer-taskrun)
+    fi
+    pin "$ringlab" io "$target" --engine "${1%+dt}" "${flags[@]}" --rw randread --bs 4k \
+        --iodepth "$2" --direct --runtime "${runtime}s" --output-format json |
+        python3 -c 'import json,sys; print(round(json.load(sys.stdin)["total"]["iops"]))'
+}
+
+fio_iops() { # ioengine depth
+    pin fio --name=peer --filename="$target" --ioengine="$1" \
+        --rw=randread --bs=4k --iodepth="$2" --direct=1 --runtime="$runtime" --time_based \
+        --output-format=json 2>/dev/null |
+        python3 -c 'import json,sys; print(round(json.load(sys.stdin)["jobs"][0]["read"]["iops"]))'
+}
+
+# t/io_uring without polling (-p0), fixed buffers (-B0) or files (-F0), or a
+# registered ring fd (-X0), which ringlab's engine does not use; no latency
+# tracking (-t0; ringlab does track latency, so this favours the peer). The
+# batches match ringlab's loop: prepare up to DEPTH requests and submit them
+# (-s DEPTH) in the same io_uring_enter that waits for one completion (-c1).
+# Its per-second "IOPS=" lines are averaged, skipping the first (ramp).
+tiouring_iops() { # depth
+    pin "$T_IO_URING" -d"$1" -s"$1" -c1 -b4096 -p0 -B0 -F0 -X0 -O1 -R1 -t0 -n1 \
+        -r"$runtime" "$target" 2>/dev/null |
+        python3 -c '
+import re, sys
+v = []
+for line in sys.stdin:
+    m = re.search(r"IOPS=([0-9.]+)([KM]?)", line)
+    if m and not line.startswith("Maximum"):
+        v.append(float(m.group(1)) * {"": 1, "K": 1e3, "M": 1e6}[m.group(2)])
+v = v[1:] or v
+print(round(sum(v) / len(v)) if v else 0)'
+}
+
+declare -A res
+cases=("sync 1 fio-psync" "uring+dt 1 fio-io_uring" "uring+dt 32 fio-io_uring"
+    "uring 32 fio-io_uring")
+if [[ -n "${T_IO_URING:-}" && -x "${T_IO_URING}" ]]; then
+    cases+=("uring+dt 1 t/io_uring" "uring+dt 32 t/io_uring")
+else
+    echo "note: T_IO_URING not set (or not executable): t/io_uring rows skipped" >&2
+fi
+
+echo "target: $target, cpu $cpu, ${runtime}s per run, $repeats repeats" >&2
+for ((r = 1; r <= repeats; r++)); do
+    echo "repeat $r/$repeats" >&2
+    for c in "${cases[@]}"; do
+        read -r engine depth peer <<<"$c"
+        key="$engine $depth $peer"
+        res["$key|ringlab"]+="$(ringlab_iops "$engine" "$depth") "
+        case $peer in
+            fio-psync) p=$(fio_iops psync "$depth") ;;
+            fio-io_uring) p=$(fio_iops io_uring "$depth") ;;
+            t/io_uring) p=$(tiouring_iops "$depth") ;;
+        esac
+        res["$key|peer"]+="$p "
+    done
+done
+
+printf '%-24s %-28s %-14s %-28s %s\n' workload "ringlab median (min-max)" peer "peer median (min-max)" ratio
+for c in "${cases[@]}"; do
+    read -r engine depth peer <<<"$c"
+    key="$engine $depth $peer"
+    python3 - "$engine" "$depth" "$peer" "${res[$key|ringlab]}" "${res[$key|peer]}" <<'PY'
+import statistics, sys
+engine, depth, peer, a, b = sys.argv[1:]
+a = [int(x) for x in a.split()]
+b = [int(x) for x in b.split()]
+ma, mb = statistics.median(a), statistics.median(b)
+k = lambda v: f"{v/1000:.1f}k"
+print(f"{'randread qd' + depth + ' ' + engine:<24} {k(ma) + ' (' + k(min(a)) + '-' + k(max(a)) + ')':<28} "
+      f"{peer:<14} {k(mb) + ' (' + k(min(b)) + '-' + k(max(b)) + ')':<28} {ma / mb if mb else float('nan'):.3f}")
+PY
+done

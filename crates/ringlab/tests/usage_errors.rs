@@ -1,0 +1,401 @@
+//! Bad input and unsafe requests: each gets one line that says what is wrong
+//! and how to fix it, exit code 2, no panic, no hang, no file left behind.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Runs `ringlab io LINE --directory DIR` in a fresh directory, expects a
+/// usage error naming every word of `wants`, and checks nothing is left.
+fn refused(line: &str, wants: &[&str]) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ringlab(&format!(
+        "io --directory {} --size 1m --runtime 100ms {line}",
+        dir.path().display()
+    ));
+    assert_fails(&out, 2, wants);
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "{line}: {:?}",
+        leftovers(dir.path())
+    );
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn sh(cmd: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{cmd}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+#[test]
+fn unparsable_and_out_of_range_values() {
+    refused("--bs 4q", &["--bs", "not a size", "4k"]);
+    refused_plain("io --size abc", &["--size", "not a size"]);
+    refused_plain("io --runtime 2x", &["--runtime", "not a duration", "2s"]);
+    refused("--io-size 1", &["--io-size", "smaller than one block"]);
+    refused_plain("io --runtime 0", &["--runtime", "longer than zero"]);
+    refused("--iodepth 0", &["--iodepth 0", "between 1 and 32768"]);
+    refused(
+        "--iodepth 100000",
+        &["--iodepth 100000", "between 1 and 32768"],
+    );
+    refused("--numjobs 0", &["--numjobs 0", "between 1"]);
+    refused("--rwmixread 101", &["--rwmixread 101", "0 to 100"]);
+    refused("--cpus x", &["--cpus x", "0,2-3"]);
+    refused("--cpus 4000", &["CPU 4000 is not available", "pick from"]);
+    refused("--verify --bs 16", &["--verify", "raise --bs"]);
+    refused(
+        "--engine nosuch",
+        &["invalid value 'nosuch'", "sync", "uring"],
+    );
+    refused("--rw sideways", &["invalid value 'sideways'", "randread"]);
+    refused("--bs 2g", &["--bs", "between 1 byte and 1 GiB"]);
+    refused(
+        "--bs 1g --iodepth 32768",
+        &["need 32 TiB", "more than half the memory available"],
+    );
+}
+
+#[test]
+fn ring_flags_that_make_no_sense_are_refused() {
+    refused(
+        "--defer-taskrun",
+        &["--defer-taskrun needs --single-issuer"],
+    );
+    refused(
+        "--engine sync --coop-taskrun",
+        &["--coop-taskrun is an io_uring ring flag", "--engine uring"],
+    );
+}
+
+#[test]
+fn unknown_flags_are_one_line() {
+    refused(
+        "--frobnicate",
+        &["unexpected argument '--frobnicate'", "--help"],
+    );
+    // clap's suggestion survives on the same line.
+    refused("--iodept 4", &["--iodept", "--iodepth"]);
+    let out = ringlab("nosuchcommand");
+    assert_fails(&out, 2, &["nosuchcommand"]);
+}
+
+#[test]
+fn missing_directory_and_output_path() {
+    refused_plain(
+        "io --directory /nonexistent-ringlab-dir",
+        &["--directory", "no such directory"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let start = std::time::Instant::now();
+    let out = ringlab(&format!(
+        "io --directory {} --size 1m --runtime 20s --output /nonexistent-ringlab-dir/r.json",
+        dir.path().display()
+    ));
+    assert_fails(&out, 2, &["--output", "/nonexistent-ringlab-dir/r.json"]);
+    assert!(
+        start.elapsed().as_secs() < 10,
+        "--output checked only after the run"
+    );
+    assert!(leftovers(dir.path()).is_empty());
+}
+
+fn refused_plain(line: &str, wants: &[&str]) {
+    assert_fails(&ringlab(line), 2, wants);
+}
+
+#[test]
+fn bad_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    refused_plain(
+        &format!("io {}/missing.dat", d.display()),
+        &["does not exist", "omit TARGET"],
+    );
+    let tiny = d.join("tiny.dat");
+    std::fs::write(&tiny, [1u8; 100]).unwrap();
+    refused_plain(
+        &format!("io {} --bs 4k", tiny.display()),
+        &["smaller than one block", "--bs"],
+    );
+    let small = d.join("small.dat");
+    std::fs::write(&small, vec![1u8; 64 << 10]).unwrap();
+    refused_plain(
+        &format!("io {} --size 1m", small.display()),
+        &["--size 1 MiB is larger than target"],
+    );
+    refused_plain(
+        &format!("io {} --keep", small.display()),
+        &["--keep only applies to a file ringlab creates"],
+    );
+    refused_plain(
+        &format!("io {} --directory {}", small.display(), d.display()),
+        &["--directory only applies"],
+    );
+    refused_plain(
+        &format!("io {}", d.display()),
+        &["is a directory", "--directory"],
+    );
+    refused_plain(
+        "io /dev/null",
+        &["neither a regular file nor a block device"],
+    );
+    // O_DIRECT needs a block size that is a multiple of the logical block.
+    refused_plain(
+        &format!("io {} --bs 1000 --direct", small.display()),
+        &["not a multiple of the logical block size", "drop --direct"],
+    );
+    refused(
+        "--bs 1000 --direct",
+        &["not a multiple of the logical block size"],
+    );
+    // Nothing but the files this test made.
+    let mut left = leftovers(d);
+    left.sort();
+    assert_eq!(left, vec!["small.dat", "tiny.dat"]);
+}
+
+/// Unmounts (and removes) a mount point when dropped.
+struct Mount(PathBuf);
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = sh("umount", &[self.0.to_str().unwrap()]);
+    }
+}
+
+#[test]
+fn file_system_that_refuses_o_direct() {
+    // tmpfs accepts O_DIRECT on recent kernels; ramfs never has.
+    if !is_root() {
+        eprintln!("skipped: mounting a ramfs needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    if let Err(e) = sh(
+        "mount",
+        &["-t", "ramfs", "ringlab-test", dir.path().to_str().unwrap()],
+    ) {
+        eprintln!("skipped: cannot mount ramfs: {e}");
+        return;
+    }
+    let _m = Mount(dir.path().to_path_buf());
+    // A file ringlab creates there: refused, and removed again.
+    let out = ringlab(&format!(
+        "io --directory {} --size 1m --runtime 100ms --direct",
+        dir.path().display()
+    ));
+    assert_fails(&out, 2, &["refuses O_DIRECT", "ramfs", "drop --direct"]);
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "{:?}",
+        leftovers(dir.path())
+    );
+    // A file of the user's there: refused, untouched.
+    let f = dir.path().join("user.dat");
+    std::fs::write(&f, vec![3u8; 1 << 20]).unwrap();
+    let out = ringlab(&format!("io {} --runtime 100ms --direct", f.display()));
+    assert_fails(&out, 2, &["refuses O_DIRECT", "drop --direct"]);
+    assert_eq!(std::fs::read(&f).unwrap(), vec![3u8; 1 << 20]);
+    // Without --direct the same target works.
+    let out = ringlab(&format!("io {} --runtime 100ms", f.display()));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs ringlab under a seccomp filter that fails io_uring_setup with
+/// `errno`, as a container runtime's profile would.
+#[cfg(target_arch = "x86_64")]
+fn ringlab_without_io_uring(line: &str, errno: u32) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    const SYS_IO_URING_SETUP: u32 = 425;
+    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+    const RET_ALLOW: u32 = 0x7fff_0000;
+    const RET_ERRNO: u32 = 0x0005_0000;
+    let stmt = |code: u16, k: u32| libc::sock_filter {
+        code,
+        jt: 0,
+        jf: 0,
+        k,
+    };
+    let jeq = |k: u32, jt: u8, jf: u8| libc::sock_filter {
+        code: 0x15,
+        jt,
+        jf,
+        k,
+    };
+    let filter = [
+        stmt(0x20, 4), // ld arch
+        jeq(AUDIT_ARCH_X86_64, 1, 0),
+        stmt(0x06, RET_ALLOW),
+        stmt(0x20, 0), // ld nr
+        jeq(SYS_IO_URING_SETUP, 0, 1),
+        stmt(0x06, RET_ERRNO | errno),
+        stmt(0x06, RET_ALLOW),
+    ];
+    let mut cmd = Command::new(BIN);
+    cmd.args(argv(line));
+    // SAFETY: only async-signal-safe prctl calls between fork and exec; the
+    // filter outlives the call because the closure owns it.
+    unsafe {
+        cmd.pre_exec(move || {
+            let prog = libc::sock_fprog {
+                len: filter.len() as u16,
+                filter: filter.as_ptr() as *mut libc::sock_filter,
+            };
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
+                || libc::prctl(libc::PR_SET_SECCOMP, 2, &prog as *const _ as libc::c_ulong) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    run_limited(cmd)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn io_uring_unavailable() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = format!(
+        "io --directory {} --size 1m --runtime 100ms",
+        dir.path().display()
+    );
+    let eperm = ringlab_without_io_uring(&base, libc::EPERM as u32);
+    if std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled").is_ok_and(|v| v.trim() == "0")
+    {
+        assert_fails(&eperm, 2, &["EPERM", "seccomp", "--engine sync"]);
+    } else {
+        assert_fails(&eperm, 2, &["io_uring_disabled", "--engine sync"]);
+    }
+    let enosys = ringlab_without_io_uring(&base, libc::ENOSYS as u32);
+    assert_fails(&enosys, 2, &["ENOSYS", "--engine sync"]);
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "file laid out before the check"
+    );
+    // The sync engine does not need io_uring.
+    let sync = ringlab_without_io_uring(&format!("{base} --engine sync"), libc::EPERM as u32);
+    assert!(
+        sync.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sync.stderr)
+    );
+}
+
+/// A loop device over a file, detached (and unmounted) when dropped.
+struct Loop {
+    dev: String,
+    mounted: Option<PathBuf>,
+}
+impl Loop {
+    fn over(file: &Path) -> Result<Loop, String> {
+        let dev = sh("losetup", &["-f", "--show", file.to_str().unwrap()])?;
+        Ok(Loop { dev, mounted: None })
+    }
+}
+impl Drop for Loop {
+    fn drop(&mut self) {
+        if let Some(m) = &self.mounted {
+            let _ = sh("umount", &[m.to_str().unwrap()]);
+        }
+        let _ = sh("losetup", &["-d", &self.dev]);
+    }
+}
+
+#[test]
+fn destructive_writes_to_block_devices_are_refused() {
+    if !is_root() {
+        eprintln!("skipped: loop devices need root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("ext4.img");
+    std::fs::write(&img, vec![0u8; 32 << 20]).unwrap();
+    if let Err(e) = sh("mkfs.ext4", &["-q", "-F", img.to_str().unwrap()]) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let mut ext4 = match Loop::over(&img) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("skipped: no loop device: {e}");
+            return;
+        }
+    };
+    let write = |dev: &str, extra: &str| {
+        ringlab(&format!(
+            "io {dev} --rw randwrite --runtime 100ms --direct {extra}"
+        ))
+    };
+    assert_fails(
+        &write(&ext4.dev, ""),
+        2,
+        &["refusing to write", "ext2/3/4", "--allow-destructive"],
+    );
+    // Reads are harmless and allowed.
+    let read = ringlab(&format!(
+        "io {} --rw randread --runtime 100ms --direct",
+        ext4.dev
+    ));
+    assert!(
+        read.status.success(),
+        "{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    // Mounted: refused, naming the mount point.
+    let mnt = dir.path().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    sh("mount", &[&ext4.dev, mnt.to_str().unwrap()]).unwrap();
+    ext4.mounted = Some(mnt.clone());
+    assert_fails(
+        &write(&ext4.dev, ""),
+        2,
+        &["mounted at", "--allow-destructive"],
+    );
+    drop(ext4);
+
+    // A partition table (MBR signature in sector 0) is refused too.
+    let mbr_img = dir.path().join("mbr.img");
+    let mut data = vec![0u8; 8 << 20];
+    data[510] = 0x55;
+    data[511] = 0xaa;
+    std::fs::write(&mbr_img, &data).unwrap();
+    let mbr = Loop::over(&mbr_img).unwrap();
+    assert_fails(&write(&mbr.dev, ""), 2, &["MBR", "--allow-destructive"]);
+    // With --allow-destructive the write goes ahead.
+    let ok = write(&mbr.dev, "--allow-destructive");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    // A blank device needs no permission.
+    let blank_img = dir.path().join("blank.img");
+    std::fs::write(&blank_img, vec![0u8; 8 << 20]).unwrap();
+    let blank = Loop::over(&blank_img).unwrap();
+    let ok = write(&blank.dev, "--verify");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}
