@@ -82,6 +82,11 @@ fn clap_exit(e: clap::Error) -> ExitCode {
         let _ = e.print();
         return ExitCode::SUCCESS;
     }
+    // `ringlab` alone: the help, on stderr, as a usage error.
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let _ = e.print();
+        return ExitCode::from(2);
+    }
     let text = e.render().to_string();
     let parts: Vec<&str> = text
         .lines()

@@ -93,6 +93,10 @@ fn unknown_flags_are_one_line() {
     refused("--iodept 4", &["--iodept", "--iodepth"]);
     let out = ringlab("nosuchcommand");
     assert_fails(&out, 2, &["nosuchcommand"]);
+    // No command at all: the help, and exit code 2.
+    let out = ringlab("");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Commands:"));
 }
 
 #[test]
