@@ -242,5 +242,6 @@ fn build_result(
         jobs: job_figures,
         total: total_figures,
         warnings,
+        http: None,
     }
 }

@@ -1,0 +1,35 @@
+//! The drivers: each supplies the mechanics of one interface (readiness
+//! with epoll, completions with io_uring) around the shared
+//! [`Client`](crate::client::Client) state machine.
+
+pub mod epoll;
+pub mod uring;
+
+use crate::client::Client;
+use crate::sys::RawAddr;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What a driver needs to know about the run.
+pub struct RunCtx<'a> {
+    pub addr: RawAddr,
+    /// End of the run on the client's clock.
+    pub end_ns: u64,
+    /// Set when the run is interrupted or another thread failed.
+    pub stop: &'a AtomicBool,
+}
+
+impl RunCtx<'_> {
+    #[inline]
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// One client thread's event loop over an interface.
+pub trait Driver {
+    /// Opens every connection and drives them until the end of the run,
+    /// then closes them all. Errors are setup failures; socket errors are
+    /// counted in the client and the run goes on.
+    fn run(&mut self, client: &mut Client, ctx: &RunCtx) -> io::Result<()>;
+}
