@@ -450,6 +450,10 @@ impl UringDriver {
                 self.ops[i].send = false;
                 self.ops[i].inflight -= 1;
                 if self.ops[i].closing {
+                    // Bytes that left before the cancel still count.
+                    if res > 0 {
+                        c.stats.bytes_written += res as u64;
+                    }
                     return self.idle_check(c, ctx, i);
                 }
                 if res < 0 {
