@@ -17,14 +17,16 @@
 #
 # Environment: BENCH_DURATION seconds per run (3), BENCH_REPEATS (3),
 #   BENCH_CONNS ("1 10 50 100 400"), BENCH_IOS ("epoll uring-nb uring
-#   uring-mshot"), BENCH_PORT (18089), BENCH_BIG_CONNS (10000).
+#   uring+coop uring+dt uring-mshot"), BENCH_PORT (18089), BENCH_BIG_CONNS
+#   (10000). uring+coop is --io uring --coop-taskrun; uring+dt is --io uring
+#   --single-issuer --defer-taskrun.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 dur=${BENCH_DURATION:-3}
 repeats=${BENCH_REPEATS:-3}
 conns_list=${BENCH_CONNS:-"1 10 50 100 400"}
-ios=${BENCH_IOS:-"epoll uring-nb uring uring-mshot"}
+ios=${BENCH_IOS:-"epoll uring-nb uring uring+coop uring+dt uring-mshot"}
 port=${BENCH_PORT:-18089}
 big=${BENCH_BIG_CONNS:-10000}
 
@@ -100,6 +102,15 @@ else:
 PY
 }
 
+# The ringlab flags of a client name.
+io_args() {
+    case "$1" in
+        uring+coop) echo "--io uring --coop-taskrun" ;;
+        uring+dt) echo "--io uring --single-issuer --defer-taskrun" ;;
+        *) echo "--io $1" ;;
+    esac
+}
+
 tools="wrk $ios"
 results="$work/results"
 : >"$results"
@@ -110,7 +121,8 @@ for rep in $(seq "$repeats"); do
             if [ "$tool" = wrk ]; then
                 line=$(measure wrk -t1 -c"$c" -d"${dur}s" "$url")
             else
-                line=$(measure "$ringlab" http -t1 -c"$c" -d"${dur}s" --io "$tool" "$url")
+                # shellcheck disable=SC2046
+                line=$(measure "$ringlab" http -t1 -c"$c" -d"${dur}s" $(io_args "$tool") "$url")
             fi
             echo "$c $tool $line" >>"$results"
             echo "  repeat $rep, $c connections, $tool: $line" >&2
@@ -145,7 +157,8 @@ PY
 echo
 echo "$big connections held for ${dur}s (client peak RSS):"
 for tool in $ios; do
-    line=$(measure "$ringlab" http -t1 -c"$big" -d"${dur}s" --timeout 10s --io "$tool" "$url")
+    # shellcheck disable=SC2046
+    line=$(measure "$ringlab" http -t1 -c"$big" -d"${dur}s" --timeout 10s $(io_args "$tool") "$url")
     read -r n rps cpu rss <<<"$line"
-    echo "  ringlab --io $tool: $n requests, $(( rss / 1024 )) MiB resident (limit 200 MiB)"
+    echo "  ringlab $(io_args "$tool"): $n requests, $(( rss / 1024 )) MiB resident (limit 200 MiB)"
 done

@@ -31,6 +31,11 @@ const BGID: u16 = 7;
 /// How long the end of the run may wait for cancelled operations.
 const DRAIN_LIMIT: Duration = Duration::from_secs(1);
 
+/// IORING_RECVSEND_POLL_FIRST (Linux 5.19): a receive is armed right after
+/// its request went out, so the socket is almost always empty; skip the
+/// attempt that would fail and wait for data at once.
+const RECV_POLL_FIRST: u16 = 1;
+
 const OP_CONNECT: u64 = 1;
 const OP_SEND: u64 = 2;
 const OP_RECV: u64 = 3;
@@ -337,8 +342,12 @@ impl UringDriver {
         } else {
             let buf = self.recv_bufs[i * RECV_BUF..].as_mut_ptr();
             match t {
-                Target::Fixed(f) => opcode::Recv::new(f, buf, RECV_BUF as u32).build(),
-                Target::Fd(f) => opcode::Recv::new(f, buf, RECV_BUF as u32).build(),
+                Target::Fixed(f) => opcode::Recv::new(f, buf, RECV_BUF as u32)
+                    .ioprio(RECV_POLL_FIRST)
+                    .build(),
+                Target::Fd(f) => opcode::Recv::new(f, buf, RECV_BUF as u32)
+                    .ioprio(RECV_POLL_FIRST)
+                    .build(),
             }
         };
         let st = &mut self.ops[i];
