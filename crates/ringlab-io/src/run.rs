@@ -29,6 +29,7 @@ pub struct RunOptions {
 pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     plan.engine.probe(plan)?;
     let target = Arc::new(target::prepare(plan, &opts.interrupted, opts.progress)?);
+    let shared = Arc::new(plan.engine.prepare(plan)?);
     let plan = Arc::new(plan.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let gate = Arc::new(StartGate::default());
@@ -45,6 +46,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             target: target.clone(),
             stop: stop.clone(),
             progress: progress[job as usize].clone(),
+            shared: shared.clone(),
         };
         let (gate_job, ready_tx, stop) = (gate.clone(), ready_tx.clone(), stop.clone());
         let kind: EngineKind = plan.engine;
@@ -124,6 +126,9 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             plan.iodepth,
             plan.engine.name()
         ));
+    }
+    if plan.rw == crate::workload::Rw::Nop && plan.direct {
+        warnings.push("--direct has no effect on --rw nop: NOPs touch no file".to_string());
     }
     Ok(build_result(&plan, &target, started_at, jobs, warnings))
 }
@@ -238,7 +243,7 @@ fn build_result(
         started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
         host: ringlab_kstat::host_info(),
         config: plan.config_map(),
-        target: Some(target.info()),
+        target: (plan.rw != crate::workload::Rw::Nop).then(|| target.info()),
         jobs: job_figures,
         total: total_figures,
         warnings,

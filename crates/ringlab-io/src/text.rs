@@ -42,16 +42,17 @@ pub fn render(r: &RunResult) -> String {
     if get("verify").as_bool() == Some(true) {
         line.push_str(", verify");
     }
-    let ring: Vec<&str> = ["coop-taskrun", "single-issuer", "defer-taskrun"]
-        .into_iter()
-        .filter(|k| get(k).as_bool() == Some(true))
-        .collect();
-    if !ring.is_empty() {
-        let _ = write!(line, ", ring {}", ring.join("+"));
-    }
     let _ = write!(line, ", seed {}", get("seed"));
     out.push_str(&line);
     out.push('\n');
+    if get("engine").as_str() == Some("uring") {
+        let knobs = crate::knobs::describe_config(c);
+        let preset = get("mode")
+            .as_str()
+            .map(|m| format!("--mode {m} = "))
+            .unwrap_or_default();
+        let _ = writeln!(out, "io_uring: {preset}{knobs}");
+    }
     if let Some(t) = &r.target {
         let mut what = vec![match &t.fs_type {
             Some(fs) => format!("{} on {fs}", t.kind),

@@ -123,6 +123,9 @@ pub struct ThreadMeasurements {
     pub elapsed_ns: u64,
     pub read: DirectionRecorder,
     pub write: DirectionRecorder,
+    /// Requests that move no data (io_uring NOPs): counted in the total
+    /// only, not in `read` or `write`.
+    pub nop: DirectionRecorder,
     pub cpu_user_ns: u64,
     pub cpu_sys_ns: u64,
     pub ctx_voluntary: u64,
@@ -177,6 +180,7 @@ impl ThreadMeasurements {
         self.elapsed_ns = self.elapsed_ns.max(other.elapsed_ns);
         self.read.merge(&other.read);
         self.write.merge(&other.write);
+        self.nop.merge(&other.nop);
         self.cpu_user_ns += other.cpu_user_ns;
         self.cpu_sys_ns += other.cpu_sys_ns;
         self.ctx_voluntary += other.ctx_voluntary;
@@ -191,7 +195,8 @@ impl ThreadMeasurements {
     pub fn figures(&self, elapsed_ns: u64) -> Figures {
         let mut both = self.read.lat.clone();
         both.merge(&self.write.lat);
-        let ops = self.read.ops + self.write.ops;
+        both.merge(&self.nop.lat);
+        let ops = self.read.ops + self.write.ops + self.nop.ops;
         let bytes = self.read.bytes + self.write.bytes;
         Figures {
             elapsed_ns,
