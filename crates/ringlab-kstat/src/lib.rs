@@ -5,6 +5,7 @@
 //! facts a result carries. Tracepoint counters, interrupts and kernel helper
 //! threads come with the kernel-evidence issue.
 
+pub mod device;
 pub mod host;
 pub mod rusage;
 

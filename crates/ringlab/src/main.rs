@@ -37,6 +37,16 @@ enum Command {
         #[command(flatten)]
         output: OutputArgs,
     },
+    /// What this kernel and a device support: io_uring setup flags and
+    /// opcodes (found by trying them), RLIMIT_MEMLOCK, and for a device its
+    /// scheduler, queues, poll queues and interrupt CPUs.
+    Features {
+        /// A block device, or a file or directory on one.
+        #[arg(value_name = "TARGET")]
+        target: Option<PathBuf>,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -103,6 +113,28 @@ fn clap_exit(e: clap::Error) -> ExitCode {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Io { io, output } => run_io_command(&io, &output),
+        Command::Features { target, output } => {
+            let f = ringlab_io::features::features(target.as_deref())?;
+            let text = match output.output_format {
+                OutputFormat::Text => ringlab_io::features::render(&f),
+                OutputFormat::Json => serde_json::to_string_pretty(&f)? + "\n",
+            };
+            write_output(output.output.as_deref(), &text)
+        }
+    }
+}
+
+/// Writes `text` to FILE, or to standard output.
+fn write_output(path: Option<&std::path::Path>, text: &str) -> Result<()> {
+    match path {
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| anyhow::Error::new(UsageError(format!("--output {}: {e}", p.display())))),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(text.as_bytes())?;
+            stdout.flush()?;
+            Ok(())
+        }
     }
 }
 

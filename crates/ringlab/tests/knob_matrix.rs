@@ -217,3 +217,50 @@ fn the_aio_engines_verify_with_several_jobs_and_depths() {
         }
     }
 }
+
+#[test]
+fn features_reports_what_the_kernel_accepts_and_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = json_run(&format!("features {}", dir.path().display()));
+    assert!(!f["kernel"].as_str().unwrap().is_empty());
+    let flags = f["setup_flags"].as_array().unwrap();
+    for name in [
+        "sqpoll",
+        "iopoll",
+        "coop-taskrun",
+        "single-issuer",
+        "defer-taskrun",
+        "attach-wq",
+    ] {
+        let k = flags
+            .iter()
+            .find(|k| k["flag"] == name)
+            .unwrap_or_else(|| panic!("{name} not listed"));
+        // Every knob the matrix above ran was accepted; the two must agree.
+        if f["io_uring_error"].is_null() && name != "iopoll" {
+            assert_eq!(k["supported"], true, "{name}: {k}");
+        }
+    }
+    let ops = f["opcodes"].as_array().unwrap();
+    assert!(ops.iter().any(|o| o == "READ") && ops.iter().any(|o| o == "NOP"));
+    let dev = &f["device"];
+    assert!(!dev["name"].as_str().unwrap().is_empty(), "{dev}");
+    // The same answer the --iopoll refusal relies on.
+    let polled = ringlab(&format!(
+        "io --directory {} --size 1m --runtime 20ms --direct --iopoll",
+        dir.path().display()
+    ))
+    .status
+    .success();
+    if dev["io_poll"] == false {
+        assert!(!polled, "io_poll 0 but --iopoll ran");
+    }
+    let text = String::from_utf8(ringlab("features").stdout).unwrap();
+    assert!(text.contains("--defer-taskrun") && text.contains("IORING_SETUP_DEFER_TASKRUN"));
+    assert!(text.contains("RLIMIT_MEMLOCK"));
+    assert_fails(
+        &ringlab("features /nonexistent-ringlab"),
+        2,
+        &["does not exist"],
+    );
+}

@@ -25,7 +25,9 @@ mod uring;
 pub use libaio::LibaioEngine;
 pub use posixaio::PosixAioEngine;
 pub use sync::SyncEngine;
-pub use uring::{probe_io_uring, UringEngine, UringShared};
+pub use uring::{
+    probe_io_uring, supported_opcodes, try_registration, try_setup_flag, UringEngine, UringShared,
+};
 
 use crate::buffers::BufferPool;
 use crate::plan::IoPlan;

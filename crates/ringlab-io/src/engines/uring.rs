@@ -250,39 +250,94 @@ fn setup_error(e: io::Error, o: &UringOptions) -> anyhow::Error {
     usage_error(msg)
 }
 
-/// Tries each requested setup flag alone (with what it depends on) and
-/// returns the first the kernel refuses.
-fn refused_setup_flag(o: &UringOptions) -> Option<&'static str> {
-    for flag in o.setup_flag_names() {
-        let mut one = UringOptions::default();
-        match flag {
-            "iopoll" => one.iopoll = true,
-            "sqpoll" => one.sqpoll = true,
-            "sqpoll-cpu" => {
-                one.sqpoll = true;
-                one.sqpoll_cpu = o.sqpoll_cpu;
-            }
-            "cq-size" => one.cq_size = Some(8),
-            "attach-wq" => continue,
-            "coop-taskrun" => one.coop_taskrun = true,
-            "taskrun-flag" => {
-                one.coop_taskrun = true;
-                one.taskrun_flag = true;
-            }
-            "single-issuer" => one.single_issuer = true,
-            "defer-taskrun" => {
-                one.single_issuer = true;
-                one.defer_taskrun = true;
-            }
-            _ => continue,
+/// The options that turn on setup flag `flag` alone (with what it depends
+/// on); `None` for a flag that needs another ring (attach-wq).
+fn single_flag_options(flag: &str, sqpoll_cpu: Option<u32>) -> Option<UringOptions> {
+    let mut one = UringOptions::default();
+    match flag {
+        "iopoll" => one.iopoll = true,
+        "sqpoll" => one.sqpoll = true,
+        "sqpoll-cpu" => {
+            one.sqpoll = true;
+            one.sqpoll_cpu = Some(sqpoll_cpu.unwrap_or(0));
         }
-        if let Err(e) = build_ring(4, &one, None) {
-            if e.raw_os_error() == Some(libc::EINVAL) {
-                return Some(flag);
-            }
+        "cq-size" => one.cq_size = Some(8),
+        "coop-taskrun" => one.coop_taskrun = true,
+        "taskrun-flag" => {
+            one.coop_taskrun = true;
+            one.taskrun_flag = true;
         }
+        "single-issuer" => one.single_issuer = true,
+        "defer-taskrun" => {
+            one.single_issuer = true;
+            one.defer_taskrun = true;
+        }
+        _ => return None,
     }
-    None
+    Some(one)
+}
+
+/// Tries each requested setup flag alone and returns the first the kernel
+/// refuses.
+fn refused_setup_flag(o: &UringOptions) -> Option<&'static str> {
+    o.setup_flag_names().into_iter().find(|flag| {
+        single_flag_options(flag, o.sqpoll_cpu).is_some_and(|one| {
+            build_ring(4, &one, None).is_err_and(|e| e.raw_os_error() == Some(libc::EINVAL))
+        })
+    })
+}
+
+/// Whether this kernel accepts setup flag `flag` (`sqpoll`, `defer-taskrun`,
+/// ...): `Ok`, or the kernel's error. `None` for a flag that cannot be tried
+/// on its own.
+pub fn try_setup_flag(flag: &str) -> Option<io::Result<()>> {
+    if flag == "attach-wq" {
+        let base = UringOptions::default();
+        return Some(
+            build_ring(4, &base, None)
+                .and_then(|first| build_ring(4, &base, Some(first.as_raw_fd())).map(drop)),
+        );
+    }
+    let one = single_flag_options(flag, None)?;
+    Some(build_ring(4, &one, None).map(drop))
+}
+
+/// Tries a registration on a fresh default ring.
+pub fn try_registration(flag: &str) -> Option<io::Result<()>> {
+    let ring = match IoUring::new(4) {
+        Ok(r) => r,
+        Err(e) => return Some(Err(e)),
+    };
+    let s = ring.submitter();
+    Some(match flag {
+        "register-ring" => register_ring_fd(ring.as_raw_fd()).map(drop),
+        // 0,0 asks for the current limits without changing them.
+        "iowq-max-workers" => s.register_iowq_max_workers(&mut [0, 0]),
+        "fixed-files" => {
+            std::fs::File::open("/dev/null").and_then(|f| s.register_files(&[f.as_raw_fd()]))
+        }
+        "fixed-buffers" => {
+            let mut page = vec![0u8; 4096];
+            let iov = libc::iovec {
+                iov_base: page.as_mut_ptr().cast(),
+                iov_len: page.len(),
+            };
+            // SAFETY: the page outlives the ring, which is dropped first.
+            let r = unsafe { s.register_buffers(&[iov]) };
+            drop(ring);
+            drop(page);
+            return Some(r);
+        }
+        _ => return None,
+    })
+}
+
+/// The opcodes this kernel supports (IORING_REGISTER_PROBE), by code.
+pub fn supported_opcodes() -> io::Result<Vec<u8>> {
+    let ring = IoUring::new(4)?;
+    let mut probe = io_uring::Probe::new();
+    ring.submitter().register_probe(&mut probe)?;
+    Ok((0..=u8::MAX).filter(|&op| probe.is_supported(op)).collect())
 }
 
 impl UringEngine {
