@@ -33,7 +33,7 @@ enum Command {
     /// Storage benchmark: one workload, one engine (fio's words for options).
     Io {
         #[command(flatten)]
-        io: IoArgs,
+        io: Box<IoArgs>,
         #[command(flatten)]
         output: OutputArgs,
     },
