@@ -117,6 +117,11 @@ pub struct IoArgs {
     #[arg(long)]
     pub allow_destructive: bool,
 
+    /// Do not collect kernel evidence (tracepoint counters, interrupts,
+    /// helper threads).
+    #[arg(long)]
+    pub no_kstat: bool,
+
     #[command(flatten)]
     pub uring: UringArgs,
 }
@@ -143,6 +148,8 @@ pub struct IoPlan {
     pub directory: PathBuf,
     pub allow_destructive: bool,
     pub uring: UringOptions,
+    /// Collect kernel evidence (not --no-kstat).
+    pub kstat: bool,
 }
 
 fn size_flag(flag: &str, text: &str) -> Result<u64> {
@@ -269,6 +276,7 @@ impl IoPlan {
             directory,
             allow_destructive: args.allow_destructive,
             uring,
+            kstat: !args.no_kstat,
         })
     }
 
@@ -313,6 +321,7 @@ impl IoPlan {
             "keep": self.keep,
             "directory": self.directory.display().to_string(),
             "allow-destructive": self.allow_destructive,
+            "no-kstat": !self.kstat,
         });
         match v {
             Value::Object(mut m) => {

@@ -28,6 +28,83 @@ pub struct RunResult {
     /// Things the reader of the numbers must know (ignored options, odd
     /// setups), one sentence each.
     pub warnings: Vec<String>,
+    /// Kernel evidence of the run; absent with --no-kstat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kstat: Option<KstatReport>,
+}
+
+/// What the kernel did during the run: raw counters, per-operation figures,
+/// helper threads, interrupts, and whether each requested knob took effect.
+/// A counter that could not be read is listed in `unavailable`, never
+/// reported as zero.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KstatReport {
+    /// Tracepoint counts over the measured run, by `system:event`. Counters
+    /// of the process include its threads and the kernel helper threads it
+    /// caused; `irq_vectors:*` are counted on every CPU.
+    pub counters: std::collections::BTreeMap<String, u64>,
+    pub unavailable: Vec<UnavailableCounter>,
+    /// Derived figures per operation (`syscalls_per_op`, ...), only from
+    /// counters that were measured.
+    pub per_op: std::collections::BTreeMap<String, f64>,
+    /// Deltas of /proc/interrupts over the run; `null` if unreadable.
+    pub interrupts: Option<InterruptDeltas>,
+    /// Kernel helper threads (iou-sqp-*, iou-wrk-*) alive during the run.
+    pub helper_threads: Vec<HelperThread>,
+    /// Helper threads that appeared during the run.
+    pub helper_threads_created: u64,
+    /// One line per requested io_uring knob: did the counters show it?
+    pub evidence: Vec<KnobEvidence>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnavailableCounter {
+    pub counter: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InterruptDeltas {
+    /// Rescheduling IPIs (RES) per CPU.
+    pub rescheduling_per_cpu: Vec<u64>,
+    /// Function-call IPIs (CAL) per CPU.
+    pub function_call_per_cpu: Vec<u64>,
+    /// The target device's own vectors, per CPU.
+    pub device: Vec<DeviceIrqDelta>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceIrqDelta {
+    pub irq: u32,
+    pub name: String,
+    pub per_cpu: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HelperThread {
+    pub tid: u32,
+    /// `iou-sqp-1234` (SQPOLL poller) or `iou-wrk-1234` (io-wq worker).
+    pub name: String,
+    /// Run time during the measured run (schedstat); `null` if unreadable.
+    pub cpu_ns: Option<u64>,
+    pub ctx_voluntary: Option<u64>,
+    pub ctx_involuntary: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnobEvidence {
+    /// The flag, as typed (`--sqpoll`).
+    pub knob: String,
+    /// `true`: the counters show it working; `false`: they show it did
+    /// nothing; `null`: no counter can tell.
+    pub in_effect: Option<bool>,
+    pub detail: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
