@@ -98,7 +98,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         supervise(&plan, opts, &stop, &progress, start, &handles, &mut kstat);
     }
     if let Some(k) = &mut kstat {
-        k.disable();
+        k.disable(progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum());
     }
     stop.store(true, Ordering::SeqCst);
     let outcomes: Vec<Result<JobOutcome>> = handles
@@ -197,11 +197,20 @@ fn supervise(
     let tick = Duration::from_millis(50);
     let mut last_draw = start;
     let mut last_ops = 0u64;
+    let mut ticks = 0u64;
     loop {
         // Helper threads leave with their rings: sample them while alive.
+        // The per-request counters run in the second tick of every ten.
         if let Some(k) = kstat.as_mut() {
             k.sample_threads();
+            let ops_now = || progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
+            match ticks % 10 {
+                1 => k.window_open(ops_now()),
+                2 => k.window_close(ops_now()),
+                _ => {}
+            }
         }
+        ticks += 1;
         if handles.iter().all(|h| h.is_finished()) {
             return;
         }

@@ -125,6 +125,34 @@ pub fn render_kstat(out: &mut String, k: &ringlab_stats::KstatReport) {
         };
         let _ = writeln!(out, "  cpu {cpu:.2}us/op in job threads{helpers}");
     }
+    if let Some(i) = &k.interrupts {
+        let on_cpus = |v: &[u64]| -> String {
+            let parts: Vec<String> = v
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(c, n)| format!("cpu{c} {n}"))
+                .collect();
+            if parts.is_empty() {
+                "none".into()
+            } else {
+                parts.join(", ")
+            }
+        };
+        let mut parts = Vec::new();
+        for d in &i.device {
+            parts.push(format!("{} on {}", d.name, on_cpus(&d.per_cpu)));
+        }
+        parts.push(format!(
+            "rescheduling IPIs on {}",
+            on_cpus(&i.rescheduling_per_cpu)
+        ));
+        parts.push(format!(
+            "function-call IPIs on {}",
+            on_cpus(&i.function_call_per_cpu)
+        ));
+        let _ = writeln!(out, "  interrupts (all CPUs): {}", parts.join("; "));
+    }
     for h in &k.helper_threads {
         let _ = writeln!(
             out,

@@ -115,8 +115,14 @@ impl TracepointCounter {
         }
     }
 
+    /// Starts counting from zero.
     pub fn enable(&self) {
         self.each(ioctls::RESET);
+        self.each(ioctls::ENABLE);
+    }
+
+    /// Counts again, adding to what was counted before.
+    pub fn resume(&self) {
         self.each(ioctls::ENABLE);
     }
 

@@ -44,6 +44,13 @@ pub struct KstatReport {
     /// of the process include its threads and the kernel helper threads it
     /// caused; `irq_vectors:*` are counted on every CPU.
     pub counters: std::collections::BTreeMap<String, u64>,
+    /// Per-request tracepoints (`io_uring_submit_req`, `io_uring_complete`,
+    /// `io_uring_file_get`), counted only inside sampling windows (50 ms of
+    /// every 500 ms) because counting them all the time costs several
+    /// percent of the IOPS; their per-op figures divide by `sampled_ops`.
+    pub sampled_counters: std::collections::BTreeMap<String, u64>,
+    /// Operations completed inside the sampling windows.
+    pub sampled_ops: u64,
     pub unavailable: Vec<UnavailableCounter>,
     /// Derived figures per operation (`syscalls_per_op`, ...), only from
     /// counters that were measured.
