@@ -351,7 +351,11 @@ fn kind(v: &toml::Value) -> &'static str {
 /// 1-based line of a byte offset.
 fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 impl Plan {
@@ -388,7 +392,12 @@ impl Plan {
         let axes: serde_json::Map<String, Json> = self
             .axes
             .iter()
-            .map(|(k, v)| (k.clone(), Json::Array(v.iter().map(Scalar::to_json).collect())))
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    Json::Array(v.iter().map(Scalar::to_json).collect()),
+                )
+            })
             .collect();
         json!({
             "command": self.command,
@@ -489,17 +498,18 @@ impl Plan {
     /// Estimated time of the whole plan from a fixed `runtime`/`duration`
     /// option, pauses included; `None` when the plan does not fix it.
     pub fn estimated_duration(&self) -> Option<Duration> {
-        let per_run = ["runtime", "duration", "d"].iter().find_map(|k| {
-            match self.options.get(*k) {
-                Some(OptionValue::One(Scalar::Str(s))) => {
-                    ringlab_stats::units::parse_duration(s).ok()
-                }
-                Some(OptionValue::One(Scalar::Int(i))) if *i >= 0 => {
-                    Some(Duration::from_secs(*i as u64))
-                }
-                _ => None,
-            }
-        })?;
+        let per_run =
+            ["runtime", "duration", "d"]
+                .iter()
+                .find_map(|k| match self.options.get(*k) {
+                    Some(OptionValue::One(Scalar::Str(s))) => {
+                        ringlab_stats::units::parse_duration(s).ok()
+                    }
+                    Some(OptionValue::One(Scalar::Int(i))) if *i >= 0 => {
+                        Some(Duration::from_secs(*i as u64))
+                    }
+                    _ => None,
+                })?;
         let runs = (self.combinations() * self.repeats as usize) as u32;
         Some((per_run + self.pause.unwrap_or_default()) * runs)
     }
@@ -627,22 +637,57 @@ engine = ["sync", "uring"]
     #[test]
     fn structural_mistakes_point_at_line_and_key() {
         let cases = [
-            ("command = \"io\"\n[axes]\niodepth = 4\n", "p.toml:3:", "not a list"),
-            ("command = \"io\"\n[axes]\n\niodepth = []\n", "p.toml:4:", "empty list"),
+            (
+                "command = \"io\"\n[axes]\niodepth = 4\n",
+                "p.toml:3:",
+                "not a list",
+            ),
+            (
+                "command = \"io\"\n[axes]\n\niodepth = []\n",
+                "p.toml:4:",
+                "empty list",
+            ),
             ("command = \"fio\"\n", "p.toml:1:", "\"io\" or \"http\""),
-            ("command = \"io\"\nrepeats = 0\n", "p.toml:2:", "repeats = 0"),
+            (
+                "command = \"io\"\nrepeats = 0\n",
+                "p.toml:2:",
+                "repeats = 0",
+            ),
             ("command = \"io\"\npause = \"soon\"\n", "p.toml:2:", "pause"),
-            ("command = \"io\"\n[options]\n\"--bs\" = \"4k\"\n", "p.toml:3:", "without dashes"),
-            ("command = \"io\"\n[options]\noutput = \"x\"\n", "p.toml:3:", "sets --output"),
-            ("command = \"io\"\n[options]\nbs = \"4k\"\n[axes]\nbs = [\"4k\"]\n", "p.toml:5:", "both"),
-            ("command = \"io\"\n[axes]\nbs = [\"4k\", \"4k\"]\n", "p.toml:3:", "twice"),
-            ("command = \"io\"\n[axes]\nbs = [[1]]\n", "p.toml:3:", "a list"),
+            (
+                "command = \"io\"\n[options]\n\"--bs\" = \"4k\"\n",
+                "p.toml:3:",
+                "without dashes",
+            ),
+            (
+                "command = \"io\"\n[options]\noutput = \"x\"\n",
+                "p.toml:3:",
+                "sets --output",
+            ),
+            (
+                "command = \"io\"\n[options]\nbs = \"4k\"\n[axes]\nbs = [\"4k\"]\n",
+                "p.toml:5:",
+                "both",
+            ),
+            (
+                "command = \"io\"\n[axes]\nbs = [\"4k\", \"4k\"]\n",
+                "p.toml:3:",
+                "twice",
+            ),
+            (
+                "command = \"io\"\n[axes]\nbs = [[1]]\n",
+                "p.toml:3:",
+                "a list",
+            ),
             ("repeats = 1\n", "p.toml", "command"),
         ];
         for (text, place, words) in cases {
             let e = err(text);
             assert!(e.starts_with(place), "{text:?}: {e}");
-            assert!(e.contains(words) || (words == "both" && e.contains("also in [options]")), "{text:?}: {e}");
+            assert!(
+                e.contains(words) || (words == "both" && e.contains("also in [options]")),
+                "{text:?}: {e}"
+            );
             assert_eq!(e.lines().count(), 1, "{e}");
         }
     }

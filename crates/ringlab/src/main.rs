@@ -37,6 +37,40 @@ enum Command {
         #[command(flatten)]
         output: OutputArgs,
     },
+    /// Run a matrix of io/http runs from a plan file, repeated, in shuffled
+    /// order, into a results directory (resumes where it stopped).
+    Sweep {
+        /// The plan (TOML): command, repeats, shuffle, pause, [options], [axes].
+        #[arg(value_name = "PLAN.toml")]
+        plan: PathBuf,
+        /// Results directory (created; a directory of the same plan resumes).
+        #[arg(long, value_name = "DIR")]
+        output: Option<PathBuf>,
+        /// List the runs, in order, with their command lines; run nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Tables (Markdown, CSV), SVG plots and one HTML page from a sweep's results.
+    Report {
+        /// A results directory written by 'ringlab sweep'.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Where to write the report [default: DIR/report].
+        #[arg(long, value_name = "DIR")]
+        output: Option<PathBuf>,
+    },
+    /// Two results side by side with their ratios (B/A).
+    Compare {
+        /// The baseline result (JSON, from --output-format json).
+        #[arg(value_name = "A.json")]
+        a: PathBuf,
+        /// The result compared with it.
+        #[arg(value_name = "B.json")]
+        b: PathBuf,
+        /// text for people, json for programs.
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        output_format: OutputFormat,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -65,7 +99,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ringlab: {e:#}");
-            if e.downcast_ref::<UsageError>().is_some() {
+            if e.downcast_ref::<ringlab_lab::Interrupted>().is_some() {
+                ExitCode::from(130)
+            } else if e.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)
             } else {
                 ExitCode::from(1)
@@ -103,6 +139,85 @@ fn clap_exit(e: clap::Error) -> ExitCode {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Io { io, output } => run_io_command(&io, &output),
+        Command::Sweep {
+            plan,
+            output,
+            dry_run,
+        } => lab::sweep(&plan, output.as_deref(), dry_run),
+        Command::Report { dir, output } => lab::report(&dir, output.as_deref()),
+        Command::Compare {
+            a,
+            b,
+            output_format,
+        } => lab::compare(&a, &b, matches!(output_format, OutputFormat::Json)),
+    }
+}
+
+/// Glue of the lab subcommands (sweep, report, compare) to ringlab-lab.
+mod lab {
+    use anyhow::{Context, Result};
+    use ringlab_io::error::usage_error;
+    use std::io::{IsTerminal, Write};
+    use std::path::Path;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+
+    pub fn sweep(plan_path: &Path, output: Option<&Path>, dry_run: bool) -> Result<()> {
+        let plan = ringlab_lab::load_plan(plan_path)?;
+        if dry_run {
+            let text = ringlab_lab::dry_run(&plan, output)?;
+            std::io::stdout().lock().write_all(text.as_bytes())?;
+            return Ok(());
+        }
+        let Some(dir) = output else {
+            return Err(usage_error(
+                "sweep: name the results directory with --output DIR (or list the runs with --dry-run)",
+            ));
+        };
+        let interrupted = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // A second signal ends the sweep at once.
+            signal_hook::flag::register_conditional_shutdown(sig, 130, interrupted.clone())
+                .context("installing the signal handler")?;
+            signal_hook::flag::register(sig, interrupted.clone())
+                .context("installing the signal handler")?;
+        }
+        let opts = ringlab_lab::SweepOptions {
+            exe: std::env::current_exe().context("finding the ringlab binary")?,
+            interrupted,
+            progress_bar: std::io::stderr().is_terminal(),
+        };
+        let s = ringlab_lab::run_sweep(&plan, dir, &opts)?;
+        println!(
+            "ringlab sweep: {} of {} runs done in {} ({} now, {} before); next: ringlab report {}",
+            s.done,
+            s.total,
+            dir.display(),
+            s.ran_now,
+            s.done_before,
+            dir.display()
+        );
+        Ok(())
+    }
+
+    pub fn report(dir: &Path, output: Option<&Path>) -> Result<()> {
+        let out = output
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| dir.join("report"));
+        let written = ringlab_lab::report::write_report(dir, &out)?;
+        println!(
+            "ringlab report: {} files in {}; open {}",
+            written.files.len(),
+            out.display(),
+            out.join("report.html").display()
+        );
+        Ok(())
+    }
+
+    pub fn compare(a: &Path, b: &Path, json: bool) -> Result<()> {
+        let text = ringlab_lab::compare::compare_files(a, b, json)?;
+        std::io::stdout().lock().write_all(text.as_bytes())?;
+        Ok(())
     }
 }
 
