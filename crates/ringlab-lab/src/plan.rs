@@ -22,7 +22,7 @@ use toml::Spanned;
 pub const COMMANDS: [&str; 2] = ["io", "http"];
 /// Seed of the shuffled order when the plan names none: fixed, so that a
 /// resumed sweep follows the order of the first invocation.
-pub const DEFAULT_SEED: u64 = 0x5eed_0f_1ab;
+pub const DEFAULT_SEED: u64 = 0x0005_eed0_f1ab;
 /// Bounds that keep a typo (`repeats = 30000`) from planning a year of runs.
 pub const REPEATS_MAX: i64 = 1000;
 pub const RUNS_MAX: usize = 100_000;
