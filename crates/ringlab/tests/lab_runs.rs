@@ -192,7 +192,7 @@ fn sweep_stores_every_run_and_the_report_matches_the_results() {
             .iter()
             .filter(|r| {
                 r["values"]["engine"] == row["engine"].as_str()
-                    && r["values"]["iodepth"].to_string() == row["iodepth"]
+                    && r["values"]["iodepth"].as_u64() == row["iodepth"].parse().ok()
             })
             .map(|r| read_json(&out.join(r["result"].as_str().unwrap())))
             .collect();
@@ -396,7 +396,7 @@ fn resume_and_check(plan: &Path, out: &Path, before: &BTreeMap<String, Vec<u8>>)
     );
     let k = before.len();
     assert!(
-        summary.contains(&format!("8 of 8 runs done"))
+        summary.contains("8 of 8 runs done")
             && summary.contains(&format!("({} now, {k} before)", 8 - k)),
         "{summary}"
     );
