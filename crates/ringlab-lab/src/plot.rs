@@ -8,6 +8,7 @@ use crate::report::Unit;
 use anyhow::{anyhow, Result};
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde_json::Value as Json;
 
 /// How x values are placed.
@@ -251,8 +252,8 @@ fn draw(c: &Chart, svg: &mut String) -> std::result::Result<(), Box<dyn std::err
         .chain(std::iter::once(c.legend_title.chars().count()))
         .max()
         .unwrap_or(10);
-    // 7.5 px per character of 13 px sans-serif, plus the swatch.
-    let legend_w = (48.0 + 7.5 * longest as f64).clamp(190.0, 400.0) as u32;
+    // About 8 px per character of 14 px sans-serif, plus the swatch.
+    let legend_w = (52.0 + 8.0 * longest as f64).clamp(190.0, 400.0) as u32;
 
     let root = SVGBackend::with_string(svg, (WIDTH, HEIGHT)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -282,8 +283,8 @@ fn draw(c: &Chart, svg: &mut String) -> std::result::Result<(), Box<dyn std::err
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .y_labels(8)
-        .axis_desc_style((FONT, 15))
-        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 16))
+        .label_style((FONT, 14))
         .light_line_style(WHITE.mix(0.0))
         .bold_line_style(BLACK.mix(0.12))
         .draw()?;
@@ -324,7 +325,7 @@ fn draw(c: &Chart, svg: &mut String) -> std::result::Result<(), Box<dyn std::err
         legend_area.draw(&Text::new(
             legend_name(&c.legend_title),
             (8, y),
-            (FONT, 14).into_font().style(FontStyle::Bold),
+            (FONT, 15).into_font().style(FontStyle::Bold),
         ))?;
         y += 24;
     }
@@ -343,8 +344,13 @@ fn draw(c: &Chart, svg: &mut String) -> std::result::Result<(), Box<dyn std::err
                 color.filled(),
             ))?,
         }
-        legend_area.draw(&Text::new(legend_name(&s.name), (42, y), (FONT, 13)))?;
-        y += 22;
+        // Text centred on the swatch's line.
+        let style = (FONT, 14)
+            .into_font()
+            .into_text_style(&legend_area)
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        legend_area.draw(&Text::new(legend_name(&s.name), (42, mid), style))?;
+        y += 24;
         if y > HEIGHT as i32 - 70 {
             legend_area.draw(&Text::new(
                 format!("… {} more series", c.series.len() - i - 1),
@@ -355,7 +361,7 @@ fn draw(c: &Chart, svg: &mut String) -> std::result::Result<(), Box<dyn std::err
             break;
         }
     }
-    let note_style = (FONT, 12).into_font().color(&BLACK.mix(0.6));
+    let note_style = (FONT, 13).into_font().color(&BLACK.mix(0.6));
     legend_area.draw(&Text::new(
         "points: median of repeats",
         (8, y + 10),

@@ -660,11 +660,11 @@ fn html_escape(s: &str) -> String {
 }
 
 const CSS: &str = "
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; padding: 0 1em; }
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1240px; color: #222; padding: 0 1em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }
 table { border-collapse: collapse; font-size: 0.85em; margin: 1em 0; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; white-space: nowrap; }
-th { background: #f3f3f3; } td.k { text-align: left; }
+th { background: #f3f3f3; white-space: normal; max-width: 10em; vertical-align: bottom; } td.k { text-align: left; }
 figure { margin: 1.5em 0; } figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: 0.85em; color: #555; }
 pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
@@ -720,7 +720,7 @@ impl Report {
             html_escape(&self.host_line())
         );
         let caption = "Points are the median of the repeats; bars span min to max.";
-        out.push_str("<h2>Throughput and latency</h2>\n");
+        out.push_str("<h2 id=\"throughput\">Throughput and latency</h2>\n");
         for (file, m, svg) in plots.iter().filter(|(_, m, _)| !m.kernel) {
             let _ = write!(
                 out,
@@ -729,7 +729,7 @@ impl Report {
                 html_escape(&m.title)
             );
         }
-        out.push_str("<h2>Kernel evidence per operation</h2>\n");
+        out.push_str("<h2 id=\"kernel\">Kernel evidence per operation</h2>\n");
         if plots.iter().any(|(_, m, _)| m.kernel) {
             for (file, m, svg) in plots.iter().filter(|(_, m, _)| m.kernel) {
                 let _ = write!(
@@ -746,11 +746,11 @@ impl Report {
                 html_escape(&self.kernel_note())
             );
         }
-        out.push_str("<h2>Summary</h2>\n<p>Median of the repeats with (min–max); — marks a figure no run of that configuration measured.</p>\n");
+        out.push_str("<h2 id=\"summary\">Summary</h2>\n<p>Median of the repeats with (min–max); — marks a figure no run of that configuration measured.</p>\n");
         out.push_str(&self.html_table());
         let _ = write!(
             out,
-            "<h2>Plan</h2>\n<pre>{}</pre>\n<p>Results: {} (one JSON file per run in runs/, listed in index.json).</p>\n</body>\n</html>\n",
+            "<h2 id=\"plan\">Plan</h2>\n<pre>{}</pre>\n<p>Results: {} (one JSON file per run in runs/, listed in index.json).</p>\n</body>\n</html>\n",
             html_escape(&self.plan_text),
             html_escape(&self.dir.display().to_string())
         );
