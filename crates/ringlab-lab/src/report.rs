@@ -41,6 +41,8 @@ pub struct Metric {
     pub kernel: bool,
     /// Drawn as a plot (the job-thread CPU figure is only tabled).
     pub plotted: bool,
+    /// A kernel figure that was zero in every run.
+    pub all_zero: bool,
     path: Vec<String>,
 }
 
@@ -52,6 +54,7 @@ impl Metric {
             unit,
             kernel: false,
             plotted: true,
+            all_zero: false,
             path: path.iter().map(|s| s.to_string()).collect(),
         }
     }
@@ -118,42 +121,56 @@ fn throughput_word(command: &str) -> &'static str {
     }
 }
 
-/// Titles of the kernel-evidence figures issue 4 defines; others keep their
-/// key as title.
+/// Kernel-evidence figures the issue names, in the order the report shows
+/// them (first those it asks for: system calls, CPU with helpers, IPIs, io-wq
+/// offloads), with their titles. Other `kstat.per_op` figures follow in the
+/// order the results list them (by name).
+const KERNEL_HEADLINE: [(&str, &str); 11] = [
+    ("syscalls_per_op", "system calls per operation"),
+    (
+        "cpu_us_with_helpers_per_op",
+        "CPU µs per operation (incl. kernel helper threads)",
+    ),
+    (
+        "cpu_us_per_op_with_helpers",
+        "CPU µs per operation (incl. kernel helper threads)",
+    ),
+    ("cpu_us_per_op", "CPU µs per operation (job threads)"),
+    ("ipis_per_op", "IPIs per operation"),
+    (
+        "io_uring_queue_async_work_per_op",
+        "io-wq offloads per operation",
+    ),
+    (
+        "io_uring_enter_per_op",
+        "io_uring_enter calls per operation",
+    ),
+    ("context_switches_per_op", "context switches per operation"),
+    ("reschedule_ipis_per_op", "rescheduling IPIs per operation"),
+    (
+        "function_call_ipis_per_op",
+        "function-call IPIs per operation",
+    ),
+    (
+        "device_interrupts_per_op",
+        "device interrupts per operation",
+    ),
+];
+
 fn kernel_title(name: &str) -> (String, Unit) {
-    let known = [
-        ("syscalls_per_op", "system calls per operation", Unit::PerOp),
-        (
-            "cpu_us_per_op",
-            "CPU µs per operation (job threads)",
-            Unit::MicrosPerOp,
+    let unit = if name.contains("cpu_us") {
+        Unit::MicrosPerOp
+    } else {
+        Unit::PerOp
+    };
+    match KERNEL_HEADLINE.iter().find(|(k, _)| *k == name) {
+        Some((_, t)) => (t.to_string(), unit),
+        // io_uring_submit_req_per_op -> "io_uring_submit_req per operation":
+        // the tracepoint's own name is what a reader can look up.
+        None => (
+            format!("{} per operation", name.trim_end_matches("_per_op")),
+            unit,
         ),
-        (
-            "cpu_us_per_op_with_helpers",
-            "CPU µs per operation (incl. kernel helper threads)",
-            Unit::MicrosPerOp,
-        ),
-        ("ipis_per_op", "IPIs per operation", Unit::PerOp),
-        (
-            "io_uring_queue_async_work_per_op",
-            "io-wq offloads per operation",
-            Unit::PerOp,
-        ),
-        (
-            "io_uring_enter_per_op",
-            "io_uring_enter calls per operation",
-            Unit::PerOp,
-        ),
-        (
-            "context_switches_per_op",
-            "context switches per operation",
-            Unit::PerOp,
-        ),
-    ];
-    match known.iter().find(|(k, _, _)| *k == name) {
-        Some((_, t, u)) => (t.to_string(), *u),
-        None if name.contains("_us_") => (name.replace('_', " "), Unit::MicrosPerOp),
-        None => (name.replace('_', " "), Unit::PerOp),
     }
 }
 
@@ -333,6 +350,18 @@ fn find_metrics<'a>(command: &str, results: impl Iterator<Item = &'a Json> + Clo
             }
         }
     }
+    let rank = |n: &String| {
+        KERNEL_HEADLINE
+            .iter()
+            .position(|(k, _)| k == n)
+            .unwrap_or(KERNEL_HEADLINE.len())
+    };
+    // Stable: the headline figures first, the others as the results list them.
+    kernel_names.sort_by_key(rank);
+    if kernel_names.iter().any(|n| n == "cpu_us_per_op") {
+        // The kernel's figure supersedes the one derived here from rusage.
+        candidates.retain(|m| m.key != "thread_cpu_us_per_op");
+    }
     for name in kernel_names {
         let (title, unit) = kernel_title(&name);
         let mut m = Metric::new(
@@ -344,10 +373,17 @@ fn find_metrics<'a>(command: &str, results: impl Iterator<Item = &'a Json> + Clo
         m.kernel = true;
         candidates.push(m);
     }
-    candidates
+    let mut present: Vec<Metric> = candidates
         .into_iter()
         .filter(|m| results.clone().any(|r| m.value(r).is_some()))
-        .collect()
+        .collect();
+    for m in present.iter_mut().filter(|m| m.kernel) {
+        // Measured, and zero in every run: one sentence says so instead of
+        // a flat plot and a column of zeros (the CSV keeps them).
+        m.all_zero = results.clone().filter_map(|r| m.value(r)).all(|v| v == 0.0);
+        m.plotted = !m.all_zero;
+    }
+    present
 }
 
 /// Human lines from `kstat.unavailable` (an object name -> reason, or a
@@ -495,18 +531,37 @@ impl Report {
         }
     }
 
+    /// Indexes of the metrics of one table: the generic figures, or the
+    /// kernel ones that were not zero everywhere.
+    fn table_metrics(&self, kernel: bool) -> Vec<usize> {
+        (0..self.metrics.len())
+            .filter(|&i| self.metrics[i].kernel == kernel && !self.metrics[i].all_zero)
+            .collect()
+    }
+
+    /// Names of kernel figures that were zero in every run.
+    fn zero_kernel_figures(&self) -> Vec<&str> {
+        self.metrics
+            .iter()
+            .filter(|m| m.all_zero)
+            .map(|m| m.key.trim_start_matches("kstat_"))
+            .collect()
+    }
+
     /// Markdown table: one row per configuration, `median (min–max)`.
-    pub fn markdown_table(&self) -> String {
+    pub fn markdown_table(&self, kernel: bool) -> String {
+        let cols = self.table_metrics(kernel);
         let mut out = String::new();
         let mut head: Vec<String> = self.axes.clone();
         head.push("runs".to_string());
-        head.extend(self.metrics.iter().map(|m| m.column(&self.command)));
+        head.extend(cols.iter().map(|&i| self.metrics[i].column(&self.command)));
         let _ = writeln!(out, "| {} |", head.join(" | "));
         let _ = writeln!(out, "|{}", "---|".repeat(head.len()));
         for row in &self.rows {
             let mut cells: Vec<String> = row.values.values().map(label).collect();
             cells.push(format!("{}/{}", row.done, row.planned));
-            for (m, agg) in self.metrics.iter().zip(&row.aggs) {
+            for &i in &cols {
+                let (m, agg) = (&self.metrics[i], &row.aggs[i]);
                 cells.push(match agg {
                     Some(a) if a.n > 1 => {
                         format!(
@@ -613,6 +668,17 @@ impl Report {
         s
     }
 
+    fn zero_note(&self) -> Option<String> {
+        let z = self.zero_kernel_figures();
+        if z.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "Measured and zero in every run (not plotted; their columns are in summary.csv): {}.",
+            z.join(", ")
+        ))
+    }
+
     fn kernel_note(&self) -> String {
         let mut s = "No kernel-evidence figures in these results: none of them holds kstat.per_op figures, so there is nothing to plot (no zeros are drawn for figures that were not measured).".to_string();
         if !self.kernel_unavailable.is_empty() {
@@ -631,13 +697,19 @@ impl Report {
             out,
             "Each cell is the median of the repeats with (min–max); `—` marks a figure no run of that configuration measured.\n"
         );
-        out.push_str(&self.markdown_table());
+        out.push_str(&self.markdown_table(false));
+        out.push_str("\n## Kernel evidence per operation\n\n");
+        if self.metrics.iter().any(|m| m.kernel) {
+            out.push_str(&self.markdown_table(true));
+            if let Some(z) = self.zero_note() {
+                let _ = writeln!(out, "\n{z}");
+            }
+        } else {
+            let _ = writeln!(out, "{}", self.kernel_note());
+        }
         out.push_str("\n## Plots\n\n");
         for (file, m) in plots {
             let _ = writeln!(out, "![{}]({file})\n", m.title);
-        }
-        if !self.metrics.iter().any(|m| m.kernel) {
-            let _ = writeln!(out, "{}\n", self.kernel_note());
         }
         let _ = writeln!(out, "## Plan\n\n```toml\n{}```", self.plan_text);
         out
@@ -673,14 +745,19 @@ pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
 ";
 
 impl Report {
-    fn html_table(&self) -> String {
+    fn html_table(&self, kernel: bool) -> String {
+        let cols = self.table_metrics(kernel);
         let mut out = String::from("<div class=\"tablewrap\"><table>\n<tr>");
         for a in &self.axes {
             let _ = write!(out, "<th>{}</th>", html_escape(a));
         }
         out.push_str("<th>runs</th>");
-        for m in &self.metrics {
-            let _ = write!(out, "<th>{}</th>", html_escape(&m.column(&self.command)));
+        for &i in &cols {
+            let _ = write!(
+                out,
+                "<th>{}</th>",
+                html_escape(&self.metrics[i].column(&self.command))
+            );
         }
         out.push_str("</tr>\n");
         for row in &self.rows {
@@ -689,7 +766,8 @@ impl Report {
                 let _ = write!(out, "<td class=\"k\">{}</td>", html_escape(&label(v)));
             }
             let _ = write!(out, "<td>{}/{}</td>", row.done, row.planned);
-            for (m, agg) in self.metrics.iter().zip(&row.aggs) {
+            for &i in &cols {
+                let (m, agg) = (&self.metrics[i], &row.aggs[i]);
                 let cell = match agg {
                     Some(a) if a.n > 1 => format!(
                         "{} <small>({}–{})</small>",
@@ -719,6 +797,8 @@ impl Report {
             html_escape(&self.status_line()),
             html_escape(&self.host_line())
         );
+        out.push_str("<h2 id=\"summary\">Summary</h2>\n<p>Median of the repeats with (min–max); — marks a figure no run of that configuration measured.</p>\n");
+        out.push_str(&self.html_table(false));
         let caption = "Points are the median of the repeats; bars span min to max.";
         out.push_str("<h2 id=\"throughput\">Throughput and latency</h2>\n");
         for (file, m, svg) in plots.iter().filter(|(_, m, _)| !m.kernel) {
@@ -730,7 +810,12 @@ impl Report {
             );
         }
         out.push_str("<h2 id=\"kernel\">Kernel evidence per operation</h2>\n");
-        if plots.iter().any(|(_, m, _)| m.kernel) {
+        if self.metrics.iter().any(|m| m.kernel) {
+            out.push_str("<p>Median of the repeats with (min–max), counted by the kernel (kstat.per_op).</p>\n");
+            out.push_str(&self.html_table(true));
+            if let Some(z) = self.zero_note() {
+                let _ = writeln!(out, "<p class=\"note\">{}</p>", html_escape(&z));
+            }
             for (file, m, svg) in plots.iter().filter(|(_, m, _)| m.kernel) {
                 let _ = write!(
                     out,
@@ -746,8 +831,6 @@ impl Report {
                 html_escape(&self.kernel_note())
             );
         }
-        out.push_str("<h2 id=\"summary\">Summary</h2>\n<p>Median of the repeats with (min–max); — marks a figure no run of that configuration measured.</p>\n");
-        out.push_str(&self.html_table());
         let _ = write!(
             out,
             "<h2 id=\"plan\">Plan</h2>\n<pre>{}</pre>\n<p>Results: {} (one JSON file per run in runs/, listed in index.json).</p>\n</body>\n</html>\n",
@@ -836,6 +919,33 @@ mod tests {
         let sys = ms.iter().find(|m| m.kernel).unwrap();
         assert_eq!(sys.value(&r), Some(1.5));
         assert_eq!(sys.title, "system calls per operation");
+    }
+
+    #[test]
+    fn kernel_figures_come_headline_first_and_all_zero_ones_are_not_plotted() {
+        let r: Json = serde_json::json!({
+            "command": "io",
+            "total": {"iops": 10.0, "ops": 100, "cpu_user_ns": 1000, "cpu_sys_ns": 3000},
+            "kstat": {"per_op": {"io_uring_submit_req_per_op": 1.0, "cpu_us_per_op": 2.0,
+                                 "io_uring_cqe_overflow_per_op": 0.0, "syscalls_per_op": 0.3}}
+        });
+        let ms = find_metrics("io", std::iter::once(&r));
+        let keys: Vec<&str> = ms.iter().map(|m| m.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "iops",
+                "kstat_syscalls_per_op",
+                "kstat_cpu_us_per_op",
+                "kstat_io_uring_cqe_overflow_per_op",
+                "kstat_io_uring_submit_req_per_op"
+            ],
+            "the kernel's CPU figure replaces the rusage one"
+        );
+        let zero = &ms[3];
+        assert!(zero.all_zero && !zero.plotted);
+        assert_eq!(ms[4].title, "io_uring_submit_req per operation");
+        assert!(ms[4].plotted && !ms[4].all_zero);
     }
 
     #[test]
