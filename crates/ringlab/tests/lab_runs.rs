@@ -464,6 +464,18 @@ fn a_sweep_interrupted_by_sigint_resumes_without_repeating_or_losing_runs() {
         before.len(),
         "the index agrees with the stored results"
     );
+    // A dry run against the directory shows what is done and what is left.
+    let dry = ringlab_args(&["sweep", p(&plan), "--output", p(&out), "--dry-run"]);
+    let text = String::from_utf8_lossy(&dry.stdout);
+    assert!(
+        text.contains(&format!("{done} of 8 already done")),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().filter(|l| l.contains(" done ")).count(),
+        done,
+        "{text}"
+    );
     resume_and_check(&plan, &out, &before);
 }
 
