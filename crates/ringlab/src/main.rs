@@ -34,6 +34,9 @@ struct Cli {
 enum Command {
     /// Run a matrix of io/http runs from a plan file, repeated, in shuffled
     /// order, into a results directory (resumes where it stopped).
+    // Declared first so that merges with new commands stay clean; listed in
+    // the help after the benchmarks.
+    #[command(display_order = 100)]
     Sweep {
         /// The plan (TOML): command, repeats, shuffle, pause, [options], [axes].
         #[arg(value_name = "PLAN.toml")]
@@ -46,6 +49,7 @@ enum Command {
         dry_run: bool,
     },
     /// Tables (Markdown, CSV), SVG plots and one HTML page from a sweep's results.
+    #[command(display_order = 101)]
     Report {
         /// A results directory written by 'ringlab sweep'.
         #[arg(value_name = "DIR")]
@@ -55,6 +59,7 @@ enum Command {
         output: Option<PathBuf>,
     },
     /// Two results side by side with their ratios (B/A).
+    #[command(display_order = 102)]
     Compare {
         /// The baseline result (JSON, from --output-format json).
         #[arg(value_name = "A.json")]
