@@ -125,14 +125,10 @@ fn throughput_word(command: &str) -> &'static str {
 /// them (first those it asks for: system calls, CPU with helpers, IPIs, io-wq
 /// offloads), with their titles. Other `kstat.per_op` figures follow in the
 /// order the results list them (by name).
-const KERNEL_HEADLINE: [(&str, &str); 11] = [
+const KERNEL_HEADLINE: [(&str, &str); 10] = [
     ("syscalls_per_op", "system calls per operation"),
     (
         "cpu_us_with_helpers_per_op",
-        "CPU µs per operation (incl. kernel helper threads)",
-    ),
-    (
-        "cpu_us_per_op_with_helpers",
         "CPU µs per operation (incl. kernel helper threads)",
     ),
     ("cpu_us_per_op", "CPU µs per operation (job threads)"),
