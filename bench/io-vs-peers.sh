@@ -106,8 +106,8 @@ for line in sys.stdin:
     if m and not line.startswith("Maximum"):
         v.append(float(m.group(1)) * {"": 1, "K": 1e3, "M": 1e6}[m.group(2)])
 v = v[1:] or v
-if not v:
-    print("t/io_uring printed no IOPS line (for -a1 it must be built with libaio-dev installed)", file=sys.stderr)
+if not v or max(v) == 0:
+    print("t/io_uring printed no IOPS line (for -a1 it must be built with libaio-dev installed: a t/io_uring.o compiled before that lacks it, so remove it and rebuild)", file=sys.stderr)
     print("NA")
 else:
     print(round(sum(v) / len(v)))'
