@@ -204,7 +204,7 @@ pub struct UringOptions {
     /// 0: submit once per loop turn; N: as soon as N are queued.
     pub submit_batch: u32,
     pub complete_batch: u32,
-    /// `None` for engines other than uring.
+    /// `None` for engines other than uring, and with a completion thread.
     pub reap: Option<ReapMode>,
     pub completion_thread: Option<u32>,
     pub register_ring: bool,
@@ -500,7 +500,8 @@ impl UringOptions {
         if o.completion_thread.is_some() && a.reap.is_some() {
             usage!("--reap applies to the job thread's own reaping; with --completion-thread that thread waits in io_uring_enter: drop --reap");
         }
-        o.reap = Some(reap);
+        // With a completion thread the job thread does not reap at all.
+        o.reap = o.completion_thread.is_none().then_some(reap);
         Ok(o)
     }
 
