@@ -2,9 +2,13 @@
 # ringlab io against its peers, in one run, pinned to the same CPU.
 #
 # 4 KiB random reads with O_DIRECT at iodepth 1 and 32 on one target:
-#   ringlab --engine sync   vs  fio --ioengine=psync      (iodepth 1)
-#   ringlab --engine uring  vs  fio --ioengine=io_uring   (iodepth 1 and 32)
-#   ringlab --engine uring  vs  t/io_uring                (if $T_IO_URING is set)
+#   ringlab --engine sync      vs  fio --ioengine=psync     (iodepth 1)
+#   ringlab --engine uring     vs  fio --ioengine=io_uring  (iodepth 1 and 32)
+#   ringlab --engine libaio    vs  fio --ioengine=libaio    (iodepth 1 and 32)
+#   ringlab --engine posixaio  vs  fio --ioengine=posixaio  (iodepth 1 and 32)
+# and, if $T_IO_URING is set, against fio's t/io_uring:
+#   uring (1, 32), libaio (-a1), uring --fixed-files --fixed-buffers (-B1 -F1),
+#   uring --rw nop (-N1: the cost of the ring itself).
 # Both peers set up their rings with COOP_TASKRUN, SINGLE_ISSUER and
 # DEFER_TASKRUN whenever the kernel has them (fio since 3.33, t/io_uring
 # always, neither can turn them off), so ringlab runs with the same three
@@ -59,13 +63,20 @@ fi
 
 pin() { taskset -c "$cpu" "$@"; }
 
-ringlab_iops() { # engine depth
-    local flags=()
-    if [[ $1 == uring+dt ]]; then
-        flags=(--coop-taskrun --single-issuer --defer-taskrun)
+DT=(--coop-taskrun --single-issuer --defer-taskrun)
+
+ringlab_iops() { # depth, then ringlab io flags
+    local depth=$1
+    shift
+    # NOPs touch no target; everything else reads the target at random.
+    local io=("$target" --rw randread --direct)
+    if [[ " $* " == *" --rw nop "* ]]; then
+        io=()
     fi
-    pin "$ringlab" io "$target" --engine "${1%+dt}" "${flags[@]}" --rw randread --bs 4k \
-        --iodepth "$2" --direct --runtime "${runtime}s" --output-format json |
+    # --no-kstat: the peers count nothing, so ringlab does not either
+    # (bench/kstat-overhead.sh measures what counting costs).
+    pin "$ringlab" io "${io[@]}" "$@" --bs 4k --no-kstat \
+        --iodepth "$depth" --runtime "${runtime}s" --output-format json |
         python3 -c 'import json,sys; print(round(json.load(sys.stdin)["total"]["iops"]))'
 }
 
@@ -82,9 +93,11 @@ fio_iops() { # ioengine depth
 # batches match ringlab's loop: prepare up to DEPTH requests and submit them
 # (-s DEPTH) in the same io_uring_enter that waits for one completion (-c1).
 # Its per-second "IOPS=" lines are averaged, skipping the first (ramp).
-tiouring_iops() { # depth
-    pin "$T_IO_URING" -d"$1" -s"$1" -c1 -b4096 -p0 -B0 -F0 -X0 -O1 -R1 -t0 -n1 \
-        -r"$runtime" "$target" 2>/dev/null |
+tiouring_iops() { # depth, then t/io_uring flags that override the defaults
+    local depth=$1
+    shift
+    pin "$T_IO_URING" -d"$depth" -s"$depth" -c1 -b4096 -p0 -B0 -F0 -X0 -O1 -R1 -t0 -n1 \
+        -r"$runtime" "$@" "$target" 2>/dev/null |
         python3 -c '
 import re, sys
 v = []
@@ -93,14 +106,33 @@ for line in sys.stdin:
     if m and not line.startswith("Maximum"):
         v.append(float(m.group(1)) * {"": 1, "K": 1e3, "M": 1e6}[m.group(2)])
 v = v[1:] or v
-print(round(sum(v) / len(v)) if v else 0)'
+if not v or max(v) == 0:
+    print("t/io_uring printed no IOPS line (for -a1 it must be built with libaio-dev installed: a t/io_uring.o compiled before that lacks it, so remove it and rebuild)", file=sys.stderr)
+    print("NA")
+else:
+    print(round(sum(v) / len(v)))'
 }
 
 declare -A res
-cases=("sync 1 fio-psync" "uring+dt 1 fio-io_uring" "uring+dt 32 fio-io_uring"
-    "uring 32 fio-io_uring")
+# label | depth | ringlab flags | peer | peer flags
+cases=(
+    "sync|1|--engine sync|fio|--ioengine=psync"
+    "uring+dt|1|--engine uring ${DT[*]}|fio|--ioengine=io_uring"
+    "uring+dt|32|--engine uring ${DT[*]}|fio|--ioengine=io_uring"
+    "uring|32|--engine uring|fio|--ioengine=io_uring"
+    "libaio|1|--engine libaio|fio|--ioengine=libaio"
+    "libaio|32|--engine libaio|fio|--ioengine=libaio"
+    "posixaio|1|--engine posixaio|fio|--ioengine=posixaio"
+    "posixaio|32|--engine posixaio|fio|--ioengine=posixaio"
+)
 if [[ -n "${T_IO_URING:-}" && -x "${T_IO_URING}" ]]; then
-    cases+=("uring+dt 1 t/io_uring" "uring+dt 32 t/io_uring")
+    cases+=(
+        "uring+dt|1|--engine uring ${DT[*]}|t/io_uring|"
+        "uring+dt|32|--engine uring ${DT[*]}|t/io_uring|"
+        "libaio|32|--engine libaio|t/io_uring|-a1"
+        "uring+dt+fixed|32|--engine uring ${DT[*]} --fixed-files --fixed-buffers|t/io_uring|-B1 -F1"
+        "nop+dt|32|--engine uring ${DT[*]} --rw nop|t/io_uring|-N1"
+    )
 else
     echo "note: T_IO_URING not set (or not executable): t/io_uring rows skipped" >&2
 fi
@@ -109,30 +141,38 @@ echo "target: $target, cpu $cpu, ${runtime}s per run, $repeats repeats" >&2
 for ((r = 1; r <= repeats; r++)); do
     echo "repeat $r/$repeats" >&2
     for c in "${cases[@]}"; do
-        read -r engine depth peer <<<"$c"
-        key="$engine $depth $peer"
-        res["$key|ringlab"]+="$(ringlab_iops "$engine" "$depth") "
+        IFS='|' read -r label depth rflags peer pflags <<<"$c"
+        # shellcheck disable=SC2086 # the flag strings are word lists
+        res["$c|ringlab"]+="$(ringlab_iops "$depth" $rflags) "
         case $peer in
-            fio-psync) p=$(fio_iops psync "$depth") ;;
-            fio-io_uring) p=$(fio_iops io_uring "$depth") ;;
-            t/io_uring) p=$(tiouring_iops "$depth") ;;
+            fio)
+                # shellcheck disable=SC2086
+                p=$(fio_iops "${pflags#--ioengine=}" "$depth")
+                ;;
+            t/io_uring)
+                # shellcheck disable=SC2086
+                p=$(tiouring_iops "$depth" $pflags)
+                ;;
         esac
-        res["$key|peer"]+="$p "
+        res["$c|peer"]+="$p "
     done
 done
 
-printf '%-24s %-28s %-14s %-28s %s\n' workload "ringlab median (min-max)" peer "peer median (min-max)" ratio
+printf '%-24s %-28s %-16s %-28s %s\n' workload "ringlab median (min-max)" peer "peer median (min-max)" ratio
 for c in "${cases[@]}"; do
-    read -r engine depth peer <<<"$c"
-    key="$engine $depth $peer"
-    python3 - "$engine" "$depth" "$peer" "${res[$key|ringlab]}" "${res[$key|peer]}" <<'PY'
+    IFS='|' read -r label depth rflags peer pflags <<<"$c"
+    python3 - "$label" "$depth" "$peer $pflags" "${res[$c|ringlab]}" "${res[$c|peer]}" <<'PY'
 import statistics, sys
 engine, depth, peer, a, b = sys.argv[1:]
+peer = peer.replace("--ioengine=", "").strip()
 a = [int(x) for x in a.split()]
+if "NA" in b.split():
+    print(f"{'randread qd' + depth + ' ' + engine:<24} {'':<28} {peer:<16} unavailable (see the note above)")
+    sys.exit(0)
 b = [int(x) for x in b.split()]
 ma, mb = statistics.median(a), statistics.median(b)
 k = lambda v: f"{v/1000:.1f}k"
 print(f"{'randread qd' + depth + ' ' + engine:<24} {k(ma) + ' (' + k(min(a)) + '-' + k(max(a)) + ')':<28} "
-      f"{peer:<14} {k(mb) + ' (' + k(min(b)) + '-' + k(max(b)) + ')':<28} {ma / mb if mb else float('nan'):.3f}")
+      f"{peer:<16} {k(mb) + ' (' + k(min(b)) + '-' + k(max(b)) + ')':<28} {ma / mb if mb else float('nan'):.3f}")
 PY
 done

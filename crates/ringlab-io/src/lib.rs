@@ -8,6 +8,9 @@
 pub mod buffers;
 pub mod engines;
 pub mod error;
+pub mod evidence;
+pub mod features;
+pub mod knobs;
 pub mod plan;
 pub mod run;
 pub mod target;

@@ -2,6 +2,7 @@
 
 use crate::engines::EngineKind;
 use crate::error::usage_error;
+use crate::knobs::{PlanFacts, UringArgs, UringOptions};
 use crate::usage;
 use crate::workload::Rw;
 use anyhow::Result;
@@ -116,41 +117,13 @@ pub struct IoArgs {
     #[arg(long)]
     pub allow_destructive: bool,
 
-    /// IORING_SETUP_COOP_TASKRUN (Linux 5.19): completion work waits until
-    /// the thread enters the kernel instead of interrupting it with an IPI.
-    #[arg(long, help_heading = "io_uring ring setup (--engine uring)")]
-    pub coop_taskrun: bool,
+    /// Do not collect kernel evidence (tracepoint counters, interrupts,
+    /// helper threads).
+    #[arg(long)]
+    pub no_kstat: bool,
 
-    /// IORING_SETUP_SINGLE_ISSUER (Linux 6.0): only the job thread submits.
-    #[arg(long, help_heading = "io_uring ring setup (--engine uring)")]
-    pub single_issuer: bool,
-
-    /// IORING_SETUP_DEFER_TASKRUN (Linux 6.1): completion work runs only
-    /// when the thread waits for completions; needs --single-issuer.
-    #[arg(long, help_heading = "io_uring ring setup (--engine uring)")]
-    pub defer_taskrun: bool,
-}
-
-/// Ring setup flags of the uring engine.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RingFlags {
-    pub coop_taskrun: bool,
-    pub single_issuer: bool,
-    pub defer_taskrun: bool,
-}
-
-impl RingFlags {
-    /// The flags in effect, by their flag names.
-    pub fn names(&self) -> Vec<&'static str> {
-        [
-            (self.coop_taskrun, "coop-taskrun"),
-            (self.single_issuer, "single-issuer"),
-            (self.defer_taskrun, "defer-taskrun"),
-        ]
-        .into_iter()
-        .filter_map(|(on, name)| on.then_some(name))
-        .collect()
-    }
+    #[command(flatten)]
+    pub uring: UringArgs,
 }
 
 /// The validated, fully resolved configuration of one `ringlab io` run.
@@ -174,7 +147,9 @@ pub struct IoPlan {
     pub keep: bool,
     pub directory: PathBuf,
     pub allow_destructive: bool,
-    pub ring: RingFlags,
+    pub uring: UringOptions,
+    /// Collect kernel evidence (not --no-kstat).
+    pub kstat: bool,
 }
 
 fn size_flag(flag: &str, text: &str) -> Result<u64> {
@@ -272,21 +247,15 @@ impl IoPlan {
                 "--keep only applies to a file ringlab creates; a TARGET you name is never removed"
             );
         }
-        let ring = RingFlags {
-            coop_taskrun: args.coop_taskrun,
-            single_issuer: args.single_issuer,
-            defer_taskrun: args.defer_taskrun,
-        };
-        if ring != RingFlags::default() && args.engine != EngineKind::Uring {
-            usage!(
-                "--{} is an io_uring ring flag and --engine {} does not use io_uring: drop it or use --engine uring",
-                ring.names()[0],
-                args.engine.name()
-            );
-        }
-        if ring.defer_taskrun && !ring.single_issuer {
-            usage!("--defer-taskrun needs --single-issuer (the kernel refuses it alone): add --single-issuer");
-        }
+        let uring = UringOptions::resolve(
+            &args.uring,
+            &PlanFacts {
+                engine: args.engine,
+                iodepth: args.iodepth,
+                direct: args.direct,
+            },
+        )?;
+        check_engine_and_pattern(args)?;
         Ok(IoPlan {
             target: args.target.clone(),
             engine: args.engine,
@@ -306,7 +275,8 @@ impl IoPlan {
             keep: args.keep,
             directory,
             allow_destructive: args.allow_destructive,
-            ring,
+            uring,
+            kstat: !args.no_kstat,
         })
     }
 
@@ -351,15 +321,40 @@ impl IoPlan {
             "keep": self.keep,
             "directory": self.directory.display().to_string(),
             "allow-destructive": self.allow_destructive,
-            "coop-taskrun": self.ring.coop_taskrun,
-            "single-issuer": self.ring.single_issuer,
-            "defer-taskrun": self.ring.defer_taskrun,
+            "no-kstat": !self.kstat,
         });
         match v {
-            Value::Object(m) => m,
+            Value::Object(mut m) => {
+                for (k, v) in self.uring.config_entries() {
+                    m.insert(k.to_string(), v);
+                }
+                m
+            }
             _ => unreachable!("json! of an object literal is an object"),
         }
     }
+}
+
+/// Refuses engine and pattern pairs that cannot work.
+fn check_engine_and_pattern(args: &IoArgs) -> Result<()> {
+    if args.engine == EngineKind::Libaio && !args.direct {
+        usage!("--engine libaio needs --direct: Linux AIO is asynchronous only for O_DIRECT (buffered requests block in io_submit); add --direct, or use --engine uring or posixaio for buffered I/O");
+    }
+    if args.rw == Rw::Nop {
+        if args.engine != EngineKind::Uring {
+            usage!(
+                "--rw nop is io_uring's no-op request and --engine {} has none: use --engine uring",
+                args.engine.name()
+            );
+        }
+        if args.verify {
+            usage!("--rw nop moves no data, so there is nothing to --verify: drop --verify");
+        }
+        if args.target.is_some() {
+            usage!("--rw nop touches no file or device: drop TARGET");
+        }
+    }
+    Ok(())
 }
 
 /// Refuses buffers (bs x iodepth x numjobs) larger than half the memory

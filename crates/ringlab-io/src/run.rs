@@ -29,6 +29,15 @@ pub struct RunOptions {
 pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     plan.engine.probe(plan)?;
     let target = Arc::new(target::prepare(plan, &opts.interrupted, opts.progress)?);
+    let shared = Arc::new(plan.engine.prepare(plan)?);
+    // Opened before the job threads exist, so that they, and the kernel
+    // threads they cause, inherit the counters.
+    let mut kstat = plan.kstat.then(|| {
+        let disk = (plan.rw != crate::workload::Rw::Nop)
+            .then(|| ringlab_kstat::device::disk_of_path(&target.path))
+            .flatten();
+        ringlab_kstat::Collector::open(disk)
+    });
     let plan = Arc::new(plan.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let gate = Arc::new(StartGate::default());
@@ -45,6 +54,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             target: target.clone(),
             stop: stop.clone(),
             progress: progress[job as usize].clone(),
+            shared: shared.clone(),
         };
         let (gate_job, ready_tx, stop) = (gate.clone(), ready_tx.clone(), stop.clone());
         let kind: EngineKind = plan.engine;
@@ -77,12 +87,18 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     // Every job reports whether its setup worked; all start together, or
     // none does.
     let all_ready = ready_rx.iter().take(handles.len()).filter(|&ok| ok).count() == handles.len();
+    if let Some(k) = &mut kstat {
+        k.enable();
+    }
     let started_at = SystemTime::now();
     let start = Instant::now();
     gate.open(all_ready);
 
     if all_ready {
-        supervise(&plan, opts, &stop, &progress, start, &handles);
+        supervise(&plan, opts, &stop, &progress, start, &handles, &mut kstat);
+    }
+    if let Some(k) = &mut kstat {
+        k.disable(progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum());
     }
     stop.store(true, Ordering::SeqCst);
     let outcomes: Vec<Result<JobOutcome>> = handles
@@ -125,7 +141,17 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             plan.engine.name()
         ));
     }
-    Ok(build_result(&plan, &target, started_at, jobs, warnings))
+    if plan.rw == crate::workload::Rw::Nop && plan.direct {
+        warnings.push("--direct has no effect on --rw nop: NOPs touch no file".to_string());
+    }
+    let mut result = build_result(&plan, &target, started_at, jobs, warnings);
+    if let Some(k) = kstat {
+        let t = &result.total;
+        let mut report = k.finish(t.ops, t.cpu_user_ns + t.cpu_sys_ns);
+        report.evidence = crate::evidence::knob_evidence(&plan, &report);
+        result.kstat = Some(report);
+    }
+    Ok(result)
 }
 
 fn first_err_is_abort(e: &Option<anyhow::Error>) -> bool {
@@ -166,11 +192,25 @@ fn supervise(
     progress: &[Arc<JobProgress>],
     start: Instant,
     handles: &[thread::JoinHandle<Result<JobOutcome>>],
+    kstat: &mut Option<ringlab_kstat::Collector>,
 ) {
     let tick = Duration::from_millis(50);
     let mut last_draw = start;
     let mut last_ops = 0u64;
+    let mut ticks = 0u64;
     loop {
+        // Helper threads leave with their rings: sample them while alive.
+        // The per-request counters run in the second tick of every ten.
+        if let Some(k) = kstat.as_mut() {
+            k.sample_threads();
+            let ops_now = || progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
+            match ticks % 10 {
+                1 => k.window_open(ops_now()),
+                2 => k.window_close(ops_now()),
+                _ => {}
+            }
+        }
+        ticks += 1;
         if handles.iter().all(|h| h.is_finished()) {
             return;
         }
@@ -238,10 +278,11 @@ fn build_result(
         started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
         host: ringlab_kstat::host_info(),
         config: plan.config_map(),
-        target: Some(target.info()),
+        target: (plan.rw != crate::workload::Rw::Nop).then(|| target.info()),
         jobs: job_figures,
         total: total_figures,
         warnings,
+        kstat: None,
         http: None,
     }
 }

@@ -7,6 +7,7 @@
 use crate::plan::IoPlan;
 use crate::usage;
 use crate::verify;
+use crate::workload::Rw;
 use anyhow::{Context, Result};
 use ringlab_stats::units::format_bytes;
 use ringlab_stats::TargetInfo;
@@ -79,7 +80,8 @@ impl Target {
 
     /// Opens the target for one job with the flags the plan needs.
     pub fn open(&self, plan: &IoPlan) -> Result<OwnedFd> {
-        open_target(&self.path, plan.writes(), plan.direct)
+        let direct = plan.direct && plan.rw != Rw::Nop;
+        open_target(&self.path, plan.writes(), direct)
             .with_context(|| format!("cannot open {}", self.path.display()))
     }
 
@@ -116,6 +118,20 @@ fn open_target(path: &Path, write: bool, direct: bool) -> io::Result<OwnedFd> {
 
 /// Checks (and, without a TARGET, creates) the target of `plan`.
 pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Target> {
+    if plan.rw == Rw::Nop {
+        // NOPs touch no file; the jobs get /dev/null as a descriptor to
+        // hold, and the result names no target.
+        return Ok(Target {
+            path: PathBuf::from("/dev/null"),
+            kind: TargetKind::File,
+            size: plan.bs,
+            region: plan.bs,
+            logical_block_size: 512,
+            fs_type: None,
+            scheduler: None,
+            created: None,
+        });
+    }
     let target = match &plan.target {
         Some(path) => existing(plan, path)?,
         None => create(plan, interrupted, announce)?,
@@ -436,6 +452,31 @@ fn scheduler_of(dev: u64, _kind: TargetKind) -> Option<String> {
         .find(|w| w.starts_with('['))
         .map(|w| w.trim_matches(|c| c == '[' || c == ']').to_string());
     active.or_else(|| Some(text.trim().to_string()))
+}
+
+/// The device behind `path` (a block device, or the one holding a file or
+/// directory) and whether it has poll queues (`queue/io_poll`); `None`
+/// where sysfs does not say.
+pub fn poll_queues(path: &Path) -> Option<(String, bool)> {
+    let meta = fs::metadata(path).ok()?;
+    let dev = if meta.file_type().is_block_device() {
+        meta.rdev()
+    } else {
+        meta.dev()
+    };
+    let dir = sysfs_dev_dir(dev);
+    let queue = if dir.join("partition").exists() {
+        dir.join("../queue")
+    } else {
+        dir.join("queue")
+    };
+    let poll = fs::read_to_string(queue.join("io_poll")).ok()?;
+    let name = fs::canonicalize(queue.join(".."))
+        .ok()?
+        .file_name()?
+        .to_string_lossy()
+        .into_owned();
+    Some((name, poll.trim() == "1"))
 }
 
 /// Why writing to this block device would destroy something, if it would.

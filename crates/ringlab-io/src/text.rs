@@ -42,16 +42,17 @@ pub fn render(r: &RunResult) -> String {
     if get("verify").as_bool() == Some(true) {
         line.push_str(", verify");
     }
-    let ring: Vec<&str> = ["coop-taskrun", "single-issuer", "defer-taskrun"]
-        .into_iter()
-        .filter(|k| get(k).as_bool() == Some(true))
-        .collect();
-    if !ring.is_empty() {
-        let _ = write!(line, ", ring {}", ring.join("+"));
-    }
     let _ = write!(line, ", seed {}", get("seed"));
     out.push_str(&line);
     out.push('\n');
+    if get("engine").as_str() == Some("uring") {
+        let knobs = crate::knobs::describe_config(c);
+        let preset = get("mode")
+            .as_str()
+            .map(|m| format!("--mode {m} = "))
+            .unwrap_or_default();
+        let _ = writeln!(out, "io_uring: {preset}{knobs}");
+    }
     if let Some(t) = &r.target {
         let mut what = vec![match &t.fs_type {
             Some(fs) => format!("{} on {fs}", t.kind),
@@ -88,7 +89,101 @@ pub fn render(r: &RunResult) -> String {
     if r.jobs.len() != 1 {
         render_figures(&mut out, "total", &r.total);
     }
+    if let Some(k) = &r.kstat {
+        render_kstat(&mut out, k);
+    }
     out
+}
+
+/// The kernel-evidence block: per-op figures, helper threads, knob
+/// evidence, and what could not be measured.
+pub fn render_kstat(out: &mut String, k: &ringlab_stats::KstatReport) {
+    let p = |name: &str| k.per_op.get(name).copied();
+    let mut figs = Vec::new();
+    for (name, label) in [
+        ("syscalls_per_op", "syscalls"),
+        ("io_uring_enter_per_op", "io_uring_enter"),
+        ("context_switches_per_op", "ctx switches"),
+        ("ipis_per_op", "IPIs"),
+        ("io_uring_task_add_per_op", "task work"),
+        ("io_uring_queue_async_work_per_op", "io-wq offloads"),
+        ("io_uring_file_get_per_op", "file lookups"),
+        ("device_interrupts_per_op", "device irqs"),
+    ] {
+        if let Some(v) = p(name) {
+            figs.push(format!("{label} {v:.2}"));
+        }
+    }
+    let _ = writeln!(out, "kernel, per op: {}", figs.join(", "));
+    if let Some(cpu) = p("cpu_us_per_op") {
+        let helpers = match (p("cpu_us_with_helpers_per_op"), k.helper_threads.len()) {
+            (Some(w), n) if n > 0 => format!(
+                ", {w:.2}us with {n} kernel helper thread{}",
+                if n == 1 { "" } else { "s" }
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "  cpu {cpu:.2}us/op in job threads{helpers}");
+    }
+    if let Some(i) = &k.interrupts {
+        let on_cpus = |v: &[u64]| -> String {
+            let parts: Vec<String> = v
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(c, n)| format!("cpu{c} {n}"))
+                .collect();
+            if parts.is_empty() {
+                "none".into()
+            } else {
+                parts.join(", ")
+            }
+        };
+        let mut parts = Vec::new();
+        for d in &i.device {
+            parts.push(format!("{} on {}", d.name, on_cpus(&d.per_cpu)));
+        }
+        parts.push(format!(
+            "rescheduling IPIs on {}",
+            on_cpus(&i.rescheduling_per_cpu)
+        ));
+        parts.push(format!(
+            "function-call IPIs on {}",
+            on_cpus(&i.function_call_per_cpu)
+        ));
+        let _ = writeln!(out, "  interrupts (all CPUs): {}", parts.join("; "));
+    }
+    for h in &k.helper_threads {
+        let _ = writeln!(
+            out,
+            "  helper {}: {}",
+            h.name,
+            h.cpu_ns
+                .map_or("cpu unavailable (no schedstat)".to_string(), |n| format!(
+                    "cpu {}",
+                    format_ns(n as f64)
+                ))
+        );
+    }
+    for e in &k.evidence {
+        let verdict = match e.in_effect {
+            Some(true) => "in effect",
+            Some(false) => "NO EFFECT SEEN",
+            None => "not decidable",
+        };
+        let _ = writeln!(out, "  {} {verdict}: {}", e.knob, e.detail);
+    }
+    if !k.unavailable.is_empty() {
+        let mut reasons: Vec<&str> = k.unavailable.iter().map(|u| u.reason.as_str()).collect();
+        reasons.dedup();
+        let _ = writeln!(
+            out,
+            "  unavailable: {} counter{} ({})",
+            k.unavailable.len(),
+            if k.unavailable.len() == 1 { "" } else { "s" },
+            reasons.join("; ")
+        );
+    }
 }
 
 fn render_figures(out: &mut String, label: &str, f: &Figures) {

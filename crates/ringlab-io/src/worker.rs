@@ -43,6 +43,8 @@ pub struct JobContext {
     /// another job failed).
     pub stop: Arc<AtomicBool>,
     pub progress: Arc<JobProgress>,
+    /// What the engine shares between jobs (the ring of --attach-wq).
+    pub shared: Arc<crate::engines::RunShared>,
 }
 
 /// What a job measured.
@@ -80,6 +82,7 @@ pub fn run_job<E: Engine>(
             fd: fd.as_raw_fd(),
             plan: &plan,
             buffers: &buffers,
+            shared: &ctx.shared,
         })?;
         Ok((fd, buffers, engine, depth))
     })();
@@ -145,7 +148,7 @@ struct SlotState {
     offset: u64,
     block: u64,
     start_ns: u64,
-    write: bool,
+    dir: Dir,
 }
 
 struct Job<'a, E: Engine> {
@@ -196,7 +199,12 @@ impl<E: Engine> Job<'_, E> {
                 let now = self.now_ns();
                 for c in &completions {
                     self.inflight -= 1;
-                    self.complete(c.slot, c.result, now)?;
+                    // A completion thread stamps the moment it saw the
+                    // completion; the latency ends there, not here.
+                    let at = c.seen.map_or(now, |t| {
+                        t.saturating_duration_since(self.clock).as_nanos() as u64
+                    });
+                    self.complete(c.slot, c.result, at)?;
                 }
             } else if !self.may_issue() {
                 return Ok(());
@@ -208,9 +216,17 @@ impl<E: Engine> Job<'_, E> {
 
     /// Issues I/O until every slot is busy; returns how many were queued
     /// (not completed inline).
+    ///
+    /// One clock read serves as the start of every request queued in this
+    /// call: they reach the kernel together (in the next io_uring_enter, or
+    /// one io_submit), and a clock read per request cost a fifth of the
+    /// time of a NOP. For an engine that completes inline (sync), the end
+    /// of one request is the start of the next, unless think time lies
+    /// between them.
     #[inline]
     fn fill(&mut self) -> Result<u32> {
         let mut queued = 0;
+        let mut stamp: Option<u64> = None;
         while let Some(&slot) = self.free.last() {
             if !self.may_issue() {
                 break;
@@ -227,25 +243,35 @@ impl<E: Engine> Job<'_, E> {
             }
             self.free.pop();
             let offset = io.block * self.plan.bs;
-            let write = io.dir == Dir::Write;
-            if write {
+            if io.dir == Dir::Write {
                 if let Some(v) = &mut self.verify {
                     let generation = v.rng.next_u64();
                     verify::stamp(self.buffers.slot_mut(slot), offset, generation);
                 }
             }
-            let start_ns = self.now_ns();
+            let start_ns = match stamp {
+                Some(t) => t,
+                None => {
+                    let t = self.now_ns();
+                    stamp = Some(t);
+                    t
+                }
+            };
             self.slots[slot as usize] = SlotState {
                 offset,
                 block: io.block,
                 start_ns,
-                write,
+                dir: io.dir,
             };
             let req = IoRequest {
                 slot,
                 dir: io.dir,
                 offset,
-                len: self.plan.bs as u32,
+                len: if io.dir == Dir::Nop {
+                    0
+                } else {
+                    self.plan.bs as u32
+                },
                 buf: self.buffers.slot_ptr(slot),
             };
             match self.engine.queue(&req)? {
@@ -253,6 +279,7 @@ impl<E: Engine> Job<'_, E> {
                     self.issued_bytes += self.plan.bs;
                     let now = self.now_ns();
                     self.complete(slot, result, now)?;
+                    stamp = (self.plan.thinkcycles == 0).then_some(now);
                 }
                 QueueStatus::Queued => {
                     self.issued_bytes += self.plan.bs;
@@ -275,12 +302,18 @@ impl<E: Engine> Job<'_, E> {
     #[inline]
     fn complete(&mut self, slot: u32, result: i64, now_ns: u64) -> Result<()> {
         let s = self.slots[slot as usize];
-        let bs = self.plan.bs;
-        let what = if s.write { "write" } else { "read" };
+        let bs = if s.dir == Dir::Nop { 0 } else { self.plan.bs };
+        let what = match s.dir {
+            Dir::Read => "read",
+            Dir::Write => "write",
+            Dir::Nop => "nop",
+        };
         if result < 0 {
-            let err = std::io::Error::from_raw_os_error((-result) as i32);
+            let errno = (-result) as i32;
+            let err = std::io::Error::from_raw_os_error(errno);
+            let hint = crate::engines::errno_hint(self.plan, errno);
             bail!(
-                "job {}: {what} of {bs} bytes at offset {} failed: {err}",
+                "job {}: {what} of {bs} bytes at offset {} failed: {err}{hint}",
                 self.ctx.job,
                 s.offset
             );
@@ -293,14 +326,14 @@ impl<E: Engine> Job<'_, E> {
             );
         }
         let lat = now_ns.saturating_sub(s.start_ns);
-        if s.write {
-            self.measurements.write.record(bs, lat);
-        } else {
-            self.measurements.read.record(bs, lat);
+        match s.dir {
+            Dir::Read => self.measurements.read.record(bs, lat),
+            Dir::Write => self.measurements.write.record(bs, lat),
+            Dir::Nop => self.measurements.nop.record(0, lat),
         }
         if let Some(v) = &mut self.verify {
             v.inflight_blocks.remove(&s.block);
-            if s.write {
+            if s.dir == Dir::Write {
                 v.mark_written(s.block);
             } else {
                 if let Err(why) = verify::check(self.buffers.slot(slot), s.offset) {
@@ -346,7 +379,7 @@ pub fn think(cycles: u64) {
     std::hint::black_box(v);
 }
 
-fn pin_to_cpu(cpu: u32) -> Result<()> {
+pub fn pin_to_cpu(cpu: u32) -> Result<()> {
     // SAFETY: the set is a zeroed local; sched_setaffinity reads it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     unsafe { libc::CPU_SET(cpu as usize, &mut set) };

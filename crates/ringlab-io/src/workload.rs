@@ -15,6 +15,8 @@ pub enum Rw {
     /// Sequential mix of reads and writes (fio's rw/readwrite).
     #[value(alias = "readwrite")]
     Rw,
+    /// io_uring no-op requests: no data, no file; the cost of the ring itself.
+    Nop,
 }
 
 impl Rw {
@@ -26,6 +28,7 @@ impl Rw {
             Rw::Randwrite => "randwrite",
             Rw::Randrw => "randrw",
             Rw::Rw => "rw",
+            Rw::Nop => "nop",
         }
     }
 
@@ -42,6 +45,7 @@ impl Rw {
             Rw::Read | Rw::Randread => true,
             Rw::Write | Rw::Randwrite => false,
             Rw::Randrw | Rw::Rw => rwmixread > 0,
+            Rw::Nop => false,
         }
     }
 
@@ -50,15 +54,19 @@ impl Rw {
             Rw::Read | Rw::Randread => false,
             Rw::Write | Rw::Randwrite => true,
             Rw::Randrw | Rw::Rw => rwmixread < 100,
+            Rw::Nop => false,
         }
     }
 }
 
 /// Direction of one I/O.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Dir {
+    #[default]
     Read,
     Write,
+    /// A request that moves no data (`--rw nop`).
+    Nop,
 }
 
 /// One I/O the workload asks for: a direction and a block of the region.
@@ -100,6 +108,7 @@ impl Workload {
         let dir = match self.rw {
             Rw::Read | Rw::Randread => Dir::Read,
             Rw::Write | Rw::Randwrite => Dir::Write,
+            Rw::Nop => Dir::Nop,
             _ if self.rw.is_mixed() => {
                 if self.rng.random_range(0..100) < self.rwmixread {
                     Dir::Read

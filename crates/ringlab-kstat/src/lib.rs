@@ -1,12 +1,14 @@
-//! Kernel evidence collectors.
-//!
-//! This first part holds what every run records: CPU time and context
-//! switches of each worker thread (`getrusage(RUSAGE_THREAD)`) and the host
-//! facts a result carries. Tracepoint counters, interrupts and kernel helper
-//! threads come with the kernel-evidence issue.
+//! Kernel evidence collectors: per-thread CPU time and context switches
+//! (`getrusage(RUSAGE_THREAD)`), host facts, block devices and their
+//! interrupts, tracepoint counters through `perf_event_open`, and the
+//! kernel helper threads (`iou-sqp-*`, `iou-wrk-*`) a run causes.
 
+pub mod collector;
+pub mod device;
 pub mod host;
+pub mod perf;
 pub mod rusage;
 
+pub use collector::Collector;
 pub use host::host_info;
 pub use rusage::ThreadUsage;

@@ -101,6 +101,10 @@ pub struct HttpArgs {
     /// Register each socket in the ring's file table (IOSQE_FIXED_FILE).
     #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
     pub fixed_files: bool,
+    /// Do not collect kernel evidence (tracepoint counters, IPIs, helper
+    /// threads) during the run.
+    #[arg(long)]
+    pub no_kstat: bool,
 }
 
 /// Ring setup of the uring drivers, as it will be applied.
@@ -155,6 +159,8 @@ pub struct HttpPlan {
     pub rate: Option<f64>,
     pub io: IoKind,
     pub ring: RingKnobs,
+    /// Collect kernel evidence (not --no-kstat).
+    pub kstat: bool,
     /// The bytes of one request, sent as they are.
     pub request: Vec<u8>,
 }
@@ -287,6 +293,7 @@ impl HttpPlan {
             rate: args.rate,
             io: args.io,
             ring,
+            kstat: !args.no_kstat,
             request,
         })
     }
@@ -322,6 +329,7 @@ impl HttpPlan {
             "defer-taskrun": self.ring.defer_taskrun,
             "single-issuer": self.ring.single_issuer,
             "fixed-files": self.ring.fixed_files,
+            "no-kstat": !self.kstat,
         });
         match v {
             Value::Object(m) => m,

@@ -29,6 +29,9 @@ const FD_SLACK: u64 = 64;
 pub struct HttpOutcome {
     pub result: RunResult,
     pub text: String,
+    /// The merged latency recorders (percentiles the result does not hold).
+    pub lat: LatencyRecorder,
+    pub lat_uncorrected: LatencyRecorder,
 }
 
 struct ThreadOutcome {
@@ -43,6 +46,8 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
         .map_err(|m| usage_error(format!("--connections {}: {m}", plan.connections)))?;
     probe(plan)?;
 
+    // Counters open before the client threads exist, so they follow them.
+    let mut kstat = plan.kstat.then(|| ringlab_kstat::Collector::open(None));
     let n = plan.threads as usize;
     let gate = Arc::new(Gate::default());
     let failed: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
@@ -78,8 +83,28 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
     // Every thread has set up its driver (or failed to) before any starts.
     let _ = ready_rx.iter().take(n).count();
     let all_ok = failed.lock().unwrap_or_else(|p| p.into_inner()).is_none();
+    if let Some(k) = &mut kstat {
+        k.enable();
+    }
     let started_at = SystemTime::now();
+    let start = std::time::Instant::now();
     gate.open(all_ok);
+    // The kernel counts the measured run only, not the closing of the
+    // connections after it.
+    while all_ok && start.elapsed() < plan.duration && !stop.load(Ordering::Relaxed) {
+        if handles.iter().all(|h| h.is_finished()) {
+            break;
+        }
+        if let Some(k) = &mut kstat {
+            k.sample_threads();
+        }
+        thread::sleep(
+            std::time::Duration::from_millis(10).min(plan.duration.saturating_sub(start.elapsed())),
+        );
+    }
+    if let Some(k) = &mut kstat {
+        k.disable(0);
+    }
     let outcomes: Vec<Option<ThreadOutcome>> = handles
         .into_iter()
         .map(|h| h.join().unwrap_or(None))
@@ -91,12 +116,13 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
         .into_iter()
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| anyhow!("a client thread panicked"))?;
-    Ok(build(
-        plan,
-        started_at,
-        outcomes,
-        stop.load(Ordering::SeqCst),
-    ))
+    let mut outcome = build(plan, started_at, outcomes, stop.load(Ordering::SeqCst));
+    if let Some(k) = kstat {
+        let t = &outcome.result.total;
+        outcome.result.kstat = Some(k.finish(t.ops, t.cpu_user_ns + t.cpu_sys_ns));
+        outcome.text = text::render(&outcome.result, &outcome.lat, &outcome.lat_uncorrected);
+    }
+    Ok(outcome)
 }
 
 /// One connect before the run, so that a refused or unreachable server is
@@ -277,11 +303,16 @@ fn build(
         jobs,
         total,
         warnings,
+        kstat: None,
         http: Some(http),
     };
-    let lat: &LatencyRecorder = &total_s.responses.lat;
-    let text = text::render(&result, lat, &total_s.lat_uncorrected);
-    HttpOutcome { result, text }
+    let text = text::render(&result, &total_s.responses.lat, &total_s.lat_uncorrected);
+    HttpOutcome {
+        result,
+        text,
+        lat: total_s.responses.lat,
+        lat_uncorrected: total_s.lat_uncorrected,
+    }
 }
 
 fn http_figures(plan: &HttpPlan, s: &ClientStats, total: &Figures) -> HttpFigures {

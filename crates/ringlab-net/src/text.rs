@@ -2,7 +2,7 @@
 //! own cost per request, which wrk never shows.
 
 use ringlab_stats::units::format_bytes;
-use ringlab_stats::{Figures, HttpFigures, LatencyRecorder, RunResult};
+use ringlab_stats::{Figures, HttpFigures, KstatReport, LatencyRecorder, RunResult};
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -147,7 +147,7 @@ pub fn render(r: &RunResult, lat: &LatencyRecorder, uncorrected: &LatencyRecorde
         format_bytes(t.bw_bytes_per_s as u64)
     );
     if let Some(h) = http {
-        o.push_str(&cost_lines(t, h));
+        o.push_str(&cost_lines(t, h, r.kstat.as_ref()));
     }
     for w in &r.warnings {
         let _ = writeln!(o, "warning: {w}");
@@ -171,10 +171,10 @@ fn percentiles(o: &mut String, heading: &str, lat: &LatencyRecorder) {
     }
 }
 
-/// The client's cost per request: CPU time from getrusage and system calls
-/// as ringlab counted them. One function, so kernel-counted figures can
-/// replace these when the kernel evidence collectors land.
-pub fn cost_lines(t: &Figures, h: &HttpFigures) -> String {
+/// The client's cost per request: CPU time from getrusage, and system calls
+/// as the kernel counted them (raw_syscalls:sys_enter of the process) where
+/// that counter could be read, beside ringlab's own count.
+pub fn cost_lines(t: &Figures, h: &HttpFigures, kstat: Option<&KstatReport>) -> String {
     let mut o = String::new();
     match h.cpu_ns_per_request {
         Some(ns) => {
@@ -190,12 +190,36 @@ pub fn cost_lines(t: &Figures, h: &HttpFigures) -> String {
             let _ = writeln!(o, "Client CPU/request: unavailable (no response completed)");
         }
     }
-    match h.syscalls_per_request {
-        Some(n) => {
-            let _ = writeln!(o, "Syscalls/request: {n:.2} (counted by ringlab)");
+    let ours = match h.syscalls_per_request {
+        Some(n) => format!("{n:.2} counted by ringlab"),
+        None => format!("ringlab's count unavailable: {}", h.syscalls_source),
+    };
+    let kernel = kstat.map(|k| {
+        match (
+            k.per_op.get("syscalls_per_op"),
+            k.unavailable
+                .iter()
+                .find(|u| u.counter == "raw_syscalls:sys_enter"),
+        ) {
+            (Some(v), _) => format!("{v:.2} counted by the kernel (raw_syscalls:sys_enter)"),
+            (None, Some(u)) => format!("kernel count unavailable: {}", u.reason),
+            (None, None) => "kernel count unavailable: no response completed".to_string(),
+        }
+    });
+    match kernel {
+        Some(k) => {
+            let _ = writeln!(o, "Syscalls/request: {k}; {ours}");
         }
         None => {
-            let _ = writeln!(o, "Syscalls/request: unavailable ({})", h.syscalls_source);
+            let _ = writeln!(o, "Syscalls/request: {ours} (--no-kstat)");
+        }
+    }
+    if let Some(k) = kstat {
+        if let Some(ipis) = k.per_op.get("ipis_per_op") {
+            let _ = writeln!(
+                o,
+                "IPIs/request: {ipis:.3} (rescheduling + function call, all CPUs)"
+            );
         }
     }
     o

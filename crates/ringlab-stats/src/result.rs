@@ -28,6 +28,9 @@ pub struct RunResult {
     /// Things the reader of the numbers must know (ignored options, odd
     /// setups), one sentence each.
     pub warnings: Vec<String>,
+    /// Kernel evidence of the run; absent with --no-kstat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kstat: Option<KstatReport>,
     /// HTTP figures of `ringlab http`; absent for other commands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpFigures>,
@@ -128,6 +131,87 @@ impl RateSummary {
     }
 }
 
+/// What the kernel did during the run: raw counters, per-operation figures,
+/// helper threads, interrupts, and whether each requested knob took effect.
+/// A counter that could not be read is listed in `unavailable`, never
+/// reported as zero.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KstatReport {
+    /// Tracepoint counts over the measured run, by `system:event`. Counters
+    /// of the process include its threads and the kernel helper threads it
+    /// caused; `irq_vectors:*` are counted on every CPU.
+    pub counters: std::collections::BTreeMap<String, u64>,
+    /// Per-request tracepoints (`io_uring_submit_req`, `io_uring_complete`,
+    /// `io_uring_file_get`), counted only inside sampling windows (50 ms of
+    /// every 500 ms) because counting them all the time costs several
+    /// percent of the IOPS; their per-op figures divide by `sampled_ops`.
+    pub sampled_counters: std::collections::BTreeMap<String, u64>,
+    /// Operations completed inside the sampling windows.
+    pub sampled_ops: u64,
+    pub unavailable: Vec<UnavailableCounter>,
+    /// Derived figures per operation (`syscalls_per_op`, ...), only from
+    /// counters that were measured.
+    pub per_op: std::collections::BTreeMap<String, f64>,
+    /// Deltas of /proc/interrupts over the run; `null` if unreadable.
+    pub interrupts: Option<InterruptDeltas>,
+    /// Kernel helper threads (iou-sqp-*, iou-wrk-*) alive during the run.
+    pub helper_threads: Vec<HelperThread>,
+    /// Helper threads that appeared during the run.
+    pub helper_threads_created: u64,
+    /// One line per requested io_uring knob: did the counters show it?
+    pub evidence: Vec<KnobEvidence>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnavailableCounter {
+    pub counter: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InterruptDeltas {
+    /// Rescheduling IPIs (RES) per CPU.
+    pub rescheduling_per_cpu: Vec<u64>,
+    /// Function-call IPIs (CAL) per CPU.
+    pub function_call_per_cpu: Vec<u64>,
+    /// The target device's own vectors, per CPU.
+    pub device: Vec<DeviceIrqDelta>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceIrqDelta {
+    pub irq: u32,
+    pub name: String,
+    pub per_cpu: Vec<u64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HelperThread {
+    pub tid: u32,
+    /// `iou-sqp-1234` (SQPOLL poller) or `iou-wrk-1234` (io-wq worker).
+    pub name: String,
+    /// Run time during the measured run (schedstat); `null` if unreadable.
+    pub cpu_ns: Option<u64>,
+    pub ctx_voluntary: Option<u64>,
+    pub ctx_involuntary: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnobEvidence {
+    /// The flag, as typed (`--sqpoll`).
+    pub knob: String,
+    /// `true`: the counters show it working; `false`: they show it did
+    /// nothing; `null`: no counter can tell.
+    pub in_effect: Option<bool>,
+    pub detail: String,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolInfo {
@@ -221,6 +305,9 @@ pub struct ThreadMeasurements {
     pub elapsed_ns: u64,
     pub read: DirectionRecorder,
     pub write: DirectionRecorder,
+    /// Requests that move no data (io_uring NOPs): counted in the total
+    /// only, not in `read` or `write`.
+    pub nop: DirectionRecorder,
     pub cpu_user_ns: u64,
     pub cpu_sys_ns: u64,
     pub ctx_voluntary: u64,
@@ -275,6 +362,7 @@ impl ThreadMeasurements {
         self.elapsed_ns = self.elapsed_ns.max(other.elapsed_ns);
         self.read.merge(&other.read);
         self.write.merge(&other.write);
+        self.nop.merge(&other.nop);
         self.cpu_user_ns += other.cpu_user_ns;
         self.cpu_sys_ns += other.cpu_sys_ns;
         self.ctx_voluntary += other.ctx_voluntary;
@@ -289,7 +377,8 @@ impl ThreadMeasurements {
     pub fn figures(&self, elapsed_ns: u64) -> Figures {
         let mut both = self.read.lat.clone();
         both.merge(&self.write.lat);
-        let ops = self.read.ops + self.write.ops;
+        both.merge(&self.nop.lat);
+        let ops = self.read.ops + self.write.ops + self.nop.ops;
         let bytes = self.read.bytes + self.write.bytes;
         Figures {
             elapsed_ns,

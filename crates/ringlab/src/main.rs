@@ -16,6 +16,8 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+mod lab;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "ringlab",
@@ -30,10 +32,59 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Run a matrix of io/http runs from a plan file, repeated, in shuffled
+    /// order, into a results directory (resumes where it stopped).
+    // Declared first so that merges with new commands stay clean; listed in
+    // the help after the benchmarks.
+    #[command(display_order = 100)]
+    Sweep {
+        /// The plan (TOML): command, repeats, shuffle, pause, [options], [axes].
+        #[arg(value_name = "PLAN.toml")]
+        plan: PathBuf,
+        /// Results directory (created; a directory of the same plan resumes).
+        #[arg(long, value_name = "DIR")]
+        output: Option<PathBuf>,
+        /// List the runs, in order, with their command lines; run nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Tables (Markdown, CSV), SVG plots and one HTML page from a sweep's results.
+    #[command(display_order = 101)]
+    Report {
+        /// A results directory written by 'ringlab sweep'.
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Where to write the report [default: DIR/report].
+        #[arg(long, value_name = "DIR")]
+        output: Option<PathBuf>,
+    },
+    /// Two results side by side with their ratios (B/A).
+    #[command(display_order = 102)]
+    Compare {
+        /// The baseline result (JSON, from --output-format json).
+        #[arg(value_name = "A.json")]
+        a: PathBuf,
+        /// The result compared with it.
+        #[arg(value_name = "B.json")]
+        b: PathBuf,
+        /// text for people, json for programs.
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        output_format: OutputFormat,
+    },
     /// Storage benchmark: one workload, one engine (fio's words for options).
     Io {
         #[command(flatten)]
-        io: IoArgs,
+        io: Box<IoArgs>,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// What this kernel and a device support: io_uring setup flags and
+    /// opcodes (found by trying them), RLIMIT_MEMLOCK, and for a device its
+    /// scheduler, queues, poll queues and interrupt CPUs.
+    Features {
+        /// A block device, or a file or directory on one.
+        #[arg(value_name = "TARGET")]
+        target: Option<PathBuf>,
         #[command(flatten)]
         output: OutputArgs,
     },
@@ -79,7 +130,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ringlab: {e:#}");
-            if e.downcast_ref::<UsageError>().is_some() {
+            if e.downcast_ref::<ringlab_lab::Interrupted>().is_some() {
+                ExitCode::from(130)
+            } else if e.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)
             } else {
                 ExitCode::from(1)
@@ -116,9 +169,42 @@ fn clap_exit(e: clap::Error) -> ExitCode {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
+        Command::Sweep {
+            plan,
+            output,
+            dry_run,
+        } => lab::sweep(&plan, output.as_deref(), dry_run),
+        Command::Report { dir, output } => lab::report(&dir, output.as_deref()),
+        Command::Compare {
+            a,
+            b,
+            output_format,
+        } => lab::compare(&a, &b, matches!(output_format, OutputFormat::Json)),
         Command::Io { io, output } => run_io_command(&io, &output),
         Command::Http { http, output } => run_http_command(&http, &output),
         Command::Serve { serve, output } => run_serve_command(&serve, &output),
+        Command::Features { target, output } => {
+            let f = ringlab_io::features::features(target.as_deref())?;
+            let text = match output.output_format {
+                OutputFormat::Text => ringlab_io::features::render(&f),
+                OutputFormat::Json => serde_json::to_string_pretty(&f)? + "\n",
+            };
+            write_output(output.output.as_deref(), &text)
+        }
+    }
+}
+
+/// Writes `text` to FILE, or to standard output.
+fn write_output(path: Option<&std::path::Path>, text: &str) -> Result<()> {
+    match path {
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| anyhow::Error::new(UsageError(format!("--output {}: {e}", p.display())))),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(text.as_bytes())?;
+            stdout.flush()?;
+            Ok(())
+        }
     }
 }
 

@@ -414,7 +414,7 @@ fn text_output_is_wrk_layout_with_errors_and_cost() {
         "99.99%",
         "Req/Sec",
         "Syscalls/request: ",
-        "(counted by ringlab)",
+        "counted by ringlab",
     ] {
         assert!(text.contains(want), "{want:?} missing in:\n{text}");
     }

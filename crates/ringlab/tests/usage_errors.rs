@@ -79,8 +79,118 @@ fn ring_flags_that_make_no_sense_are_refused() {
     );
     refused(
         "--engine sync --coop-taskrun",
-        &["--coop-taskrun is an io_uring ring flag", "--engine uring"],
+        &["--coop-taskrun is an io_uring knob", "--engine uring"],
     );
+}
+
+/// Every combination the engines-and-knobs issue lists as refused, plus the
+/// ones the kernel would refuse only in the middle of a run.
+#[test]
+fn knob_combinations_the_kernel_rejects_are_refused_before_the_run() {
+    let cases: &[(&str, &[&str])] = &[
+        (
+            "--defer-taskrun",
+            &["--defer-taskrun needs --single-issuer"],
+        ),
+        (
+            "--sqpoll --coop-taskrun",
+            &["--coop-taskrun", "--sqpoll", "EINVAL"],
+        ),
+        (
+            "--sqpoll --single-issuer --defer-taskrun",
+            &["--defer-taskrun", "EINVAL"],
+        ),
+        ("--mode iou+k --coop-taskrun", &["--mode iou+k", "EINVAL"]),
+        ("--iopoll", &["--iopoll needs --direct"]),
+        ("--mode iou+p", &["--mode iou+p (IOPOLL) needs --direct"]),
+        (
+            "--engine sync --fixed-buffers",
+            &["--fixed-buffers is an io_uring knob", "--engine sync"],
+        ),
+        (
+            "--engine libaio --direct --sqpoll",
+            &["--sqpoll is an io_uring knob"],
+        ),
+        (
+            "--engine posixaio --mode enhanced",
+            &["--mode is an io_uring knob"],
+        ),
+        (
+            "--attach-wq",
+            &["--attach-wq only applies to an SQPOLL ring"],
+        ),
+        (
+            "--sqpoll-idle 10",
+            &["--sqpoll-idle only applies to an SQPOLL ring"],
+        ),
+        (
+            "--completion-thread 0 --single-issuer --defer-taskrun",
+            &["--completion-thread cannot be combined with --defer-taskrun"],
+        ),
+        (
+            "--completion-thread 0 --single-issuer",
+            &["--completion-thread cannot be combined with --single-issuer"],
+        ),
+        ("--engine libaio", &["libaio needs --direct"]),
+        (
+            "--taskrun-flag",
+            &["--taskrun-flag needs --coop-taskrun or --defer-taskrun"],
+        ),
+        (
+            "--single-issuer --defer-taskrun --reap spin",
+            &["--reap spin never sees a completion", "--defer-taskrun"],
+        ),
+        (
+            "--iodepth 4 --submit-batch 8",
+            &["--submit-batch 8 is larger than --iodepth 4"],
+        ),
+        (
+            "--iodepth 4 --complete-batch 0",
+            &["--complete-batch 0 must be between 1 and --iodepth 4"],
+        ),
+        ("--iodepth 4 --cq-size 2", &["--cq-size 2"]),
+        (
+            "--iowq-max-workers x",
+            &["--iowq-max-workers x", "like 4,4"],
+        ),
+        ("--force-async=0", &["--force-async=0"]),
+        ("--rw nop --engine sync", &["--rw nop", "--engine uring"]),
+        ("--rw nop --verify", &["nothing to --verify"]),
+        (
+            "--sqpoll-cpu 4096 --sqpoll",
+            &["--sqpoll-cpu 4096", "not available"],
+        ),
+        ("--completion-thread 0 --reap spin", &["drop --reap"]),
+    ];
+    for (line, wants) in cases {
+        refused(line, wants);
+    }
+}
+
+/// IOPOLL on a device without poll queues fails every request with
+/// EOPNOTSUPP; ringlab says so before the run, naming the device.
+#[test]
+fn iopoll_on_a_device_without_poll_queues_names_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(out) = iopoll_refusal(dir.path()) else {
+        eprintln!(
+            "skipped: the file system of the temporary directory sits on a device with poll queues"
+        );
+        return;
+    };
+    assert_fails(
+        &out,
+        2,
+        &["--iopoll: device", "has no poll queues", "EOPNOTSUPP"],
+    );
+}
+
+fn iopoll_refusal(dir: &Path) -> Option<std::process::Output> {
+    let out = ringlab(&format!(
+        "io --directory {} --size 1m --runtime 100ms --direct --iopoll",
+        dir.display()
+    ));
+    (!out.status.success()).then_some(out)
 }
 
 #[test]

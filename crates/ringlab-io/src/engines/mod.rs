@@ -17,11 +17,17 @@
 //! Adding an engine: one file here, one variant in [`EngineKind`] and its
 //! arm in [`EngineKind::run_job`].
 
+mod libaio;
+mod posixaio;
 mod sync;
 mod uring;
 
+pub use libaio::LibaioEngine;
+pub use posixaio::PosixAioEngine;
 pub use sync::SyncEngine;
-pub use uring::{probe_io_uring, UringEngine};
+pub use uring::{
+    probe_io_uring, supported_opcodes, try_registration, try_setup_flag, UringEngine, UringShared,
+};
 
 use crate::buffers::BufferPool;
 use crate::plan::IoPlan;
@@ -30,6 +36,7 @@ use crate::workload::Dir;
 use anyhow::Result;
 use clap::ValueEnum;
 use std::os::fd::RawFd;
+use std::time::Instant;
 
 /// One I/O handed to an engine.
 #[derive(Clone, Copy, Debug)]
@@ -58,6 +65,26 @@ pub enum QueueStatus {
 pub struct Completion {
     pub slot: u32,
     pub result: i64,
+    /// When another thread (`--completion-thread`) saw the completion;
+    /// `None`: when the job thread reaps it.
+    pub seen: Option<Instant>,
+}
+
+impl Completion {
+    pub fn new(slot: u32, result: i64) -> Completion {
+        Completion {
+            slot,
+            result,
+            seen: None,
+        }
+    }
+}
+
+/// State an engine shares between the jobs of one run (set up before the
+/// job threads, dropped after them).
+#[derive(Default)]
+pub struct RunShared {
+    pub uring: Option<UringShared>,
 }
 
 /// What an engine needs to set itself up, on the job's own thread.
@@ -65,6 +92,7 @@ pub struct EngineSetup<'a> {
     pub fd: RawFd,
     pub plan: &'a IoPlan,
     pub buffers: &'a BufferPool,
+    pub shared: &'a RunShared,
 }
 
 pub trait Engine {
@@ -78,9 +106,14 @@ pub trait Engine {
 pub enum EngineKind {
     /// pread/pwrite, one I/O at a time per job.
     Sync,
-    /// io_uring, batched submit and reap.
+    /// io_uring, batched submit and reap, every knob of the kernel.
     #[value(alias = "io_uring")]
     Uring,
+    /// Linux AIO (io_submit/io_getevents); O_DIRECT only.
+    Libaio,
+    /// glibc POSIX AIO (aio_read/aio_write/aio_suspend), a thread pool in
+    /// user space.
+    Posixaio,
 }
 
 impl EngineKind {
@@ -88,6 +121,8 @@ impl EngineKind {
         match self {
             EngineKind::Sync => "sync",
             EngineKind::Uring => "uring",
+            EngineKind::Libaio => "libaio",
+            EngineKind::Posixaio => "posixaio",
         }
     }
 
@@ -99,9 +134,21 @@ impl EngineKind {
     /// Checks, before any file is laid out, that the interface is usable.
     pub fn probe(self, plan: &IoPlan) -> Result<()> {
         match self {
-            EngineKind::Sync => Ok(()),
-            EngineKind::Uring => probe_io_uring(plan.ring),
+            EngineKind::Sync | EngineKind::Posixaio => Ok(()),
+            EngineKind::Uring => probe_io_uring(plan),
+            EngineKind::Libaio => libaio::probe(plan),
         }
+    }
+
+    /// Sets up what the jobs of a run share (the SQPOLL thread of
+    /// --attach-wq), after the probe and before the job threads.
+    pub fn prepare(self, plan: &IoPlan) -> Result<RunShared> {
+        Ok(RunShared {
+            uring: match self {
+                EngineKind::Uring => uring::prepare_shared(plan)?,
+                _ => None,
+            },
+        })
     }
 
     /// Sets up the engine on the calling (job) thread, reports setup through
@@ -110,6 +157,28 @@ impl EngineKind {
         match self {
             EngineKind::Sync => worker::run_job(ctx, ready, |s| Ok(SyncEngine::new(s))),
             EngineKind::Uring => worker::run_job(ctx, ready, UringEngine::new),
+            EngineKind::Libaio => worker::run_job(ctx, ready, LibaioEngine::new),
+            EngineKind::Posixaio => worker::run_job(ctx, ready, PosixAioEngine::new),
         }
+    }
+}
+
+/// What to add to a failed request's error message, for the errors whose
+/// usual cause is a knob or the device.
+pub fn errno_hint(plan: &IoPlan, errno: i32) -> String {
+    match errno {
+        libc::EOPNOTSUPP if plan.uring.iopoll => {
+            " (IOPOLL: the device has no poll queues, or the file system cannot poll; \
+             drop --iopoll or use a device with poll queues, e.g. nvme.poll_queues=N)"
+                .to_string()
+        }
+        libc::EINVAL if plan.direct => " (O_DIRECT: --bs and the buffers must be aligned to \
+             the logical block size of the device, and the file system must support O_DIRECT)"
+            .to_string(),
+        libc::EAGAIN if plan.engine == EngineKind::Libaio => {
+            " (Linux AIO: the system-wide limit fs.aio-max-nr is used up; raise it or lower --iodepth)"
+                .to_string()
+        }
+        _ => String::new(),
     }
 }

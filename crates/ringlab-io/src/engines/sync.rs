@@ -25,6 +25,7 @@ impl Engine for SyncEngine {
             match req.dir {
                 Dir::Read => libc::pread(self.fd, req.buf.cast(), req.len as usize, off),
                 Dir::Write => libc::pwrite(self.fd, req.buf.cast(), req.len as usize, off),
+                Dir::Nop => anyhow::bail!("the sync engine has no no-op request"),
             }
         };
         let result = if n < 0 {

@@ -1,20 +1,63 @@
-//! `uring`: io_uring through the io-uring crate, default ring setup.
+//! `uring`: io_uring through the io-uring crate, with every knob of the
+//! kernel (see [`crate::knobs`]).
 //!
-//! Requests are pushed to the submission ring as they are queued; the batch
-//! is handed to the kernel by the one `io_uring_enter` that also waits for
-//! completions (`submit_and_wait`), so a loop turn costs one system call.
+//! Requests are pushed to the submission ring as they are queued. By
+//! default the batch reaches the kernel in the one `io_uring_enter` that also
+//! waits for completions, so a loop turn costs one system call; the knobs
+//! change when submission happens (`--submit-batch`, SQPOLL), how the job
+//! waits (`--reap wait|peek|spin`) and who reaps (`--completion-thread`).
+//!
+//! `io_uring_enter` is called directly rather than through the crate's
+//! `Submitter`, because the crate forgets a registered ring descriptor
+//! (`--register-ring`) between two `Submitter`s, and because the reap modes
+//! need exact control over `min_complete` and the flags.
 
 use super::{Completion, Engine, EngineSetup, IoRequest, QueueStatus};
 use crate::error::usage_error;
-use crate::plan::RingFlags;
+use crate::knobs::{self, ReapMode, UringOptions};
+use crate::plan::IoPlan;
 use crate::workload::Dir;
-use anyhow::{Context, Result};
-use io_uring::{opcode, types, IoUring};
+use anyhow::{bail, Context, Result};
+use io_uring::{opcode, squeue, types, EnterFlags, IoUring};
 use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{fence, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// user_data of the NOP that tells the completion thread to leave.
+const STOP_TAG: u64 = u64::MAX;
+/// IORING_REGISTER_RING_FDS.
+const REGISTER_RING_FDS: u32 = 20;
+
+/// The SQPOLL ring whose poller thread and io-wq every job ring attaches to
+/// (`--attach-wq`); it submits nothing itself.
+pub struct UringShared {
+    anchor: IoUring,
+}
 
 pub struct UringEngine {
-    ring: IoUring,
-    fd: types::Fd,
+    ring: Arc<IoUring>,
+    /// What io_uring_enter is called with: the ring's descriptor, or its
+    /// registered index (with IORING_ENTER_REGISTERED_RING in `enter_flags`).
+    enter_fd: i32,
+    enter_flags: u32,
+    fd: RawFd,
+    fixed_file: bool,
+    fixed_buffers: bool,
+    sqpoll: bool,
+    taskrun_flag: bool,
+    force_async: u32,
+    submit_batch: u32,
+    complete_batch: u32,
+    reap: ReapMode,
+    /// Pushed to the submission ring, not yet handed to the kernel.
+    unsubmitted: u32,
+    /// Queued and not yet reaped.
+    inflight: u32,
+    queued_total: u64,
+    completer: Option<Completer>,
 }
 
 /// Ring entries for a queue depth: the kernel rounds up to a power of two.
@@ -22,42 +65,151 @@ fn ring_entries(iodepth: u32) -> u32 {
     iodepth.max(1).next_power_of_two()
 }
 
-/// Builds a ring of `entries` with the plan's setup flags.
-fn build_ring(entries: u32, flags: RingFlags) -> Result<IoUring> {
+/// Builds a ring of `entries` with the setup flags of `o`; `attach` is the
+/// ring whose SQPOLL thread and io-wq to share.
+fn build_ring(entries: u32, o: &UringOptions, attach: Option<RawFd>) -> io::Result<IoUring> {
     let mut b = IoUring::builder();
-    if flags.coop_taskrun {
+    if o.iopoll {
+        b.setup_iopoll();
+    }
+    if o.sqpoll {
+        // 0 lets the kernel pick its default idle time (one second).
+        b.setup_sqpoll(o.sqpoll_idle_ms.unwrap_or(0));
+        if let Some(cpu) = o.sqpoll_cpu {
+            b.setup_sqpoll_cpu(cpu);
+        }
+    }
+    if let Some(n) = o.cq_size {
+        b.setup_cqsize(n);
+    }
+    if let Some(fd) = attach {
+        b.setup_attach_wq(fd);
+    }
+    if o.coop_taskrun {
         b.setup_coop_taskrun();
     }
-    if flags.single_issuer {
+    if o.taskrun_flag {
+        b.setup_taskrun_flag();
+    }
+    if o.single_issuer {
         b.setup_single_issuer();
     }
-    if flags.defer_taskrun {
+    if o.defer_taskrun {
         b.setup_defer_taskrun();
     }
-    b.build(entries).map_err(|e| setup_error(e, flags))
+    b.build(entries)
 }
 
-impl UringEngine {
-    pub fn new(setup: &EngineSetup) -> Result<UringEngine> {
-        let ring = build_ring(ring_entries(setup.plan.iodepth), setup.plan.ring)?;
-        Ok(UringEngine {
-            ring,
-            fd: types::Fd(setup.fd),
-        })
+/// Checks, before any file is laid out, that io_uring with these knobs can
+/// be used here: setup flags, registrations, and IOPOLL's poll queues.
+pub fn probe_io_uring(plan: &IoPlan) -> Result<()> {
+    let o = &plan.uring;
+    let entries = ring_entries(plan.iodepth.min(8));
+    let probe_opts = UringOptions {
+        cq_size: o.cq_size.map(|_| entries * 2),
+        ..o.clone()
+    };
+    let ring = build_ring(entries, &probe_opts, None).map_err(|e| setup_error(e, o))?;
+    if o.register_ring {
+        register_ring_fd(ring.as_raw_fd()).map_err(|e| {
+            register_error(e, "register-ring", "cannot register the ring's descriptor")
+        })?;
     }
+    if let Some(limits) = o.iowq_max_workers {
+        let mut l = limits;
+        ring.submitter()
+            .register_iowq_max_workers(&mut l)
+            .map_err(|e| register_error(e, "iowq-max-workers", "cannot limit the io-wq workers"))?;
+    }
+    if o.iopoll {
+        check_poll_queues(plan)?;
+    }
+    Ok(())
 }
 
-/// Checks that io_uring, with these setup flags, can be used here, before
-/// any file is laid out.
-pub fn probe_io_uring(flags: RingFlags) -> Result<()> {
-    build_ring(2, flags).map(drop)
+/// Sets up the ring the jobs attach to with `--attach-wq`.
+pub fn prepare_shared(plan: &IoPlan) -> Result<Option<UringShared>> {
+    if !plan.uring.attach_wq {
+        return Ok(None);
+    }
+    let opts = UringOptions {
+        cq_size: None,
+        ..plan.uring.clone()
+    };
+    let anchor = build_ring(2, &opts, None).map_err(|e| setup_error(e, &plan.uring))?;
+    Ok(Some(UringShared { anchor }))
+}
+
+/// IOPOLL needs a device with poll queues; without them every request fails
+/// with EOPNOTSUPP, so say it before the run.
+fn check_poll_queues(plan: &IoPlan) -> Result<()> {
+    let path = plan
+        .target
+        .clone()
+        .unwrap_or_else(|| plan.directory.clone());
+    if let Some((dev, false)) = crate::target::poll_queues(&path) {
+        crate::usage!(
+            "--iopoll: device {dev} (behind {}) has no poll queues (/sys/block/{dev}/queue/io_poll is 0), so the kernel answers EOPNOTSUPP; drop --iopoll, or use a device with poll queues (NVMe with nvme.poll_queues=N, virtio-blk with virtio_blk.poll_queues=N, null_blk with poll_queues=N)",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+/// Registers `ring_fd` with itself; returns the registered index.
+fn register_ring_fd(ring_fd: RawFd) -> io::Result<i32> {
+    #[repr(C)]
+    struct RsrcUpdate {
+        offset: u32,
+        resv: u32,
+        data: u64,
+    }
+    let mut up = RsrcUpdate {
+        offset: u32::MAX,
+        resv: 0,
+        data: ring_fd as u64,
+    };
+    // SAFETY: io_uring_register reads and writes one io_uring_rsrc_update,
+    // which `up` is (same layout), for the duration of the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            ring_fd,
+            REGISTER_RING_FDS,
+            &mut up as *mut RsrcUpdate,
+            1u32,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(up.offset as i32)
+}
+
+fn register_error(e: io::Error, flag: &str, what: &str) -> anyhow::Error {
+    match e.raw_os_error() {
+        Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => usage_error(format!(
+            "--{flag}: {what}: this kernel ({}) refuses it ({e}); it needs Linux {}",
+            ringlab_kstat::host_info().kernel,
+            knobs::since(flag)
+        )),
+        Some(libc::ENOMEM) => usage_error(format!(
+            "--{flag}: {what}: not enough locked memory ({e}): raise `ulimit -l`"
+        )),
+        _ => usage_error(format!("--{flag}: {what}: {e}")),
+    }
 }
 
 /// Turns an `io_uring_setup` failure into a message that says why and what
 /// to do.
-fn setup_error(e: io::Error, flags: RingFlags) -> anyhow::Error {
+fn setup_error(e: io::Error, o: &UringOptions) -> anyhow::Error {
     let sysctl = ringlab_kstat::host::io_uring_disabled();
     let msg = match e.raw_os_error() {
+        Some(libc::EPERM) if o.sqpoll && sysctl == Some(0) => {
+            "io_uring_setup refused --sqpoll (EPERM): before Linux 5.11 SQPOLL needs root \
+             (CAP_SYS_ADMIN); run as root, or drop --sqpoll"
+                .to_string()
+        }
         Some(libc::EPERM) => match sysctl {
             Some(2) => "io_uring is disabled on this host (kernel.io_uring_disabled=2): \
                         run `sysctl kernel.io_uring_disabled=0` as root, or use --engine sync"
@@ -76,70 +228,526 @@ fn setup_error(e: io::Error, flags: RingFlags) -> anyhow::Error {
         Some(libc::ENOMEM) => "io_uring_setup: not enough locked memory for the rings (kernels before \
                                5.12 charge them to RLIMIT_MEMLOCK): raise `ulimit -l` or lower --iodepth"
             .to_string(),
-        Some(libc::EINVAL) if flags != RingFlags::default() => format!(
-            "io_uring_setup refused the ring flags {} (EINVAL): this kernel ({}) lacks one; \
-             --coop-taskrun needs Linux 5.19, --single-issuer 6.0, --defer-taskrun 6.1",
-            flags.names().iter().map(|n| format!("--{n}")).collect::<Vec<_>>().join(" "),
-            ringlab_kstat::host_info().kernel
-        ),
+        Some(libc::EINVAL) if !o.setup_flag_names().is_empty() => {
+            let kernel = ringlab_kstat::host_info().kernel;
+            match refused_setup_flag(o) {
+                Some(flag) => format!(
+                    "io_uring_setup refused --{flag} (EINVAL): this kernel ({kernel}) lacks it; it needs Linux {}",
+                    knobs::since(flag)
+                ),
+                None => format!(
+                    "io_uring_setup refused the combination {} (EINVAL) on this kernel ({kernel}), though each alone works",
+                    o.setup_flag_names()
+                        .iter()
+                        .map(|n| format!("--{n}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                ),
+            }
+        }
         _ => format!("io_uring_setup failed: {e}"),
     };
     usage_error(msg)
 }
 
+/// The options that turn on setup flag `flag` alone (with what it depends
+/// on); `None` for a flag that needs another ring (attach-wq).
+fn single_flag_options(flag: &str, sqpoll_cpu: Option<u32>) -> Option<UringOptions> {
+    let mut one = UringOptions::default();
+    match flag {
+        "iopoll" => one.iopoll = true,
+        "sqpoll" => one.sqpoll = true,
+        "sqpoll-cpu" => {
+            one.sqpoll = true;
+            one.sqpoll_cpu = Some(sqpoll_cpu.unwrap_or(0));
+        }
+        "cq-size" => one.cq_size = Some(8),
+        "coop-taskrun" => one.coop_taskrun = true,
+        "taskrun-flag" => {
+            one.coop_taskrun = true;
+            one.taskrun_flag = true;
+        }
+        "single-issuer" => one.single_issuer = true,
+        "defer-taskrun" => {
+            one.single_issuer = true;
+            one.defer_taskrun = true;
+        }
+        _ => return None,
+    }
+    Some(one)
+}
+
+/// Tries each requested setup flag alone and returns the first the kernel
+/// refuses.
+fn refused_setup_flag(o: &UringOptions) -> Option<&'static str> {
+    o.setup_flag_names().into_iter().find(|flag| {
+        single_flag_options(flag, o.sqpoll_cpu).is_some_and(|one| {
+            build_ring(4, &one, None).is_err_and(|e| e.raw_os_error() == Some(libc::EINVAL))
+        })
+    })
+}
+
+/// Whether this kernel accepts setup flag `flag` (`sqpoll`, `defer-taskrun`,
+/// ...): `Ok`, or the kernel's error. `None` for a flag that cannot be tried
+/// on its own.
+pub fn try_setup_flag(flag: &str) -> Option<io::Result<()>> {
+    if flag == "attach-wq" {
+        let base = UringOptions::default();
+        return Some(
+            build_ring(4, &base, None)
+                .and_then(|first| build_ring(4, &base, Some(first.as_raw_fd())).map(drop)),
+        );
+    }
+    let one = single_flag_options(flag, None)?;
+    Some(build_ring(4, &one, None).map(drop))
+}
+
+/// Tries a registration on a fresh default ring.
+pub fn try_registration(flag: &str) -> Option<io::Result<()>> {
+    let ring = match IoUring::new(4) {
+        Ok(r) => r,
+        Err(e) => return Some(Err(e)),
+    };
+    let s = ring.submitter();
+    Some(match flag {
+        "register-ring" => register_ring_fd(ring.as_raw_fd()).map(drop),
+        // 0,0 asks for the current limits without changing them.
+        "iowq-max-workers" => s.register_iowq_max_workers(&mut [0, 0]),
+        "fixed-files" => {
+            std::fs::File::open("/dev/null").and_then(|f| s.register_files(&[f.as_raw_fd()]))
+        }
+        "fixed-buffers" => {
+            let mut page = vec![0u8; 4096];
+            let iov = libc::iovec {
+                iov_base: page.as_mut_ptr().cast(),
+                iov_len: page.len(),
+            };
+            // SAFETY: the page outlives the ring, which is dropped first.
+            let r = unsafe { s.register_buffers(&[iov]) };
+            drop(ring);
+            drop(page);
+            return Some(r);
+        }
+        _ => return None,
+    })
+}
+
+/// The opcodes this kernel supports (IORING_REGISTER_PROBE), by code.
+pub fn supported_opcodes() -> io::Result<Vec<u8>> {
+    let ring = IoUring::new(4)?;
+    let mut probe = io_uring::Probe::new();
+    ring.submitter().register_probe(&mut probe)?;
+    Ok((0..=u8::MAX).filter(|&op| probe.is_supported(op)).collect())
+}
+
+impl UringEngine {
+    pub fn new(setup: &EngineSetup) -> Result<UringEngine> {
+        let plan = setup.plan;
+        let o = &plan.uring;
+        let attach = setup.shared.uring.as_ref().map(|s| s.anchor.as_raw_fd());
+        let ring =
+            build_ring(ring_entries(plan.iodepth), o, attach).map_err(|e| setup_error(e, o))?;
+        let submitter = ring.submitter();
+        if o.fixed_files {
+            submitter
+                .register_files(&[setup.fd])
+                .map_err(|e| register_error(e, "fixed-files", "cannot register the file"))?;
+        }
+        if o.fixed_buffers {
+            let iovecs: Vec<libc::iovec> = (0..setup.buffers.count() as u32)
+                .map(|s| libc::iovec {
+                    iov_base: setup.buffers.slot_ptr(s).cast(),
+                    iov_len: setup.buffers.slot_len(),
+                })
+                .collect();
+            // SAFETY: the iovecs cover the job's buffer pool, which outlives
+            // the ring (the worker drops the engine first).
+            unsafe { submitter.register_buffers(&iovecs) }
+                .map_err(|e| register_error(e, "fixed-buffers", "cannot register the buffers"))?;
+        }
+        if let Some(limits) = o.iowq_max_workers {
+            let mut l = limits;
+            submitter.register_iowq_max_workers(&mut l).map_err(|e| {
+                register_error(e, "iowq-max-workers", "cannot limit the io-wq workers")
+            })?;
+        }
+        let (enter_fd, enter_flags) = if o.register_ring {
+            let index = register_ring_fd(ring.as_raw_fd()).map_err(|e| {
+                register_error(e, "register-ring", "cannot register the ring's descriptor")
+            })?;
+            (index, EnterFlags::REGISTERED_RING.bits())
+        } else {
+            (ring.as_raw_fd(), 0)
+        };
+        let ring = Arc::new(ring);
+        let completer = match o.completion_thread {
+            Some(cpu) => Some(Completer::start(ring.clone(), cpu)?),
+            None => None,
+        };
+        Ok(UringEngine {
+            ring,
+            enter_fd,
+            enter_flags,
+            fd: setup.fd,
+            fixed_file: o.fixed_files,
+            fixed_buffers: o.fixed_buffers,
+            sqpoll: o.sqpoll,
+            taskrun_flag: o.taskrun_flag,
+            force_async: o.force_async,
+            submit_batch: o.submit_batch,
+            complete_batch: o.complete_batch.max(1),
+            reap: o.reap.unwrap_or(ReapMode::Wait),
+            unsubmitted: 0,
+            inflight: 0,
+            queued_total: 0,
+            completer,
+        })
+    }
+
+    fn enter(&self, to_submit: u32, min_complete: u32, flags: u32) -> io::Result<u32> {
+        // SAFETY: no argument pointer is passed (size 0); the descriptor or
+        // registered index belongs to this engine's ring.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_enter,
+                self.enter_fd,
+                to_submit,
+                min_complete,
+                flags | self.enter_flags,
+                std::ptr::null::<libc::c_void>(),
+                0usize,
+            )
+        };
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(rc as u32)
+        }
+    }
+
+    /// Hands what is queued to the kernel and, with `min > 0`, waits in the
+    /// same call until `min` completions are there.
+    fn submit(&mut self, min: u32) -> Result<()> {
+        let mut flags = 0;
+        if min > 0 {
+            flags |= EnterFlags::GETEVENTS.bits();
+        }
+        if self.sqpoll {
+            // The poller may have gone to sleep after we published the
+            // tail: the fence orders our tail store before reading its flag.
+            fence(Ordering::SeqCst);
+            // SAFETY: only the job thread touches the submission ring.
+            if unsafe { self.ring.submission_shared() }.need_wakeup() {
+                flags |= EnterFlags::SQ_WAKEUP.bits();
+            } else if min == 0 {
+                self.unsubmitted = 0;
+                return Ok(());
+            }
+        }
+        loop {
+            match self.enter(self.unsubmitted, min, flags) {
+                Ok(n) => {
+                    self.unsubmitted = if self.sqpoll {
+                        0
+                    } else {
+                        self.unsubmitted.saturating_sub(n)
+                    };
+                    return Ok(());
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                // The kernel could not take more now (EAGAIN) or the
+                // completion ring is full (EBUSY): reap what is there.
+                Err(e)
+                    if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EBUSY))
+                        && self.cq_ready() > 0 =>
+                {
+                    return Ok(())
+                }
+                Err(e) => return Err(e).context("io_uring_enter failed"),
+            }
+        }
+    }
+
+    fn cq_ready(&self) -> usize {
+        // SAFETY: without a completion thread only the job thread touches
+        // the completion ring.
+        unsafe { self.ring.completion_shared() }.len()
+    }
+
+    /// Moves every completion in the ring to `out`; returns how many.
+    fn drain_cq(&mut self, out: &mut Vec<Completion>) -> u32 {
+        // SAFETY: without a completion thread only the job thread touches
+        // the completion ring.
+        let cq = unsafe { self.ring.completion_shared() };
+        let before = out.len();
+        out.extend(cq.map(|cqe| Completion::new(cqe.user_data() as u32, cqe.result() as i64)));
+        let n = (out.len() - before) as u32;
+        self.inflight -= n;
+        n
+    }
+
+    /// Whether the kernel asks to be entered: completion work pending
+    /// (TASKRUN_FLAG) or completions held back by an overflow.
+    fn kernel_wants_entry(&self) -> bool {
+        // SAFETY: only the job thread touches the submission ring.
+        let sq = unsafe { self.ring.submission_shared() };
+        (self.taskrun_flag && sq.taskrun()) || sq.cq_overflow()
+    }
+
+    fn entry(&self, req: &IoRequest) -> squeue::Entry {
+        macro_rules! rw {
+            ($file:expr) => {
+                match (req.dir, self.fixed_buffers) {
+                    (Dir::Read, false) => opcode::Read::new($file, req.buf, req.len)
+                        .offset(req.offset)
+                        .build(),
+                    (Dir::Write, false) => opcode::Write::new($file, req.buf, req.len)
+                        .offset(req.offset)
+                        .build(),
+                    (Dir::Read, true) => {
+                        opcode::ReadFixed::new($file, req.buf, req.len, req.slot as u16)
+                            .offset(req.offset)
+                            .build()
+                    }
+                    (Dir::Write, true) => {
+                        opcode::WriteFixed::new($file, req.buf, req.len, req.slot as u16)
+                            .offset(req.offset)
+                            .build()
+                    }
+                    (Dir::Nop, _) => opcode::Nop::new().build(),
+                }
+            };
+        }
+        if self.fixed_file {
+            rw!(types::Fixed(0))
+        } else {
+            rw!(types::Fd(self.fd))
+        }
+    }
+}
+
 impl Engine for UringEngine {
     #[inline]
     fn queue(&mut self, req: &IoRequest) -> Result<QueueStatus> {
-        let sqe = match req.dir {
-            Dir::Read => opcode::Read::new(self.fd, req.buf, req.len)
-                .offset(req.offset)
-                .build(),
-            Dir::Write => opcode::Write::new(self.fd, req.buf, req.len)
-                .offset(req.offset)
-                .build(),
+        let mut sqe = self.entry(req).user_data(req.slot as u64);
+        if self.force_async > 0 && self.queued_total.is_multiple_of(self.force_async as u64) {
+            sqe = sqe.flags(squeue::Flags::ASYNC);
         }
-        .user_data(req.slot as u64);
-        // SAFETY: the buffer stays valid and untouched by the worker until
-        // the completion for this slot is reaped.
-        let pushed = unsafe { self.ring.submission().push(&sqe) };
-        Ok(match pushed {
-            Ok(()) => QueueStatus::Queued,
-            Err(_) => QueueStatus::Busy,
-        })
+        // SAFETY: only the job thread touches the submission ring; the
+        // buffer stays valid and untouched by the worker until the
+        // completion for this slot is reaped.
+        let mut pushed = unsafe { self.ring.submission_shared().push(&sqe) };
+        if pushed.is_err() && self.sqpoll {
+            // The poller may post a completion before it publishes the new
+            // ring head, so the ring can look full with nothing in flight:
+            // wait for it to make room (IORING_ENTER_SQ_WAIT), then retry.
+            match self.enter(0, 0, EnterFlags::SQ_WAIT.bits()) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) => return Err(e).context("io_uring_enter (SQ_WAIT) failed"),
+            }
+            // SAFETY: as above.
+            pushed = unsafe { self.ring.submission_shared().push(&sqe) };
+        }
+        if pushed.is_err() {
+            return Ok(QueueStatus::Busy);
+        }
+        self.queued_total += 1;
+        self.unsubmitted += 1;
+        self.inflight += 1;
+        if self.submit_batch > 0 && self.unsubmitted >= self.submit_batch {
+            self.submit(0)?;
+        }
+        Ok(QueueStatus::Queued)
     }
 
     #[inline]
     fn commit(&mut self) -> Result<()> {
-        // Submission is folded into the io_uring_enter of the next reap().
+        // With a completion thread, or SQPOLL, nobody enters the kernel for
+        // us later: hand the batch over now. Otherwise it goes with the
+        // io_uring_enter of the next reap().
+        if (self.completer.is_some() || self.sqpoll) && self.unsubmitted > 0 {
+            self.submit(0)?;
+        }
         Ok(())
     }
 
     fn reap(&mut self, min: u32, out: &mut Vec<Completion>) -> Result<()> {
-        let pending = !self.ring.submission().is_empty();
-        let ready = self.ring.completion().len();
-        if pending || ready < min as usize {
-            let want = (min as usize).saturating_sub(ready);
-            loop {
-                match self.ring.submit_and_wait(want) {
-                    Ok(_) => break,
-                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
-                    // The kernel could not take more now (EAGAIN) or the
-                    // completion ring is full (EBUSY): reap what is there.
-                    Err(e)
-                        if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EBUSY))
-                            && !self.ring.completion().is_empty() =>
-                    {
-                        break
+        if self.unsubmitted > 0 && (self.completer.is_some() || self.reap != ReapMode::Wait) {
+            self.submit(0)?;
+        }
+        if let Some(c) = &self.completer {
+            let n = c.wait(min, out)?;
+            self.inflight -= n;
+            return Ok(());
+        }
+        let min = min.max(self.complete_batch).min(self.inflight);
+        let mut got = self.drain_cq(out);
+        match self.reap {
+            ReapMode::Wait => {
+                if got >= min && self.unsubmitted > 0 {
+                    self.submit(0)?;
+                }
+                while got < min {
+                    self.submit(min - got)?;
+                    got += self.drain_cq(out);
+                }
+            }
+            ReapMode::Peek => {
+                while got < min {
+                    match self.enter(0, 0, EnterFlags::GETEVENTS.bits()) {
+                        Ok(_) => {}
+                        Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                        Err(e) => return Err(e).context("io_uring_enter (peek) failed"),
                     }
-                    Err(e) => return Err(e).context("io_uring_enter failed"),
+                    got += self.drain_cq(out);
+                }
+            }
+            ReapMode::Spin => {
+                while got < min {
+                    if self.kernel_wants_entry() {
+                        match self.enter(0, 0, EnterFlags::GETEVENTS.bits()) {
+                            Ok(_) => {}
+                            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                            Err(e) => return Err(e).context("io_uring_enter failed"),
+                        }
+                    }
+                    std::hint::spin_loop();
+                    got += self.drain_cq(out);
                 }
             }
         }
-        out.extend(self.ring.completion().map(|cqe| Completion {
-            slot: cqe.user_data() as u32,
-            result: cqe.result() as i64,
-        }));
         Ok(())
+    }
+}
+
+impl Drop for UringEngine {
+    fn drop(&mut self) {
+        if let Some(c) = self.completer.take() {
+            // Tell the completion thread to leave: a NOP it recognises.
+            let stop = opcode::Nop::new().build().user_data(STOP_TAG);
+            // SAFETY: only the job thread touches the submission ring.
+            let pushed = unsafe { self.ring.submission_shared().push(&stop) }.is_ok();
+            if pushed {
+                self.unsubmitted += 1;
+                let _ = self.submit(0);
+            }
+            c.stop(pushed);
+        }
+    }
+}
+
+/// The thread of `--completion-thread`: waits in io_uring_enter for
+/// completions, stamps when it saw each, and hands them to the job thread.
+struct Completer {
+    shared: Arc<CompleterShared>,
+    handle: Option<JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct CompleterState {
+    ready: Vec<Completion>,
+    failed: Option<String>,
+    done: bool,
+}
+
+#[derive(Default)]
+struct CompleterShared {
+    state: Mutex<CompleterState>,
+    arrived: Condvar,
+}
+
+impl Completer {
+    fn start(ring: Arc<IoUring>, cpu: u32) -> Result<Completer> {
+        let shared = Arc::new(CompleterShared::default());
+        let s = shared.clone();
+        let handle = std::thread::Builder::new()
+            .name("ringlab-reaper".into())
+            .spawn(move || {
+                let outcome = crate::worker::pin_to_cpu(cpu).and_then(|()| reap_loop(&ring, &s));
+                let mut st = s.state.lock().unwrap_or_else(|p| p.into_inner());
+                if let Err(e) = outcome {
+                    st.failed = Some(format!("{e:#}"));
+                }
+                st.done = true;
+                s.arrived.notify_all();
+            })
+            .context("cannot start the completion thread")?;
+        Ok(Completer {
+            shared,
+            handle: Some(handle),
+        })
+    }
+
+    /// Waits until `min` completions were handed over, moves them to `out`.
+    fn wait(&self, min: u32, out: &mut Vec<Completion>) -> Result<u32> {
+        let mut st = self.shared.state.lock().unwrap_or_else(|p| p.into_inner());
+        while (st.ready.len() as u32) < min {
+            if let Some(why) = &st.failed {
+                bail!("completion thread failed: {why}");
+            }
+            if st.done {
+                bail!("completion thread ended with requests in flight");
+            }
+            st = self
+                .shared
+                .arrived
+                .wait(st)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+        let n = st.ready.len() as u32;
+        out.append(&mut st.ready);
+        Ok(n)
+    }
+
+    fn stop(mut self, signalled: bool) {
+        if let Some(h) = self.handle.take() {
+            if signalled {
+                let _ = h.join();
+            }
+            // Without the stop NOP the thread cannot be woken; it ends with
+            // the process, and the ring stays alive through its Arc.
+        }
+    }
+}
+
+fn reap_loop(ring: &IoUring, s: &CompleterShared) -> Result<()> {
+    let mut batch = Vec::new();
+    loop {
+        // SAFETY: with a completion thread, only this thread touches the
+        // completion ring.
+        let cq = unsafe { ring.completion_shared() };
+        let seen = Instant::now();
+        let mut stop = false;
+        for cqe in cq {
+            if cqe.user_data() == STOP_TAG {
+                stop = true;
+                continue;
+            }
+            batch.push(Completion {
+                slot: cqe.user_data() as u32,
+                result: cqe.result() as i64,
+                seen: Some(seen),
+            });
+        }
+        if !batch.is_empty() {
+            let mut st = s.state.lock().unwrap_or_else(|p| p.into_inner());
+            st.ready.append(&mut batch);
+            s.arrived.notify_one();
+        }
+        if stop {
+            return Ok(());
+        }
+        // SAFETY: no argument pointer; the ring's own descriptor. Submits
+        // nothing (to_submit 0): only the job thread submits.
+        match unsafe {
+            ring.submitter()
+                .enter::<libc::sigset_t>(0, 1, EnterFlags::GETEVENTS.bits(), None)
+        } {
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+            Err(e) => return Err(e).context("io_uring_enter (completion thread) failed"),
+        }
     }
 }
 

@@ -1,0 +1,136 @@
+//! `posixaio`: glibc's POSIX AIO (`aio_read`/`aio_write`, completions found
+//! with `aio_error` and waited for with `aio_suspend`), fio's posixaio
+//! engine. glibc runs each request on a pool of user-space threads, and
+//! requests on one descriptor are served in order by one thread: the
+//! thread-pool baseline of the ScyllaDB article.
+
+use super::{Completion, Engine, EngineSetup, IoRequest, QueueStatus};
+use crate::workload::Dir;
+use anyhow::{bail, Context, Result};
+use std::io;
+use std::os::fd::RawFd;
+
+pub struct PosixAioEngine {
+    fd: RawFd,
+    /// One control block per slot, at a stable address glibc keeps while
+    /// the request runs.
+    cbs: Box<[libc::aiocb]>,
+    /// Slots with a request in flight.
+    inflight: Vec<u32>,
+    /// Scratch list of control-block pointers for aio_suspend.
+    waitlist: Vec<*const libc::aiocb>,
+}
+
+impl PosixAioEngine {
+    pub fn new(setup: &EngineSetup) -> Result<PosixAioEngine> {
+        let depth = setup.plan.iodepth as usize;
+        // SAFETY: aiocb is plain data; all-zero is its documented initial
+        // state.
+        let zero: libc::aiocb = unsafe { std::mem::zeroed() };
+        Ok(PosixAioEngine {
+            fd: setup.fd,
+            cbs: vec![zero; depth].into_boxed_slice(),
+            inflight: Vec::with_capacity(depth),
+            waitlist: Vec::with_capacity(depth),
+        })
+    }
+
+    /// Moves finished requests to `out`; returns how many.
+    fn collect(&mut self, out: &mut Vec<Completion>) -> u32 {
+        let mut n = 0;
+        let mut i = 0;
+        while i < self.inflight.len() {
+            let slot = self.inflight[i];
+            let cb = &mut self.cbs[slot as usize];
+            // SAFETY: cb is a control block glibc accepted and still owns.
+            let err = unsafe { libc::aio_error(cb) };
+            if err == libc::EINPROGRESS {
+                i += 1;
+                continue;
+            }
+            // SAFETY: the request finished; aio_return is called once.
+            let ret = unsafe { libc::aio_return(cb) };
+            let result = if err != 0 { -(err as i64) } else { ret as i64 };
+            out.push(Completion::new(slot, result));
+            self.inflight.swap_remove(i);
+            n += 1;
+        }
+        n
+    }
+}
+
+impl Engine for PosixAioEngine {
+    fn queue(&mut self, req: &IoRequest) -> Result<QueueStatus> {
+        let cb = &mut self.cbs[req.slot as usize];
+        // SAFETY: zeroing plain data before reuse.
+        *cb = unsafe { std::mem::zeroed() };
+        cb.aio_fildes = self.fd;
+        cb.aio_offset = req.offset as libc::off_t;
+        cb.aio_buf = req.buf.cast();
+        cb.aio_nbytes = req.len as usize;
+        cb.aio_sigevent.sigev_notify = libc::SIGEV_NONE;
+        // SAFETY: cb and the buffer stay valid and untouched until the
+        // request is reaped.
+        let rc = unsafe {
+            match req.dir {
+                Dir::Read => libc::aio_read(cb),
+                Dir::Write => libc::aio_write(cb),
+                Dir::Nop => bail!("the posixaio engine has no no-op request"),
+            }
+        };
+        if rc != 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EAGAIN) && !self.inflight.is_empty() {
+                return Ok(QueueStatus::Busy);
+            }
+            return Err(e).context("aio_read/aio_write failed");
+        }
+        self.inflight.push(req.slot);
+        Ok(QueueStatus::Queued)
+    }
+
+    fn commit(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn reap(&mut self, min: u32, out: &mut Vec<Completion>) -> Result<()> {
+        let mut got = self.collect(out);
+        while got < min && !self.inflight.is_empty() {
+            self.waitlist.clear();
+            for &slot in &self.inflight {
+                self.waitlist.push(&self.cbs[slot as usize]);
+            }
+            // SAFETY: the list holds live control blocks of requests in
+            // flight; no timeout.
+            let rc = unsafe {
+                libc::aio_suspend(
+                    self.waitlist.as_ptr(),
+                    self.waitlist.len() as libc::c_int,
+                    std::ptr::null(),
+                )
+            };
+            if rc != 0 {
+                let e = io::Error::last_os_error();
+                if !matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::EAGAIN)) {
+                    return Err(e).context("aio_suspend failed");
+                }
+            }
+            got += self.collect(out);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PosixAioEngine {
+    fn drop(&mut self) {
+        // Never free control blocks or buffers glibc may still write.
+        let mut sink = Vec::new();
+        while !self.inflight.is_empty() {
+            if self.reap(1, &mut sink).is_err() {
+                std::mem::forget(std::mem::take(&mut self.cbs));
+                return;
+            }
+            sink.clear();
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Tracepoint counters through `perf_event_open` (counting mode, no
+//! sampling, no BPF): one descriptor per tracepoint for the process and the
+//! threads it creates afterwards (`inherit`), or one per CPU for
+//! system-wide events.
+
+use perf_event_open_sys::{bindings, ioctls, perf_event_open};
+use std::fs;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// Where the tracefs event directory is mounted.
+fn event_id(name: &str) -> Result<u64, String> {
+    let (system, event) = name
+        .split_once(':')
+        .ok_or_else(|| format!("{name} is not system:event"))?;
+    let mut last_err = String::new();
+    for root in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+        let path = format!("{root}/events/{system}/{event}/id");
+        match fs::read_to_string(&path) {
+            Ok(text) => {
+                return text
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{path} does not hold a number"))
+            }
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                last_err = format!(
+                    "cannot read {path} ({e}): tracefs is readable by root only; run as root"
+                );
+            }
+            Err(e) if last_err.is_empty() => {
+                last_err = format!(
+                    "tracepoint missing ({path}: {e}): this kernel lacks it, or tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)"
+                );
+            }
+            Err(_) => {}
+        }
+    }
+    Err(last_err)
+}
+
+/// Why perf_event_open refused, in words a user can act on.
+fn open_error(e: io::Error) -> String {
+    let paranoid = fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "?".into());
+    match e.raw_os_error() {
+        Some(libc::EACCES) | Some(libc::EPERM) => format!(
+            "no permission ({e}): tracepoint counting needs root or CAP_PERFMON, or kernel.perf_event_paranoid=-1 (it is {paranoid})"
+        ),
+        Some(libc::ENOENT) | Some(libc::ENODEV) => {
+            format!("tracepoint not available for counting ({e})")
+        }
+        Some(libc::EMFILE) => format!("out of file descriptors ({e}): raise `ulimit -n`"),
+        Some(libc::ENOSYS) => {
+            "perf_event_open is not available (ENOSYS): kernel without CONFIG_PERF_EVENTS, or a seccomp filter".to_string()
+        }
+        _ => format!("perf_event_open failed: {e}"),
+    }
+}
+
+/// One tracepoint counted on one or more descriptors (one per CPU for
+/// system-wide events), summed on read.
+pub struct TracepointCounter {
+    pub name: String,
+    fds: Vec<OwnedFd>,
+}
+
+impl TracepointCounter {
+    /// Opens `name` (`system:event`) disabled: for the calling thread and
+    /// the threads it creates from now on (and the kernel helper threads
+    /// those cause), or on every CPU in `system_wide`.
+    pub fn open(name: &str, system_wide: bool) -> Result<TracepointCounter, String> {
+        let id = event_id(name)?;
+        let mut attr = bindings::perf_event_attr {
+            type_: bindings::PERF_TYPE_TRACEPOINT,
+            size: std::mem::size_of::<bindings::perf_event_attr>() as u32,
+            config: id,
+            ..Default::default()
+        };
+        attr.set_disabled(1);
+        attr.set_inherit(u64::from(!system_wide));
+        let targets: Vec<(libc::pid_t, libc::c_int)> = if system_wide {
+            online_cpus()
+                .into_iter()
+                .map(|c| (-1, c as libc::c_int))
+                .collect()
+        } else {
+            // The calling thread, and every thread it creates from now on.
+            // SAFETY: gettid has no preconditions.
+            vec![(unsafe { libc::gettid() }, -1)]
+        };
+        let mut fds = Vec::with_capacity(targets.len());
+        for (pid, cpu) in targets {
+            // SAFETY: attr is a fully initialised perf_event_attr.
+            let fd = unsafe {
+                perf_event_open(&mut attr, pid, cpu, -1, bindings::PERF_FLAG_FD_CLOEXEC as _)
+            };
+            if fd < 0 {
+                return Err(open_error(io::Error::last_os_error()));
+            }
+            // SAFETY: a new descriptor owned by nobody else.
+            fds.push(unsafe { OwnedFd::from_raw_fd(fd) });
+        }
+        Ok(TracepointCounter {
+            name: name.to_string(),
+            fds,
+        })
+    }
+
+    fn each(&self, f: unsafe fn(libc::c_int, libc::c_uint) -> libc::c_int) {
+        for fd in &self.fds {
+            // SAFETY: fd is a perf event descriptor we own.
+            unsafe { f(fd.as_raw_fd(), 0) };
+        }
+    }
+
+    /// Starts counting from zero.
+    pub fn enable(&self) {
+        self.each(ioctls::RESET);
+        self.each(ioctls::ENABLE);
+    }
+
+    /// Counts again, adding to what was counted before.
+    pub fn resume(&self) {
+        self.each(ioctls::ENABLE);
+    }
+
+    pub fn disable(&self) {
+        self.each(ioctls::DISABLE);
+    }
+
+    /// The count so far (children included).
+    pub fn read(&self) -> io::Result<u64> {
+        let mut total = 0u64;
+        for fd in &self.fds {
+            let mut v = 0u64;
+            // SAFETY: reading one u64 (read_format 0) into v.
+            let n = unsafe { libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+            if n != 8 {
+                return Err(io::Error::last_os_error());
+            }
+            total += v;
+        }
+        Ok(total)
+    }
+}
+
+/// CPUs online now (`/sys/devices/system/cpu/online`: `0-1,4`).
+pub fn online_cpus() -> Vec<u32> {
+    let text = fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(lo), Ok(hi)) = (lo.parse::<u32>(), hi.parse::<u32>()) {
+            cpus.extend(lo..=hi);
+        }
+    }
+    cpus
+}

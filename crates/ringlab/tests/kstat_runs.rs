@@ -1,0 +1,228 @@
+//! Kernel evidence: counts, never times. Each assertion is about what the
+//! kernel did per operation, which a knob changes by design.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// A 4 KiB O_DIRECT random-read run with `flags`; returns the result.
+fn run(dir: &str, flags: &str) -> Value {
+    json_run(&format!(
+        "io --directory {dir} --size 8m --direct --runtime 300ms {flags}"
+    ))
+}
+
+/// The per-op figure `name`, or `None` (with the reason printed) when this
+/// machine does not let ringlab count it: then it must be listed as
+/// unavailable, never given as a number.
+fn per_op(r: &Value, name: &str, counter: &str) -> Option<f64> {
+    let k = &r["kstat"];
+    match k["per_op"][name].as_f64() {
+        Some(v) => Some(v),
+        None => {
+            let why = k["unavailable"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|u| u["counter"] == counter)
+                .unwrap_or_else(|| panic!("{name} neither measured nor listed unavailable: {k}"));
+            eprintln!("skipped {name}: {}", why["reason"]);
+            None
+        }
+    }
+}
+
+#[test]
+fn sync_makes_about_one_system_call_per_op() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(&dir.path().display().to_string(), "--engine sync");
+    if let Some(s) = per_op(&r, "syscalls_per_op", "raw_syscalls:sys_enter") {
+        // One pread per op, plus a few calls of the supervisor thread.
+        assert!((0.95..1.2).contains(&s), "syscalls/op {s}");
+    }
+    if let Some(e) = per_op(
+        &r,
+        "io_uring_enter_per_op",
+        "syscalls:sys_enter_io_uring_enter",
+    ) {
+        assert_eq!(e, 0.0, "sync never enters io_uring");
+    }
+    assert!(r["kstat"]["per_op"]["cpu_us_per_op"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn fixed_files_remove_the_file_lookup() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let plain = run(&d, "--iodepth 8");
+    let fixed = run(&d, "--iodepth 8 --fixed-files");
+    let (Some(p), Some(f)) = (
+        per_op(
+            &plain,
+            "io_uring_file_get_per_op",
+            "io_uring:io_uring_file_get",
+        ),
+        per_op(
+            &fixed,
+            "io_uring_file_get_per_op",
+            "io_uring:io_uring_file_get",
+        ),
+    ) else {
+        return;
+    };
+    assert!((0.9..1.1).contains(&p), "without --fixed-files: {p}/op");
+    assert!(f < 0.01, "with --fixed-files: {f}/op");
+    let ev = &fixed["kstat"]["evidence"][0];
+    assert_eq!(ev["knob"], "--fixed-files");
+    assert_eq!(ev["in_effect"], true, "{ev}");
+}
+
+#[test]
+fn force_async_offloads_every_request_to_io_wq() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let r = run(&d, "--iodepth 8 --force-async");
+    let Some(a) = per_op(
+        &r,
+        "io_uring_queue_async_work_per_op",
+        "io_uring:io_uring_queue_async_work",
+    ) else {
+        return;
+    };
+    assert!((0.95..1.05).contains(&a), "io-wq offloads {a}/op");
+    let k = &r["kstat"];
+    assert!(
+        k["helper_threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["name"].as_str().unwrap().starts_with("iou-wrk")),
+        "no io-wq worker seen: {k}"
+    );
+    let every4 = run(&d, "--iodepth 8 --force-async=4");
+    if let Some(a4) = per_op(
+        &every4,
+        "io_uring_queue_async_work_per_op",
+        "io_uring:io_uring_queue_async_work",
+    ) {
+        assert!((0.2..0.3).contains(&a4), "--force-async=4: {a4}/op");
+    }
+}
+
+#[test]
+fn sqpoll_has_a_poller_and_almost_no_io_uring_enter() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(&dir.path().display().to_string(), "--iodepth 8 --sqpoll");
+    let k = &r["kstat"];
+    let pollers: Vec<&Value> = k["helper_threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["name"].as_str().unwrap().starts_with("iou-sqp"))
+        .collect();
+    assert_eq!(pollers.len(), 1, "{k}");
+    assert!(pollers[0]["cpu_ns"].as_u64().unwrap() > 0, "{k}");
+    assert!(
+        k["per_op"]["cpu_us_with_helpers_per_op"].as_f64().unwrap()
+            > k["per_op"]["cpu_us_per_op"].as_f64().unwrap()
+    );
+    if let Some(e) = per_op(
+        &r,
+        "io_uring_enter_per_op",
+        "syscalls:sys_enter_io_uring_enter",
+    ) {
+        assert!(e < 0.05, "io_uring_enter {e}/op under SQPOLL");
+        let ev = &k["evidence"][0];
+        assert_eq!(ev["knob"], "--sqpoll");
+        assert_eq!(ev["in_effect"], true, "{ev}");
+    }
+    // Two jobs attached to one poller: one iou-sqp thread, not two.
+    let shared = json_run(&format!(
+        "io --directory {} --size 8m --runtime 200ms --iodepth 4 --numjobs 2 --sqpoll --attach-wq",
+        dir.path().display()
+    ));
+    let n = shared["kstat"]["helper_threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["name"].as_str().unwrap().starts_with("iou-sqp"))
+        .count();
+    assert_eq!(n, 1, "--attach-wq shares one poller");
+}
+
+#[test]
+fn no_kstat_turns_collection_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = run(&dir.path().display().to_string(), "--no-kstat");
+    assert!(r.get("kstat").is_none(), "{r}");
+    assert_eq!(r["config"]["no-kstat"], true);
+}
+
+#[test]
+fn without_permission_counters_are_unavailable_with_the_reason() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: dropping privileges needs root");
+        return;
+    }
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .map(|s| s.trim().parse::<i32>().unwrap_or(2))
+        .unwrap_or(2);
+    if paranoid < 0 {
+        eprintln!("skipped: kernel.perf_event_paranoid=-1 lets everyone count tracepoints");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.args(argv(&format!(
+        "io --directory {} --size 1m --runtime 100ms --output-format json",
+        dir.path().display()
+    )));
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = run_limited(cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let k = &r["kstat"];
+    let unavailable = k["unavailable"].as_array().unwrap();
+    let sys = unavailable
+        .iter()
+        .find(|u| u["counter"] == "raw_syscalls:sys_enter")
+        .unwrap_or_else(|| panic!("counted without permission? {k}"));
+    let reason = sys["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("perf_event_paranoid") || reason.contains("root"),
+        "{reason}"
+    );
+    assert!(k["counters"].get("raw_syscalls:sys_enter").is_none());
+    assert!(
+        k["per_op"].get("syscalls_per_op").is_none(),
+        "an unmeasured figure must be absent, not zero"
+    );
+    // What needs no permission is still there.
+    assert!(k["per_op"]["cpu_us_per_op"].as_f64().is_some());
+    let text = ringlab(&format!(
+        "io --directory {} --size 1m --runtime 50ms --no-kstat",
+        dir.path().display()
+    ));
+    assert!(!String::from_utf8_lossy(&text.stdout).contains("kernel, per op"));
+}
