@@ -13,6 +13,8 @@
 #   - ratios to wrk: requests/s, and requests per client CPU-second.
 # Then 10,000 connections are held for a few seconds with each ringlab
 # driver and the client's peak resident memory (ru_maxrss) is printed.
+# ringlab runs with --no-kstat: wrk counts nothing in the kernel, and the
+# tracepoint counters would add their own cost to ringlab's CPU time.
 # Numbers are measured, not asserted; nothing here is a test.
 #
 # Environment: BENCH_DURATION seconds per run (3), BENCH_REPEATS (3),
@@ -105,9 +107,9 @@ PY
 # The ringlab flags of a client name.
 io_args() {
     case "$1" in
-        uring+coop) echo "--io uring --coop-taskrun" ;;
-        uring+dt) echo "--io uring --single-issuer --defer-taskrun" ;;
-        *) echo "--io $1" ;;
+        uring+coop) echo "--no-kstat --io uring --coop-taskrun" ;;
+        uring+dt) echo "--no-kstat --io uring --single-issuer --defer-taskrun" ;;
+        *) echo "--no-kstat --io $1" ;;
     esac
 }
 

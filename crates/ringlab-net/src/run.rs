@@ -48,6 +48,7 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
 
     // Counters open before the client threads exist, so they follow them.
     let mut kstat = plan.kstat.then(|| ringlab_kstat::Collector::open(None));
+    let fds_before = open_fds();
     let n = plan.threads as usize;
     let gate = Arc::new(Gate::default());
     let failed: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
@@ -117,12 +118,26 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| anyhow!("a client thread panicked"))?;
     let mut outcome = build(plan, started_at, outcomes, stop.load(Ordering::SeqCst));
+    let fds_after = open_fds();
+    if let (Some(b), Some(a)) = (fds_before, fds_after) {
+        if a > b {
+            outcome.result.warnings.push(format!(
+                "{} file descriptors were left open after the run (a bug: please report it)",
+                a - b
+            ));
+        }
+    }
     if let Some(k) = kstat {
         let t = &outcome.result.total;
         outcome.result.kstat = Some(k.finish(t.ops, t.cpu_user_ns + t.cpu_sys_ns));
         outcome.text = text::render(&outcome.result, &outcome.lat, &outcome.lat_uncorrected);
     }
     Ok(outcome)
+}
+
+/// Descriptors open in this process, from /proc/self/fd.
+fn open_fds() -> Option<usize> {
+    Some(std::fs::read_dir("/proc/self/fd").ok()?.count())
 }
 
 /// One connect before the run, so that a refused or unreachable server is

@@ -21,6 +21,9 @@ fn u(v: &Value) -> u64 {
 /// Responses, errors and status counts that agree with each other.
 fn check_consistent(r: &Value, what: &str) {
     assert_schema_valid(r);
+    // The runner compares /proc/self/fd before and after the run.
+    let warnings = r["warnings"].to_string();
+    assert!(!warnings.contains("descriptors"), "{what}: {warnings}");
     let h = &r["http"];
     let responses = u(&h["responses"]);
     assert_eq!(u(&r["total"]["ops"]), responses, "{what}");
@@ -419,6 +422,38 @@ fn text_output_is_wrk_layout_with_errors_and_cost() {
         assert!(text.contains(want), "{want:?} missing in:\n{text}");
     }
     assert!(!text.contains("Socket errors"), "{text}");
+}
+
+#[test]
+fn descriptor_limit_is_raised_for_many_connections() {
+    use std::os::unix::process::CommandExt;
+    let server = Server::start("");
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(argv(&format!(
+        "http {} -t 1 -c 300 -d 200ms --output-format json",
+        server.url()
+    )));
+    // SAFETY: setrlimit is async-signal-safe; it runs in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: 100,
+                rlim_max: 100,
+            };
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            Ok(())
+        });
+    }
+    let out = run_limited(cmd);
+    if out.status.success() {
+        // Root (CAP_SYS_RESOURCE) raised the limit and held every connection.
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        check_consistent(&r, "300 connections under a limit of 100");
+        assert_eq!(u(&r["http"]["errors"]["connect"]), 0);
+        assert!(u(&r["http"]["connects"]) >= 300);
+    } else {
+        assert_fails(&out, 2, &["--connections 300", "ulimit -n"]);
+    }
 }
 
 #[test]
