@@ -17,10 +17,10 @@ use ringlab_stats::{
 };
 use std::collections::BTreeMap;
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// Descriptors kept free beyond one per connection (rings, epoll, stdio).
 const FD_SLACK: u64 = 64;
@@ -50,22 +50,24 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
     let mut kstat = plan.kstat.then(|| ringlab_kstat::Collector::open(None));
     let fds_before = open_fds();
     let n = plan.threads as usize;
+    let progress: Vec<Arc<AtomicU64>> = (0..n).map(|_| Arc::new(AtomicU64::new(0))).collect();
     let gate = Arc::new(Gate::default());
     let failed: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
     let plan_arc = Arc::new(plan.clone());
     let mut handles = Vec::with_capacity(n);
     for t in 0..plan.threads {
-        let (plan, gate_t, failed, stop, ready) = (
+        let (plan, gate_t, failed, stop, ready, prog) = (
             plan_arc.clone(),
             gate.clone(),
             failed.clone(),
             stop.clone(),
             ready_tx.clone(),
+            progress[t as usize].clone(),
         );
         let spawned = thread::Builder::new()
             .name(format!("ringlab-http{t}"))
-            .spawn(move || client_thread(t, &plan, &gate_t, ready, &failed, &stop));
+            .spawn(move || client_thread(t, &plan, &gate_t, ready, &failed, &stop, &prog));
         match spawned {
             Ok(h) => handles.push(h),
             Err(e) => {
@@ -91,20 +93,33 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
     let start = std::time::Instant::now();
     gate.open(all_ok);
     // The kernel counts the measured run only, not the closing of the
-    // connections after it.
+    // connections after it; the per-request counters run in the second
+    // 50 ms tick of every ten (as in ringlab io).
+    let ops_now = || {
+        progress
+            .iter()
+            .map(|p| p.load(Ordering::Relaxed))
+            .sum::<u64>()
+    };
+    let tick = Duration::from_millis(50);
+    let mut ticks = 0u64;
     while all_ok && start.elapsed() < plan.duration && !stop.load(Ordering::Relaxed) {
         if handles.iter().all(|h| h.is_finished()) {
             break;
         }
         if let Some(k) = &mut kstat {
             k.sample_threads();
+            match ticks % 10 {
+                1 => k.window_open(ops_now()),
+                2 => k.window_close(ops_now()),
+                _ => {}
+            }
         }
-        thread::sleep(
-            std::time::Duration::from_millis(10).min(plan.duration.saturating_sub(start.elapsed())),
-        );
+        ticks += 1;
+        thread::sleep(tick.min(plan.duration.saturating_sub(start.elapsed())));
     }
     if let Some(k) = &mut kstat {
-        k.disable(0);
+        k.disable(ops_now());
     }
     let outcomes: Vec<Option<ThreadOutcome>> = handles
         .into_iter()
@@ -184,6 +199,7 @@ fn client_thread(
     ready: mpsc::Sender<()>,
     failed: &Mutex<Option<String>>,
     stop: &AtomicBool,
+    progress: &AtomicU64,
 ) -> Option<ThreadOutcome> {
     let connections = plan.connections_of(t);
     let cfg = ClientConfig {
@@ -226,6 +242,7 @@ fn client_thread(
         addr: RawAddr::new(&plan.addr),
         end_ns: plan.duration.as_nanos() as u64,
         stop,
+        progress,
     };
     let run = driver.run(&mut client, &ctx);
     let elapsed_ns = client.now().min(ctx.end_ns.max(1)).max(1);

@@ -215,6 +215,7 @@ impl Driver for EpollDriver {
                 self.close(c, ctx, i as usize, Some(ErrKind::Timeout));
             }
             c.sample(now);
+            ctx.publish(c);
         }
         self.stopping = true;
         for conn in &mut c.conns {

@@ -8,7 +8,7 @@ pub mod uring;
 use crate::client::Client;
 use crate::sys::RawAddr;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// What a driver needs to know about the run.
 pub struct RunCtx<'a> {
@@ -17,12 +17,21 @@ pub struct RunCtx<'a> {
     pub end_ns: u64,
     /// Set when the run is interrupted or another thread failed.
     pub stop: &'a AtomicBool,
+    /// Responses so far, published once per loop turn for the kernel
+    /// evidence's sampling windows.
+    pub progress: &'a AtomicU64,
 }
 
 impl RunCtx<'_> {
     #[inline]
     pub fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub fn publish(&self, client: &Client) {
+        self.progress
+            .store(client.stats.responses.ops, Ordering::Relaxed);
     }
 }
 

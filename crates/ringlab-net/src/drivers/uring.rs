@@ -640,6 +640,7 @@ impl Driver for UringDriver {
                 self.begin_close(c, ctx, i as usize, Some(ErrKind::Timeout))?;
             }
             c.sample(now);
+            ctx.publish(c);
         }
         self.drain(c, ctx)
     }
