@@ -144,11 +144,29 @@ fn ring_knobs_run_and_are_recorded() {
         }
     }
     let r = json_run(&format!(
-        "http {} -t 1 -c 2 -d 100ms --io uring-mshot",
+        "http {} -t 1 -c 2 -d 300ms --io uring-mshot",
         server.url()
     ));
     for k in ["single-issuer", "defer-taskrun", "fixed-files"] {
         assert_eq!(r["config"][k], true, "uring-mshot always uses {k}");
+    }
+    // Where the kernel's tracepoints can be read, they show the design:
+    // registered sockets need no file lookup and a multishot receive arms
+    // no poll per request; the plain ring looks its files up.
+    let plain = json_run(&format!(
+        "http {} -t 1 -c 2 -d 300ms --io uring",
+        server.url()
+    ));
+    let per_op = |r: &Value, k: &str| r["kstat"]["per_op"][k].as_f64();
+    if let (Some(m), Some(p)) = (
+        per_op(&r, "io_uring_file_get_per_op"),
+        per_op(&plain, "io_uring_file_get_per_op"),
+    ) {
+        assert!(m < 0.01, "uring-mshot looked files up: {m}");
+        assert!(p >= 1.0, "plain uring: {p}");
+    }
+    if let Some(arms) = per_op(&r, "io_uring_poll_arm_per_op") {
+        assert!(arms < 0.1, "uring-mshot armed poll per request: {arms}");
     }
 }
 
