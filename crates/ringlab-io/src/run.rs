@@ -283,5 +283,6 @@ fn build_result(
         total: total_figures,
         warnings,
         kstat: None,
+        http: None,
     }
 }

@@ -72,6 +72,37 @@ impl LatencyRecorder {
         self.sum_sq_ns += other.sum_sq_ns;
     }
 
+    /// Percentage of samples within `[lo, hi]` nanoseconds (wrk's
+    /// "+/- Stdev" column), to the histogram's precision; `None` if empty.
+    pub fn pct_between(&self, lo: f64, hi: f64) -> Option<f64> {
+        if self.count == 0 {
+            return None;
+        }
+        let within: u64 = self
+            .hist
+            .iter_recorded()
+            .filter(|v| {
+                let x = v.value_iterated_to() as f64;
+                x >= lo && x <= hi
+            })
+            .map(|v| v.count_at_value())
+            .sum();
+        Some(within as f64 * 100.0 / self.count as f64)
+    }
+
+    /// The value at quantile `q` (0..=1), clamped to the exact min and max.
+    pub fn quantile(&self, q: f64) -> Option<u64> {
+        if self.count == 0 {
+            return None;
+        }
+        Some(
+            self.hist
+                .value_at_quantile(q)
+                .min(self.max_ns)
+                .max(self.min_ns),
+        )
+    }
+
     /// The summary, or `None` when nothing was recorded (a figure that was
     /// not measured is absent, never zero).
     pub fn summary(&self) -> Option<LatencySummary> {

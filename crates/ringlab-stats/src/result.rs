@@ -14,7 +14,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub struct RunResult {
     pub schema_version: u32,
     pub tool: ToolInfo,
-    /// The subcommand that produced this result: `io`.
+    /// The subcommand that produced this result: `io` or `http`.
     pub command: String,
     /// Start of the measured run, RFC 3339, UTC.
     pub started_at: String,
@@ -31,6 +31,104 @@ pub struct RunResult {
     /// Kernel evidence of the run; absent with --no-kstat.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kstat: Option<KstatReport>,
+    /// HTTP figures of `ringlab http`; absent for other commands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http: Option<HttpFigures>,
+}
+
+/// What `ringlab http` measured beyond the shared [`Figures`]: responses by
+/// status, socket errors by kind, and the open-loop uncorrected latency.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpFigures {
+    /// Connections the run kept open (--connections).
+    pub connections: u64,
+    /// Connections opened, the first ones included (reconnects after a
+    /// close or an error add to it).
+    pub connects: u64,
+    pub requests_sent: u64,
+    pub responses: u64,
+    pub bytes_written: u64,
+    pub bytes_read: u64,
+    /// Responses by status code ("200": count).
+    pub status: std::collections::BTreeMap<String, u64>,
+    /// Responses whose status is not 2xx or 3xx.
+    pub non_2xx_3xx: u64,
+    pub errors: HttpErrors,
+    /// Open loop (--rate): latency from when each request was sent, beside
+    /// `total.lat_ns` which counts from when it was due. `null` in closed loop.
+    pub lat_ns_uncorrected: Option<LatencySummary>,
+    /// Requests per second of each thread, sampled every 100 ms (wrk's
+    /// Req/Sec row); `null` when the run was shorter than one sample.
+    pub thread_req_per_s: Option<RateSummary>,
+    /// Client CPU time (user + system, all client threads) per response.
+    pub cpu_ns_per_request: Option<f64>,
+    /// System calls per response; `null` when not counted (see
+    /// `syscalls_source`).
+    pub syscalls_per_request: Option<f64>,
+    /// Where `syscalls_per_request` comes from, or why it is null.
+    pub syscalls_source: String,
+}
+
+/// Socket errors by kind; each one closed its connection, which reconnected.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpErrors {
+    pub connect: u64,
+    pub read: u64,
+    pub write: u64,
+    pub timeout: u64,
+    pub parse: u64,
+    pub closed: u64,
+}
+
+impl HttpErrors {
+    pub fn total(&self) -> u64 {
+        self.connect + self.read + self.write + self.timeout + self.parse + self.closed
+    }
+
+    pub fn merge(&mut self, o: &HttpErrors) {
+        self.connect += o.connect;
+        self.read += o.read;
+        self.write += o.write;
+        self.timeout += o.timeout;
+        self.parse += o.parse;
+        self.closed += o.closed;
+    }
+}
+
+/// Mean, spread and maximum of a sampled rate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateSummary {
+    pub mean: f64,
+    pub stdev: f64,
+    pub max: f64,
+    /// Percentage of samples within one standard deviation of the mean.
+    pub within_stdev_pct: f64,
+}
+
+impl RateSummary {
+    /// Summary of `samples`, or `None` for none.
+    pub fn of(samples: &[f64]) -> Option<RateSummary> {
+        if samples.is_empty() {
+            return None;
+        }
+        let n = samples.len() as f64;
+        let mean = samples.iter().sum::<f64>() / n;
+        let var = samples.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / n;
+        let stdev = var.sqrt();
+        let within = samples
+            .iter()
+            .filter(|&&x| (x - mean).abs() <= stdev)
+            .count() as f64;
+        Some(RateSummary {
+            mean,
+            stdev,
+            max: samples.iter().cloned().fold(0.0, f64::max),
+            within_stdev_pct: within * 100.0 / n,
+        })
+    }
 }
 
 /// What the kernel did during the run: raw counters, per-operation figures,

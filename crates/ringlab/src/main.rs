@@ -88,6 +88,20 @@ enum Command {
         #[command(flatten)]
         output: OutputArgs,
     },
+    /// HTTP/1.1 load generator on epoll or io_uring (wrk's options, wrk2's -R).
+    Http {
+        #[command(flatten)]
+        http: ringlab_net::HttpArgs,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
+    /// Minimal HTTP/1.1 server on epoll or io_uring: 200 and a fixed body.
+    Serve {
+        #[command(flatten)]
+        serve: ringlab_net::ServeArgs,
+        #[command(flatten)]
+        output: OutputArgs,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -167,6 +181,8 @@ fn run(cli: Cli) -> Result<()> {
             output_format,
         } => lab::compare(&a, &b, matches!(output_format, OutputFormat::Json)),
         Command::Io { io, output } => run_io_command(&io, &output),
+        Command::Http { http, output } => run_http_command(&http, &output),
+        Command::Serve { serve, output } => run_serve_command(&serve, &output),
         Command::Features { target, output } => {
             let f = ringlab_io::features::features(target.as_deref())?;
             let text = match output.output_format {
@@ -190,6 +206,70 @@ fn write_output(path: Option<&std::path::Path>, text: &str) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// The file of --output, opened before the run so a bad path fails at once.
+fn open_output(output: &OutputArgs) -> Result<Option<File>> {
+    match &output.output {
+        Some(p) => Ok(Some(File::create(p).map_err(|e| {
+            anyhow::Error::new(UsageError(format!("--output {}: {e}", p.display())))
+        })?)),
+        None => Ok(None),
+    }
+}
+
+fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second signal ends the process at once.
+        signal_hook::flag::register_conditional_shutdown(sig, 130, interrupted.clone())
+            .context("installing the signal handler")?;
+        signal_hook::flag::register(sig, interrupted.clone())
+            .context("installing the signal handler")?;
+    }
+    Ok(interrupted)
+}
+
+fn emit(out_file: &mut Option<File>, rendered: &str) -> Result<()> {
+    match out_file {
+        Some(f) => f.write_all(rendered.as_bytes()).context("writing --output"),
+        None => {
+            let mut stdout = std::io::stdout().lock();
+            stdout.write_all(rendered.as_bytes())?;
+            stdout.flush()?;
+            Ok(())
+        }
+    }
+}
+
+fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result<()> {
+    let plan = ringlab_net::HttpPlan::from_args(args)?;
+    let mut out_file = open_output(output)?;
+    let interrupted = interrupt_flag()?;
+    let outcome = ringlab_net::run::run_http(&plan, interrupted)?;
+    let rendered = match output.output_format {
+        OutputFormat::Text => outcome.text,
+        OutputFormat::Json => {
+            let mut s = serde_json::to_string_pretty(&outcome.result)?;
+            s.push('\n');
+            s
+        }
+    };
+    emit(&mut out_file, &rendered)
+}
+
+fn run_serve_command(args: &ringlab_net::ServeArgs, output: &OutputArgs) -> Result<()> {
+    let mut out_file = open_output(output)?;
+    let interrupted = interrupt_flag()?;
+    let summary = ringlab_net::serve::serve(args, interrupted, |addr| {
+        // On stderr, so that stdout holds only the summary (text or JSON).
+        eprintln!("ringlab serve: listening on {addr}");
+    })?;
+    let rendered = match output.output_format {
+        OutputFormat::Text => summary.text(),
+        OutputFormat::Json => summary.json(),
+    };
+    emit(&mut out_file, &rendered)
 }
 
 fn run_io_command(args: &IoArgs, output: &OutputArgs) -> Result<()> {

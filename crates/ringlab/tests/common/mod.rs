@@ -68,3 +68,89 @@ pub fn leftovers(dir: &Path) -> Vec<String> {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect()
 }
+
+/// The committed result schema, compiled.
+pub fn schema_validator() -> jsonschema::Validator {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../schema/result.schema.json"
+    );
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    jsonschema::validator_for(&schema).expect("the committed schema compiles")
+}
+
+/// Asserts that `v` follows the committed schema, listing every violation.
+pub fn assert_schema_valid(v: &Value) {
+    let errors: Vec<String> = schema_validator()
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "result does not follow the schema: {errors:#?}"
+    );
+}
+
+/// A `ringlab serve` child process on a free port of 127.0.0.1.
+pub struct Server {
+    child: Option<std::process::Child>,
+    pub addr: String,
+}
+
+impl Server {
+    /// Starts `ringlab serve --listen 127.0.0.1:0 EXTRA --output-format json`
+    /// and waits for its "listening on" line.
+    pub fn start(extra: &str) -> Server {
+        use std::io::BufRead;
+        let mut child = Command::new(BIN)
+            .args(argv(&format!(
+                "serve --listen 127.0.0.1:0 --output-format json {extra}"
+            )))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn ringlab serve");
+        let mut line = String::new();
+        let stderr = child.stderr.take().unwrap();
+        std::io::BufReader::new(stderr)
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("ringlab serve: listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_string();
+        Server {
+            child: Some(child),
+            addr,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// SIGTERM, then the JSON summary it prints.
+    pub fn stop(mut self) -> Value {
+        let mut child = self.child.take().unwrap();
+        // SAFETY: signalling our own child by its pid.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let start = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            assert!(start.elapsed() < Duration::from_secs(10), "serve hangs");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "serve failed: {out:?}");
+        serde_json::from_slice(&out.stdout).expect("serve prints one JSON object")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}

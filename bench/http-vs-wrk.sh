@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# ringlab http against wrk, in one run, on the same CPUs.
+#
+# nginx (Debian's package, 1 worker, `return 200`, keep-alive without a
+# request limit) runs pinned to CPU 0; each client runs with one thread
+# pinned to CPU 1: wrk -t1, then ringlab http -t1 with every --io, at 1, 10,
+# 50, 100 and 400 connections. Each repeat runs every client once at every
+# point, in the same order, so drift on a noisy machine hits all alike. The
+# table shows medians over the repeats of
+#   - requests per second, as the client printed it;
+#   - client CPU microseconds per request: the client process's own user +
+#     system time (wait4's rusage of the child) over its request count;
+#   - ratios to wrk: requests/s, and requests per client CPU-second.
+# Then 10,000 connections are held for a few seconds with each ringlab
+# driver and the client's peak resident memory (ru_maxrss) is printed.
+# ringlab runs with --no-kstat: wrk counts nothing in the kernel, and the
+# tracepoint counters would add their own cost to ringlab's CPU time.
+# Numbers are measured, not asserted; nothing here is a test.
+#
+# Environment: BENCH_DURATION seconds per run (3), BENCH_REPEATS (3),
+#   BENCH_CONNS ("1 10 50 100 400"), BENCH_IOS ("epoll uring-nb uring
+#   uring+coop uring+dt uring-mshot"), BENCH_PORT (18089), BENCH_BIG_CONNS
+#   (10000). uring+coop is --io uring --coop-taskrun; uring+dt is --io uring
+#   --single-issuer --defer-taskrun.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+dur=${BENCH_DURATION:-3}
+repeats=${BENCH_REPEATS:-3}
+conns_list=${BENCH_CONNS:-"1 10 50 100 400"}
+ios=${BENCH_IOS:-"epoll uring-nb uring uring+coop uring+dt uring-mshot"}
+port=${BENCH_PORT:-18089}
+big=${BENCH_BIG_CONNS:-10000}
+
+if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
+    echo "installing wrk and nginx (apt-get)" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx-light >/dev/null 2>&1 ||
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx >/dev/null
+fi
+if [ "$(nproc)" -lt 2 ]; then
+    echo "needs 2 CPUs (server on CPU 0, client on CPU 1)" >&2
+    exit 2
+fi
+
+(cd "$repo" && cargo build --release -q)
+ringlab="$repo/target/release/ringlab"
+
+work=$(mktemp -d)
+nginx_pid=""
+cleanup() {
+    if [ -n "$nginx_pid" ]; then kill "$nginx_pid" 2>/dev/null || true; wait "$nginx_pid" 2>/dev/null || true; fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+mkdir -p "$work/logs"
+cat >"$work/nginx.conf" <<EOF
+worker_processes 1;
+worker_rlimit_nofile 65536;
+daemon off;
+master_process on;
+pid $work/nginx.pid;
+error_log $work/logs/error.log warn;
+events { worker_connections 32768; }
+http {
+    access_log off;
+    keepalive_requests 1000000000;
+    keepalive_timeout 300s;
+    client_body_temp_path $work/body;
+    proxy_temp_path $work/proxy;
+    fastcgi_temp_path $work/fastcgi;
+    uwsgi_temp_path $work/uwsgi;
+    scgi_temp_path $work/scgi;
+    server {
+        listen 127.0.0.1:$port backlog=16384 reuseport;
+        location / { return 200; }
+    }
+}
+EOF
+ulimit -n 65536 2>/dev/null || true
+taskset -c 0 nginx -p "$work" -c "$work/nginx.conf" &
+nginx_pid=$!
+for _ in $(seq 50); do
+    if (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null; then break; fi
+    sleep 0.1
+done
+url="http://127.0.0.1:$port/"
+
+# Runs a command pinned to CPU 1; prints "requests req_per_s cpu_s maxrss_kib".
+measure() {
+    python3 - "$@" <<'PY'
+import os, re, subprocess, sys
+p = subprocess.Popen(["taskset", "-c", "1"] + sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+out = p.stdout.read().decode(errors="replace")
+_, status, ru = os.wait4(p.pid, 0)
+m = re.search(r"(\d+) requests in", out)
+r = re.search(r"Requests/sec:\s*([0-9.]+)", out)
+if status != 0 or not m or not r:
+    sys.stderr.write("failed: %s\n%s\n" % (" ".join(sys.argv[1:]), out))
+    print("0 0 0 0")
+else:
+    print(m.group(1), r.group(1), ru.ru_utime + ru.ru_stime, ru.ru_maxrss)
+PY
+}
+
+# The ringlab flags of a client name.
+io_args() {
+    case "$1" in
+        uring+coop) echo "--no-kstat --io uring --coop-taskrun" ;;
+        uring+dt) echo "--no-kstat --io uring --single-issuer --defer-taskrun" ;;
+        *) echo "--no-kstat --io $1" ;;
+    esac
+}
+
+tools="wrk $ios"
+results="$work/results"
+: >"$results"
+echo "ringlab http vs wrk: nginx on CPU 0, client on CPU 1, ${dur}s per run, $repeats repeats" >&2
+for rep in $(seq "$repeats"); do
+    for c in $conns_list; do
+        for tool in $tools; do
+            if [ "$tool" = wrk ]; then
+                line=$(measure wrk -t1 -c"$c" -d"${dur}s" "$url")
+            else
+                # shellcheck disable=SC2046
+                line=$(measure "$ringlab" http -t1 -c"$c" -d"${dur}s" $(io_args "$tool") "$url")
+            fi
+            echo "$c $tool $line" >>"$results"
+            echo "  repeat $rep, $c connections, $tool: $line" >&2
+        done
+    done
+done
+
+python3 - "$results" "$tools" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+tools = sys.argv[2].split()
+data = {}
+for c, tool, n, rps, cpu, rss in rows:
+    n, rps, cpu = int(n), float(rps), float(cpu)
+    data.setdefault((int(c), tool), []).append((rps, cpu * 1e6 / n if n else float("nan")))
+print(f"{'conns':>5} {'client':<12} {'req/s':>10} {'CPU us/req':>10} {'req/s vs wrk':>12} {'req/CPU-s vs wrk':>16}")
+for c in sorted({k[0] for k in data}):
+    base = data.get((c, "wrk"))
+    b_rps = statistics.median(r for r, _ in base) if base else None
+    b_cpu = statistics.median(u for _, u in base) if base else None
+    for tool in tools:
+        v = data.get((c, tool))
+        if not v:
+            continue
+        rps = statistics.median(r for r, _ in v)
+        cpu = statistics.median(u for _, u in v)
+        r1 = f"{rps / b_rps:.2f}x" if b_rps else "-"
+        r2 = f"{b_cpu / cpu:.2f}x" if b_cpu and cpu == cpu and cpu > 0 else "-"
+        print(f"{c:>5} {tool:<12} {rps:>10.0f} {cpu:>10.2f} {r1:>12} {r2:>16}")
+PY
+
+echo
+echo "$big connections held for ${dur}s (client peak RSS):"
+for tool in $ios; do
+    # shellcheck disable=SC2046
+    line=$(measure "$ringlab" http -t1 -c"$big" -d"${dur}s" --timeout 10s $(io_args "$tool") "$url")
+    read -r n rps cpu rss <<<"$line"
+    echo "  ringlab $(io_args "$tool"): $n requests, $(( rss / 1024 )) MiB resident (limit 200 MiB)"
+done

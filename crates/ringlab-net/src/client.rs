@@ -1,0 +1,510 @@
+//! The one connection state machine every driver shares: connect, queue
+//! requests (closed loop, or open loop on a schedule), account written
+//! bytes, parse what is read, record each response, close and reopen. A
+//! driver only moves bytes and reports what the kernel said.
+
+use crate::http::{Flow, ResponseParser};
+use ringlab_stats::{DirectionRecorder, HttpErrors, LatencyRecorder};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::os::fd::RawFd;
+use std::time::Instant;
+
+/// Requests per second are sampled over windows this long (as wrk).
+pub const SAMPLE_NS: u64 = 100_000_000;
+
+/// Kinds of socket error, each counted; the connection is then reopened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrKind {
+    Connect,
+    Read,
+    Write,
+    Timeout,
+    Parse,
+    /// The server closed the connection with a response outstanding.
+    Closed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Closed,
+    Connecting,
+    Open,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Sent {
+    sent_ns: u64,
+    due_ns: u64,
+}
+
+/// One connection's protocol state (the driver keeps its own mechanics).
+#[derive(Debug)]
+pub struct Conn {
+    pub fd: RawFd,
+    /// Bumped on every reopen, so a driver can drop stale events.
+    pub generation: u32,
+    pub phase: Phase,
+    /// Request bytes queued; `woff` of them are written.
+    pub wbuf: Vec<u8>,
+    pub woff: usize,
+    parser: ResponseParser,
+    inflight: VecDeque<Sent>,
+    /// Open loop: when this connection's next request is due.
+    next_due_ns: u64,
+    /// When the current connect began (connect timeout).
+    since_ns: u64,
+    timer_armed: bool,
+}
+
+impl Conn {
+    fn new() -> Conn {
+        Conn {
+            fd: -1,
+            generation: 0,
+            phase: Phase::Closed,
+            wbuf: Vec::new(),
+            woff: 0,
+            parser: ResponseParser::new(),
+            inflight: VecDeque::new(),
+            next_due_ns: 0,
+            since_ns: 0,
+            timer_armed: false,
+        }
+    }
+
+    /// Bytes waiting to be written.
+    pub fn unwritten(&self) -> &[u8] {
+        &self.wbuf[self.woff..]
+    }
+}
+
+/// What one client thread counted.
+#[derive(Debug, Clone, Default)]
+pub struct ClientStats {
+    /// Responses: ops, bytes read from sockets, latency (corrected in open
+    /// loop).
+    pub responses: DirectionRecorder,
+    /// Open loop only: latency from when each request was sent.
+    pub lat_uncorrected: LatencyRecorder,
+    pub requests_sent: u64,
+    pub bytes_written: u64,
+    pub status: Vec<u64>,
+    pub errors: HttpErrors,
+    pub connects: u64,
+    /// System calls the driver made (each call site counts itself).
+    pub syscalls: u64,
+    /// False when the driver cannot count every call (SQPOLL wake-ups).
+    pub syscalls_counted: bool,
+    /// Requests per second of each 100 ms window.
+    pub rate_samples: Vec<f64>,
+}
+
+impl ClientStats {
+    pub fn merge(&mut self, o: &ClientStats) {
+        self.responses.merge(&o.responses);
+        self.lat_uncorrected.merge(&o.lat_uncorrected);
+        self.requests_sent += o.requests_sent;
+        self.bytes_written += o.bytes_written;
+        if self.status.len() < o.status.len() {
+            self.status.resize(o.status.len(), 0);
+        }
+        for (a, b) in self.status.iter_mut().zip(&o.status) {
+            *a += b;
+        }
+        self.errors.merge(&o.errors);
+        self.connects += o.connects;
+        self.syscalls += o.syscalls;
+        self.syscalls_counted &= o.syscalls_counted;
+        self.rate_samples.extend_from_slice(&o.rate_samples);
+    }
+}
+
+/// Settings of one client thread.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub connections: u32,
+    pub request: Vec<u8>,
+    pub head_request: bool,
+    pub pipeline: u32,
+    /// Open loop: nanoseconds between two requests of one connection.
+    pub interval_ns: Option<u64>,
+    pub timeout_ns: u64,
+}
+
+/// A client thread's connections and counts.
+pub struct Client {
+    pub conns: Vec<Conn>,
+    pub stats: ClientStats,
+    cfg: ClientConfig,
+    base: Instant,
+    timers: BinaryHeap<Reverse<(u64, u32)>>,
+    next_timeout_check_ns: u64,
+    timeout_check_every_ns: u64,
+    sample_start_ns: u64,
+    sample_start_ops: u64,
+}
+
+impl Client {
+    pub fn new(cfg: ClientConfig) -> Client {
+        let n = cfg.connections as usize;
+        let mut conns: Vec<Conn> = (0..n).map(|_| Conn::new()).collect();
+        if let Some(iv) = cfg.interval_ns {
+            // Stagger the schedules so the connections do not fire together.
+            for (i, c) in conns.iter_mut().enumerate() {
+                c.next_due_ns = iv * i as u64 / n as u64;
+            }
+        }
+        let every = (cfg.timeout_ns / 10).clamp(1_000_000, 100_000_000);
+        Client {
+            conns,
+            stats: ClientStats {
+                status: vec![0; 600],
+                syscalls_counted: true,
+                ..Default::default()
+            },
+            cfg,
+            base: Instant::now(),
+            timers: BinaryHeap::new(),
+            next_timeout_check_ns: every,
+            timeout_check_every_ns: every,
+            sample_start_ns: 0,
+            sample_start_ops: 0,
+        }
+    }
+
+    /// Restarts the clock (and the open-loop schedule) at the start of the
+    /// measured run.
+    pub fn start_clock(&mut self) {
+        self.base = Instant::now();
+    }
+
+    /// Nanoseconds since the run started.
+    #[inline]
+    pub fn now(&self) -> u64 {
+        self.base.elapsed().as_nanos() as u64
+    }
+
+    pub fn open_loop(&self) -> bool {
+        self.cfg.interval_ns.is_some()
+    }
+
+    /// A connect is starting on `fd`.
+    pub fn connecting(&mut self, i: usize, fd: RawFd, now: u64) {
+        let c = &mut self.conns[i];
+        c.fd = fd;
+        c.phase = Phase::Connecting;
+        c.since_ns = now;
+        self.stats.connects += 1;
+    }
+
+    pub fn connected(&mut self, i: usize) {
+        self.conns[i].phase = Phase::Open;
+    }
+
+    /// Queues the requests this connection may send now; true when it has
+    /// bytes to write.
+    pub fn fill(&mut self, i: usize, now: u64) -> bool {
+        let pipeline = self.cfg.pipeline as usize;
+        let c = &mut self.conns[i];
+        if c.phase != Phase::Open {
+            return false;
+        }
+        if c.woff == c.wbuf.len() {
+            c.wbuf.clear();
+            c.woff = 0;
+        }
+        while c.inflight.len() < pipeline {
+            let due_ns = match self.cfg.interval_ns {
+                None => now,
+                Some(iv) => {
+                    if c.next_due_ns > now {
+                        if !c.timer_armed {
+                            c.timer_armed = true;
+                            self.timers.push(Reverse((c.next_due_ns, i as u32)));
+                        }
+                        break;
+                    }
+                    let due = c.next_due_ns;
+                    c.next_due_ns += iv;
+                    due
+                }
+            };
+            c.wbuf.extend_from_slice(&self.cfg.request);
+            c.inflight.push_back(Sent {
+                sent_ns: now,
+                due_ns,
+            });
+            self.stats.requests_sent += 1;
+        }
+        c.woff < c.wbuf.len()
+    }
+
+    /// `n` bytes of the queued requests went out.
+    pub fn wrote(&mut self, i: usize, n: usize) {
+        let c = &mut self.conns[i];
+        c.woff += n;
+        self.stats.bytes_written += n as u64;
+        if c.woff == c.wbuf.len() {
+            c.wbuf.clear();
+            c.woff = 0;
+        }
+    }
+
+    /// Bytes read: parses them and records every complete response.
+    /// `Ok(Flow::Close)` when the server said it closes.
+    pub fn received(&mut self, i: usize, data: &[u8], now: u64) -> Result<Flow, ErrKind> {
+        self.stats.responses.bytes += data.len() as u64;
+        let head = self.cfg.head_request;
+        let open_loop = self.open_loop();
+        let c = &mut self.conns[i];
+        let stats = &mut self.stats;
+        let mut unsolicited = false;
+        let flow = c
+            .parser
+            .feed(data, head, |resp| match c.inflight.pop_front() {
+                Some(s) => {
+                    let lat = now.saturating_sub(if open_loop { s.due_ns } else { s.sent_ns });
+                    stats.responses.ops += 1;
+                    stats.responses.lat.record(lat);
+                    if open_loop {
+                        stats.lat_uncorrected.record(now.saturating_sub(s.sent_ns));
+                    }
+                    let code = (resp.status as usize).min(stats.status.len() - 1);
+                    stats.status[code] += 1;
+                }
+                None => unsolicited = true,
+            });
+        if unsolicited {
+            return Err(ErrKind::Parse);
+        }
+        flow.map_err(|_| ErrKind::Parse)
+    }
+
+    /// The server closed the connection: a body framed by the close ends
+    /// here; a response cut short or requests left unanswered are a
+    /// `Closed` error.
+    pub fn peer_closed(&mut self, i: usize, now: u64) -> Option<ErrKind> {
+        let c = &mut self.conns[i];
+        match c.parser.eof() {
+            Ok(Some(resp)) => {
+                // Count it through the normal path.
+                if let Some(s) = c.inflight.pop_front() {
+                    let open_loop = self.cfg.interval_ns.is_some();
+                    let lat = now.saturating_sub(if open_loop { s.due_ns } else { s.sent_ns });
+                    self.stats.responses.ops += 1;
+                    self.stats.responses.lat.record(lat);
+                    if open_loop {
+                        self.stats
+                            .lat_uncorrected
+                            .record(now.saturating_sub(s.sent_ns));
+                    }
+                    let code = (resp.status as usize).min(self.stats.status.len() - 1);
+                    self.stats.status[code] += 1;
+                }
+                None
+            }
+            Err(_) => Some(ErrKind::Closed),
+            Ok(None) if !c.inflight.is_empty() => Some(ErrKind::Closed),
+            Ok(None) => None,
+        }
+    }
+
+    pub fn count_error(&mut self, kind: ErrKind) {
+        let e = &mut self.stats.errors;
+        match kind {
+            ErrKind::Connect => e.connect += 1,
+            ErrKind::Read => e.read += 1,
+            ErrKind::Write => e.write += 1,
+            ErrKind::Timeout => e.timeout += 1,
+            ErrKind::Parse => e.parse += 1,
+            ErrKind::Closed => e.closed += 1,
+        }
+    }
+
+    /// Forgets the connection's socket and partial state (the driver has
+    /// closed the descriptor); unanswered requests are dropped.
+    pub fn reset(&mut self, i: usize) {
+        let c = &mut self.conns[i];
+        c.fd = -1;
+        c.phase = Phase::Closed;
+        c.wbuf.clear();
+        c.woff = 0;
+        c.parser.reset();
+        c.inflight.clear();
+        c.generation = c.generation.wrapping_add(1);
+    }
+
+    /// Connections whose open-loop request became due by `now`.
+    pub fn due(&mut self, now: u64, out: &mut Vec<u32>) {
+        while let Some(&Reverse((t, i))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            self.conns[i as usize].timer_armed = false;
+            out.push(i);
+        }
+    }
+
+    /// Connections stuck longer than --timeout (a request without its
+    /// response, or a connect); checked every tenth of the timeout.
+    pub fn expired(&mut self, now: u64, out: &mut Vec<u32>) {
+        if now < self.next_timeout_check_ns {
+            return;
+        }
+        self.next_timeout_check_ns = now + self.timeout_check_every_ns;
+        let limit = self.cfg.timeout_ns;
+        for (i, c) in self.conns.iter().enumerate() {
+            let since = match c.phase {
+                Phase::Connecting => Some(c.since_ns),
+                Phase::Open => c.inflight.front().map(|s| s.sent_ns),
+                Phase::Closed => None,
+            };
+            if since.is_some_and(|s| now.saturating_sub(s) > limit) {
+                out.push(i as u32);
+            }
+        }
+    }
+
+    /// How long the driver may sleep: until the next due request, the next
+    /// timeout check, the next rate sample or the end of the run.
+    pub fn wait_ns(&self, now: u64, end_ns: u64) -> u64 {
+        let mut t = end_ns
+            .min(self.next_timeout_check_ns)
+            .min(self.sample_start_ns + SAMPLE_NS);
+        if let Some(&Reverse((due, _))) = self.timers.peek() {
+            t = t.min(due);
+        }
+        t.saturating_sub(now)
+    }
+
+    /// Closes a 100 ms rate window when one has passed.
+    pub fn sample(&mut self, now: u64) {
+        let span = now.saturating_sub(self.sample_start_ns);
+        if span >= SAMPLE_NS {
+            let ops = self.stats.responses.ops;
+            let rate = (ops - self.sample_start_ops) as f64 * 1e9 / span as f64;
+            self.stats.rate_samples.push(rate);
+            self.sample_start_ns = now;
+            self.sample_start_ops = ops;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(pipeline: u32, interval_ns: Option<u64>) -> Client {
+        Client::new(ClientConfig {
+            connections: 2,
+            request: b"GET / HTTP/1.1\r\n\r\n".to_vec(),
+            head_request: false,
+            pipeline,
+            interval_ns,
+            timeout_ns: 1_000_000_000,
+        })
+    }
+
+    const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+    #[test]
+    fn closed_loop_keeps_pipeline_full_and_records_each_response() {
+        let mut c = client(3, None);
+        c.connecting(0, 5, 0);
+        c.connected(0);
+        assert!(c.fill(0, 10));
+        assert_eq!(c.conns[0].unwritten().len(), 3 * 18);
+        c.wrote(0, 3 * 18);
+        assert!(!c.fill(0, 10), "pipeline full");
+        let two = [OK, OK].concat();
+        assert_eq!(c.received(0, &two, 110), Ok(Flow::Continue));
+        assert_eq!(c.stats.responses.ops, 2);
+        assert_eq!(c.stats.responses.lat.summary().unwrap().max, 100);
+        assert!(c.fill(0, 120));
+        assert_eq!(c.conns[0].unwritten().len(), 2 * 18);
+        assert_eq!(c.stats.requests_sent, 5);
+        assert_eq!(c.stats.status[200], 2);
+    }
+
+    #[test]
+    fn open_loop_measures_from_due_time() {
+        let mut c = client(1, Some(1000));
+        c.connecting(0, 5, 0);
+        c.connected(0);
+        assert!(c.fill(0, 0)); // due at 0
+        c.wrote(0, 18);
+        // Response arrives late, at 2500: corrected latency 2500, the next
+        // two requests were due at 1000 and 2000.
+        c.received(0, OK, 2500).unwrap();
+        assert!(c.fill(0, 2500));
+        c.wrote(0, 18);
+        c.received(0, OK, 2600).unwrap();
+        let corrected = c.stats.responses.lat.summary().unwrap();
+        let raw = c.stats.lat_uncorrected.summary().unwrap();
+        assert_eq!(corrected.max, 2500);
+        assert_eq!(corrected.min, 1600); // due 1000, done 2600
+        assert_eq!(raw.min, 100); // sent 2500, done 2600
+                                  // The third is due at 2000 <= now: sent at once; the fourth waits.
+        assert!(c.fill(0, 2600));
+        c.wrote(0, 18);
+        assert!(!c.fill(0, 2600));
+        let mut due = Vec::new();
+        c.due(2999, &mut due);
+        c.received(0, OK, 2700).unwrap();
+        assert!(!c.fill(0, 2700), "next is due at 3000");
+        c.due(3000, &mut due);
+        assert_eq!(due, vec![0]);
+        assert!(c.fill(0, 3000));
+    }
+
+    #[test]
+    fn close_mid_response_and_unanswered_requests_are_errors() {
+        let mut c = client(1, None);
+        c.connecting(0, 5, 0);
+        c.connected(0);
+        c.fill(0, 0);
+        assert_eq!(c.peer_closed(0, 5), Some(ErrKind::Closed));
+        c.reset(0);
+        c.connecting(0, 5, 0);
+        c.connected(0);
+        c.fill(0, 0);
+        c.received(0, &OK[..10], 1).unwrap();
+        assert_eq!(c.peer_closed(0, 5), Some(ErrKind::Closed));
+        c.reset(0);
+        assert_eq!(c.peer_closed(0, 5), None, "idle close is clean");
+        assert_eq!(c.conns[0].generation, 2);
+    }
+
+    #[test]
+    fn stuck_requests_expire() {
+        let mut c = client(1, None);
+        c.connecting(0, 5, 0);
+        c.connected(0);
+        c.fill(0, 0);
+        c.connecting(1, 6, 0);
+        let mut out = Vec::new();
+        c.expired(500_000_000, &mut out);
+        assert!(out.is_empty());
+        c.expired(1_500_000_000, &mut out);
+        assert_eq!(out, vec![0, 1]);
+    }
+
+    #[test]
+    fn garbage_and_unsolicited_responses_are_parse_errors() {
+        let mut c = client(1, None);
+        c.connecting(0, 5, 0);
+        c.connected(0);
+        assert_eq!(
+            c.received(0, OK, 1),
+            Err(ErrKind::Parse),
+            "nothing was sent"
+        );
+        c.reset(0);
+        c.connecting(0, 5, 0);
+        c.connected(0);
+        c.fill(0, 0);
+        assert_eq!(c.received(0, b"garbage\r\n\r\n", 1), Err(ErrKind::Parse));
+    }
+}

@@ -1,0 +1,227 @@
+//! wrk's design: non-blocking sockets, level-triggered epoll. A connection
+//! always waits for input; it waits for output only while a write is short
+//! (so the common case costs epoll_wait, read and send per response).
+
+use super::{Driver, RunCtx};
+use crate::client::{Client, ErrKind, Phase};
+use crate::http::Flow;
+use crate::sys::{self, Epoll};
+use std::io;
+
+/// Bytes one read may take; shared by all connections of the thread.
+const READ_BUF: usize = 64 * 1024;
+const EVENTS: usize = 1024;
+
+pub struct EpollDriver {
+    ep: Epoll,
+    /// Whether each connection currently waits for EPOLLOUT.
+    want_out: Vec<bool>,
+    buf: Vec<u8>,
+    stopping: bool,
+}
+
+fn token(i: usize, generation: u32) -> u64 {
+    (generation as u64) << 32 | i as u64
+}
+
+impl EpollDriver {
+    pub fn new(connections: usize) -> io::Result<EpollDriver> {
+        Ok(EpollDriver {
+            ep: Epoll::new()?,
+            want_out: vec![false; connections],
+            buf: vec![0; READ_BUF],
+            stopping: false,
+        })
+    }
+
+    fn open(&mut self, c: &mut Client, ctx: &RunCtx, i: usize) {
+        if self.stopping {
+            return;
+        }
+        let now = c.now();
+        let fd = match sys::tcp_socket(ctx.addr.family(), true, &mut c.stats.syscalls) {
+            Ok(fd) => fd,
+            Err(_) => {
+                c.count_error(ErrKind::Connect);
+                return;
+            }
+        };
+        c.connecting(i, fd, now);
+        c.stats.syscalls += 2; // connect, epoll_ctl
+        let started = sys::connect(fd, &ctx.addr);
+        let generation = c.conns[i].generation;
+        let events = (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLRDHUP) as u32;
+        let added = self
+            .ep
+            .ctl(libc::EPOLL_CTL_ADD, fd, events, token(i, generation));
+        self.want_out[i] = true;
+        match (started, added) {
+            (Ok(_), Ok(())) => {}
+            _ => self.close(c, ctx, i, Some(ErrKind::Connect)),
+        }
+    }
+
+    /// Closes connection `i`, counts `err`, and opens a new one.
+    fn close(&mut self, c: &mut Client, ctx: &RunCtx, i: usize, err: Option<ErrKind>) {
+        if let Some(k) = err {
+            c.count_error(k);
+        }
+        // Closing the descriptor removes it from the epoll set.
+        sys::close(c.conns[i].fd);
+        c.stats.syscalls += 1;
+        c.reset(i);
+        self.open(c, ctx, i);
+    }
+
+    fn set_out(&mut self, c: &mut Client, i: usize, on: bool) {
+        if self.want_out[i] == on {
+            return;
+        }
+        self.want_out[i] = on;
+        let mut events = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+        if on {
+            events |= libc::EPOLLOUT as u32;
+        }
+        c.stats.syscalls += 1;
+        let conn = &c.conns[i];
+        let _ = self.ep.ctl(
+            libc::EPOLL_CTL_MOD,
+            conn.fd,
+            events,
+            token(i, conn.generation),
+        );
+    }
+
+    /// Writes what is queued; waits for EPOLLOUT only when the socket is full.
+    fn flush(&mut self, c: &mut Client, ctx: &RunCtx, i: usize) {
+        loop {
+            let conn = &c.conns[i];
+            if conn.unwritten().is_empty() {
+                self.set_out(c, i, false);
+                return;
+            }
+            c.stats.syscalls += 1;
+            match sys::send(conn.fd, conn.unwritten()) {
+                Ok(n) => c.wrote(i, n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.set_out(c, i, true);
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return self.close(c, ctx, i, Some(ErrKind::Write)),
+            }
+        }
+    }
+
+    fn readable(&mut self, c: &mut Client, ctx: &RunCtx, i: usize) {
+        loop {
+            c.stats.syscalls += 1;
+            let fd = c.conns[i].fd;
+            match sys::read(fd, &mut self.buf) {
+                Ok(0) => {
+                    let now = c.now();
+                    let err = c.peer_closed(i, now);
+                    return self.close(c, ctx, i, err);
+                }
+                Ok(n) => {
+                    let now = c.now();
+                    match c.received(i, &self.buf[..n], now) {
+                        Ok(Flow::Continue) => {}
+                        Ok(Flow::Close) => return self.close(c, ctx, i, None),
+                        Err(k) => return self.close(c, ctx, i, Some(k)),
+                    }
+                    if n < self.buf.len() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return self.close(c, ctx, i, Some(ErrKind::Read)),
+            }
+        }
+        let now = c.now();
+        if c.fill(i, now) {
+            self.flush(c, ctx, i);
+        }
+    }
+
+    fn event(&mut self, c: &mut Client, ctx: &RunCtx, i: usize, ev: u32) {
+        let err = ev & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
+        match c.conns[i].phase {
+            Phase::Connecting => {
+                c.stats.syscalls += 1; // getsockopt
+                if err || sys::socket_error(c.conns[i].fd).is_some() {
+                    return self.close(c, ctx, i, Some(ErrKind::Connect));
+                }
+                if ev & libc::EPOLLOUT as u32 == 0 {
+                    return;
+                }
+                c.connected(i);
+                let now = c.now();
+                c.fill(i, now);
+                self.flush(c, ctx, i);
+            }
+            Phase::Open => {
+                if ev & (libc::EPOLLIN | libc::EPOLLRDHUP) as u32 != 0 || err {
+                    self.readable(c, ctx, i);
+                }
+                if ev & libc::EPOLLOUT as u32 != 0
+                    && c.conns[i].phase == Phase::Open
+                    && self.want_out[i]
+                {
+                    self.flush(c, ctx, i);
+                }
+            }
+            Phase::Closed => {}
+        }
+    }
+}
+
+impl Driver for EpollDriver {
+    fn run(&mut self, c: &mut Client, ctx: &RunCtx) -> io::Result<()> {
+        for i in 0..c.conns.len() {
+            self.open(c, ctx, i);
+        }
+        let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS];
+        let mut ready = Vec::new();
+        loop {
+            let now = c.now();
+            if now >= ctx.end_ns || ctx.stopped() {
+                break;
+            }
+            let wait_ms = c.wait_ns(now, ctx.end_ns).div_ceil(1_000_000) as i32;
+            c.stats.syscalls += 1;
+            let n = self.ep.wait(&mut events, wait_ms)?;
+            for ev in &events[..n] {
+                let i = (ev.u64 & 0xffff_ffff) as usize;
+                let generation = (ev.u64 >> 32) as u32;
+                if c.conns[i].generation != generation {
+                    continue;
+                }
+                self.event(c, ctx, i, ev.events);
+            }
+            let now = c.now();
+            ready.clear();
+            c.due(now, &mut ready);
+            for &i in &ready {
+                let i = i as usize;
+                if c.fill(i, now) {
+                    self.flush(c, ctx, i);
+                }
+            }
+            ready.clear();
+            c.expired(now, &mut ready);
+            for &i in &ready {
+                self.close(c, ctx, i as usize, Some(ErrKind::Timeout));
+            }
+            c.sample(now);
+            ctx.publish(c);
+        }
+        self.stopping = true;
+        for conn in &mut c.conns {
+            sys::close(conn.fd);
+            conn.fd = -1;
+        }
+        Ok(())
+    }
+}

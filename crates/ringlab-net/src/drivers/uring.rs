@@ -1,0 +1,647 @@
+//! The io_uring drivers, one loop in three modes:
+//!
+//! - `uring-nb`: each operation is submitted as soon as it is prepared, and
+//!   completions are taken one at a time (the thesis's io_uring-nb).
+//! - `uring`: operations of all connections are prepared, then submitted
+//!   and reaped in one batch per loop turn (the thesis's io_uring).
+//! - `uring-mshot`: `uring` plus one multishot receive per connection into
+//!   a provided buffer ring, sockets in the ring's file table, and
+//!   SINGLE_ISSUER with DEFER_TASKRUN.
+//!
+//! A connection is closed only once none of its operations is in flight
+//! (pending ones are cancelled first), so the kernel never writes into a
+//! buffer that was reused, and no completion outlives its connection.
+
+use super::{Driver, RunCtx};
+use crate::client::{Client, ErrKind, Phase};
+use crate::http::Flow;
+use crate::plan::{HttpPlan, IoKind, RingKnobs};
+use crate::sys;
+use io_uring::types::{BufRingEntry, CancelBuilder, Fd, Fixed, SubmitArgs, Timespec};
+use io_uring::{cqueue, opcode, squeue, IoUring};
+use std::io;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+/// Receive buffer of each connection (uring, uring-nb): wrk's RECVBUF.
+const RECV_BUF: usize = 8192;
+/// Buffers of the provided ring (uring-mshot) and their size.
+const RING_BUF: usize = 4096;
+const BGID: u16 = 7;
+/// How long the end of the run may wait for cancelled operations.
+const DRAIN_LIMIT: Duration = Duration::from_secs(1);
+
+/// IORING_RECVSEND_POLL_FIRST (Linux 5.19): a receive is armed right after
+/// its request went out, so the socket is almost always empty; skip the
+/// attempt that would fail and wait for data at once.
+const RECV_POLL_FIRST: u16 = 1;
+
+const OP_CONNECT: u64 = 1;
+const OP_SEND: u64 = 2;
+const OP_RECV: u64 = 3;
+const OP_CANCEL: u64 = 4;
+
+fn user_data(op: u64, i: usize, generation: u32) -> u64 {
+    op << 56 | ((generation as u64) & 0xff_ffff) << 32 | i as u64
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Nb,
+    Batch,
+    Mshot,
+}
+
+/// The driver's view of one connection: which operations are in flight.
+#[derive(Debug, Clone, Copy, Default)]
+struct OpState {
+    inflight: u32,
+    connect: bool,
+    send: bool,
+    recv: bool,
+    closing: bool,
+}
+
+/// A provided buffer ring (Linux 5.19): the kernel picks a buffer for each
+/// multishot receive; the driver hands it back after parsing.
+struct BufRing {
+    entries: *mut BufRingEntry,
+    ring_bytes: usize,
+    count: u16,
+    tail: u16,
+    bufs: Vec<u8>,
+}
+
+impl BufRing {
+    fn new(count: u16) -> io::Result<BufRing> {
+        let ring_bytes = count as usize * std::mem::size_of::<BufRingEntry>();
+        // SAFETY: an anonymous private mapping; checked for MAP_FAILED. The
+        // kernel needs the ring page-aligned, which mmap guarantees.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                ring_bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let mut r = BufRing {
+            entries: ptr as *mut BufRingEntry,
+            ring_bytes,
+            count,
+            tail: 0,
+            bufs: vec![0; count as usize * RING_BUF],
+        };
+        for bid in 0..count {
+            r.give(bid);
+        }
+        Ok(r)
+    }
+
+    /// Hands buffer `bid` (back) to the kernel.
+    fn give(&mut self, bid: u16) {
+        let idx = (self.tail & (self.count - 1)) as usize;
+        // SAFETY: idx < count, inside the mapping; the kernel reads this
+        // entry only after the tail store below publishes it.
+        let e = unsafe { &mut *self.entries.add(idx) };
+        e.set_addr(self.bufs[bid as usize * RING_BUF..].as_ptr() as u64);
+        e.set_len(RING_BUF as u32);
+        e.set_bid(bid);
+        self.tail = self.tail.wrapping_add(1);
+        // SAFETY: the tail field of entry 0 is the ring's shared tail; it is
+        // a properly aligned u16 inside the mapping.
+        let tail = unsafe { &*(BufRingEntry::tail(self.entries) as *const AtomicU16) };
+        tail.store(self.tail, Ordering::Release);
+    }
+
+    fn buf(&self, bid: u16, len: usize) -> &[u8] {
+        let start = bid as usize * RING_BUF;
+        &self.bufs[start..start + len.min(RING_BUF)]
+    }
+}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        // SAFETY: the mapping was made in `new` with this length; the ring
+        // that used it is dropped before (field order of UringDriver).
+        unsafe { libc::munmap(self.entries as *mut libc::c_void, self.ring_bytes) };
+    }
+}
+
+pub struct UringDriver {
+    // Field order is drop order: the ring goes before the buffers it uses.
+    ring: IoUring,
+    mode: Mode,
+    fixed: bool,
+    sqpoll: bool,
+    ops: Vec<OpState>,
+    recv_bufs: Vec<u8>,
+    bufring: Option<BufRing>,
+    stopping: bool,
+    cqes: Vec<(u64, i32, u32)>,
+}
+
+/// One line that says why the ring could not be set up, and what to do.
+pub fn explain_setup_error(plan: &HttpPlan, e: &io::Error) -> String {
+    let knobs = plan.config_map();
+    let on: Vec<&str> = [
+        "sqpoll",
+        "coop-taskrun",
+        "defer-taskrun",
+        "single-issuer",
+        "fixed-files",
+    ]
+    .into_iter()
+    .filter(|k| knobs.get(*k).and_then(|v| v.as_bool()) == Some(true))
+    .collect();
+    match e.raw_os_error() {
+        Some(libc::EPERM) => format!(
+            "io_uring setup for --io {}: {e}; io_uring is disabled (sysctl kernel.io_uring_disabled) or blocked by seccomp: use --io epoll or allow io_uring",
+            plan.io.name()
+        ),
+        Some(libc::EINVAL) => format!(
+            "io_uring setup for --io {} ({}): {e}; this kernel lacks one of them (coop-taskrun needs Linux 5.19, single-issuer 6.0, defer-taskrun 6.1, buffer rings 5.19): drop it or use --io uring",
+            plan.io.name(),
+            if on.is_empty() { "no knobs".to_string() } else { on.join(", ") }
+        ),
+        Some(libc::ENOMEM) => format!(
+            "io_uring setup for --io {}: {e}; the ring or its buffers do not fit in locked memory: lower --connections or raise 'ulimit -l'",
+            plan.io.name()
+        ),
+        _ => format!("io_uring setup for --io {}: {e}", plan.io.name()),
+    }
+}
+
+impl UringDriver {
+    pub fn new(kind: IoKind, knobs: RingKnobs, connections: usize) -> io::Result<UringDriver> {
+        let mode = match kind {
+            IoKind::UringNb => Mode::Nb,
+            IoKind::UringMshot => Mode::Mshot,
+            _ => Mode::Batch,
+        };
+        let entries = (connections * 2).next_power_of_two().clamp(64, 4096) as u32;
+        let mut b = IoUring::builder();
+        b.setup_cqsize(entries * 4);
+        if knobs.sqpoll {
+            b.setup_sqpoll(1000);
+        }
+        if knobs.coop_taskrun {
+            b.setup_coop_taskrun();
+        }
+        if knobs.single_issuer {
+            b.setup_single_issuer();
+        }
+        if knobs.defer_taskrun {
+            b.setup_defer_taskrun();
+        }
+        let ring = b.build(entries)?;
+        let fixed = knobs.fixed_files;
+        if fixed {
+            ring.submitter().register_files_sparse(connections as u32)?;
+        }
+        let bufring = if mode == Mode::Mshot {
+            let count = (connections * 2).next_power_of_two().clamp(256, 8192) as u16;
+            let br = BufRing::new(count)?;
+            // SAFETY: the ring memory stays mapped until after the IoUring
+            // is dropped (field order), and holds `count` entries.
+            unsafe {
+                ring.submitter()
+                    .register_buf_ring_with_flags(br.entries as u64, count, BGID, 0)?
+            };
+            Some(br)
+        } else {
+            None
+        };
+        let recv_bufs = if mode == Mode::Mshot {
+            Vec::new()
+        } else {
+            vec![0; connections * RECV_BUF]
+        };
+        Ok(UringDriver {
+            ring,
+            mode,
+            fixed,
+            sqpoll: knobs.sqpoll,
+            ops: vec![OpState::default(); connections],
+            recv_bufs,
+            bufring,
+            stopping: false,
+            cqes: Vec::with_capacity(entries as usize * 4),
+        })
+    }
+
+    /// Enters the kernel: submits what is queued and, with `want`, waits for
+    /// that many completions at most `wait_ns`.
+    fn enter(&mut self, c: &mut Client, want: usize, wait_ns: u64) -> io::Result<()> {
+        if self.sqpoll {
+            c.stats.syscalls_counted = false;
+        } else {
+            c.stats.syscalls += 1;
+        }
+        let r = if want > 0 {
+            let ts = Timespec::new()
+                .sec(wait_ns / 1_000_000_000)
+                .nsec((wait_ns % 1_000_000_000) as u32);
+            let args = SubmitArgs::new().timespec(&ts);
+            self.ring.submitter().submit_with_args(want, &args)
+        } else {
+            self.ring.submit()
+        };
+        match r {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Queues one operation; in uring-nb it is submitted at once.
+    fn push(&mut self, c: &mut Client, e: squeue::Entry) -> io::Result<()> {
+        loop {
+            // SAFETY: every buffer and address an entry points at (request
+            // bytes, receive buffers, the peer address) stays alive and
+            // unmoved until its completion: wbuf is not touched while a
+            // send is in flight, and connections close only when idle.
+            if unsafe { self.ring.submission().push(&e) }.is_ok() {
+                break;
+            }
+            self.enter(c, 0, 0)?;
+        }
+        if self.mode == Mode::Nb {
+            self.enter(c, 0, 0)?;
+        }
+        Ok(())
+    }
+
+    fn target(&self, c: &Client, i: usize) -> Target {
+        if self.fixed {
+            Target::Fixed(Fixed(i as u32))
+        } else {
+            Target::Fd(Fd(c.conns[i].fd))
+        }
+    }
+
+    fn open(&mut self, c: &mut Client, ctx: &RunCtx, i: usize) -> io::Result<()> {
+        if self.stopping {
+            return Ok(());
+        }
+        let fd = match sys::tcp_socket(ctx.addr.family(), false, &mut c.stats.syscalls) {
+            Ok(fd) => fd,
+            Err(_) => {
+                c.count_error(ErrKind::Connect);
+                return Ok(());
+            }
+        };
+        let now = c.now();
+        c.connecting(i, fd, now);
+        if self.fixed {
+            c.stats.syscalls += 1;
+            if self
+                .ring
+                .submitter()
+                .register_files_update(i as u32, &[fd])
+                .is_err()
+            {
+                sys::close(fd);
+                c.reset(i);
+                c.count_error(ErrKind::Connect);
+                return Ok(());
+            }
+        }
+        let ud = user_data(OP_CONNECT, i, c.conns[i].generation);
+        let (addr, len) = (ctx.addr.as_ptr(), ctx.addr.len);
+        let e = match self.target(c, i) {
+            Target::Fixed(f) => opcode::Connect::new(f, addr, len).build(),
+            Target::Fd(f) => opcode::Connect::new(f, addr, len).build(),
+        };
+        let st = &mut self.ops[i];
+        st.connect = true;
+        st.inflight += 1;
+        self.push(c, e.user_data(ud))
+    }
+
+    fn arm_recv(&mut self, c: &mut Client, i: usize) -> io::Result<()> {
+        let ud = user_data(OP_RECV, i, c.conns[i].generation);
+        let t = self.target(c, i);
+        let e = if self.mode == Mode::Mshot {
+            match t {
+                Target::Fixed(f) => opcode::RecvMulti::new(f, BGID).build(),
+                Target::Fd(f) => opcode::RecvMulti::new(f, BGID).build(),
+            }
+        } else {
+            let buf = self.recv_bufs[i * RECV_BUF..].as_mut_ptr();
+            match t {
+                Target::Fixed(f) => opcode::Recv::new(f, buf, RECV_BUF as u32)
+                    .ioprio(RECV_POLL_FIRST)
+                    .build(),
+                Target::Fd(f) => opcode::Recv::new(f, buf, RECV_BUF as u32)
+                    .ioprio(RECV_POLL_FIRST)
+                    .build(),
+            }
+        };
+        let st = &mut self.ops[i];
+        st.recv = true;
+        st.inflight += 1;
+        self.push(c, e.user_data(ud))
+    }
+
+    /// Queues the connection's due requests and sends them, unless a send
+    /// is already in flight (its completion sends the rest).
+    fn fill_and_send(&mut self, c: &mut Client, i: usize) -> io::Result<()> {
+        let st = self.ops[i];
+        if st.send || st.closing || c.conns[i].phase != Phase::Open {
+            return Ok(());
+        }
+        let now = c.now();
+        if !c.fill(i, now) {
+            return Ok(());
+        }
+        let b = c.conns[i].unwritten();
+        let (ptr, len) = (b.as_ptr(), b.len() as u32);
+        let ud = user_data(OP_SEND, i, c.conns[i].generation);
+        let e = match self.target(c, i) {
+            Target::Fixed(f) => opcode::Send::new(f, ptr, len)
+                .flags(libc::MSG_NOSIGNAL)
+                .build(),
+            Target::Fd(f) => opcode::Send::new(f, ptr, len)
+                .flags(libc::MSG_NOSIGNAL)
+                .build(),
+        };
+        let st = &mut self.ops[i];
+        st.send = true;
+        st.inflight += 1;
+        self.push(c, e.user_data(ud))
+    }
+
+    /// Counts `err`, cancels what is in flight, and closes once idle.
+    fn begin_close(
+        &mut self,
+        c: &mut Client,
+        ctx: &RunCtx,
+        i: usize,
+        err: Option<ErrKind>,
+    ) -> io::Result<()> {
+        if let Some(k) = err {
+            c.count_error(k);
+        }
+        if self.ops[i].closing || c.conns[i].phase == Phase::Closed {
+            return Ok(());
+        }
+        self.ops[i].closing = true;
+        if self.ops[i].inflight == 0 {
+            return self.finish_close(c, ctx, i);
+        }
+        let builder = match self.target(c, i) {
+            Target::Fixed(f) => CancelBuilder::fd(f).all(),
+            Target::Fd(f) => CancelBuilder::fd(f).all(),
+        };
+        let e = opcode::AsyncCancel2::new(builder)
+            .build()
+            .user_data(OP_CANCEL << 56);
+        self.push(c, e)
+    }
+
+    fn finish_close(&mut self, c: &mut Client, ctx: &RunCtx, i: usize) -> io::Result<()> {
+        if self.fixed {
+            c.stats.syscalls += 1;
+            let _ = self.ring.submitter().register_files_update(i as u32, &[-1]);
+        }
+        c.stats.syscalls += 1;
+        sys::close(c.conns[i].fd);
+        c.reset(i);
+        self.ops[i] = OpState::default();
+        self.open(c, ctx, i)
+    }
+
+    fn complete(
+        &mut self,
+        c: &mut Client,
+        ctx: &RunCtx,
+        ud: u64,
+        res: i32,
+        flags: u32,
+    ) -> io::Result<()> {
+        let op = ud >> 56;
+        if op == OP_CANCEL {
+            return Ok(());
+        }
+        let i = (ud & 0xffff_ffff) as usize;
+        let generation = ((ud >> 32) & 0xff_ffff) as u32;
+        if i >= c.conns.len() || c.conns[i].generation & 0xff_ffff != generation {
+            return Ok(());
+        }
+        match op {
+            OP_CONNECT => {
+                self.ops[i].connect = false;
+                self.ops[i].inflight -= 1;
+                if self.ops[i].closing {
+                    return self.idle_check(c, ctx, i);
+                }
+                if res < 0 {
+                    return self.begin_close(c, ctx, i, Some(ErrKind::Connect));
+                }
+                c.connected(i);
+                self.arm_recv(c, i)?;
+                self.fill_and_send(c, i)
+            }
+            OP_SEND => {
+                self.ops[i].send = false;
+                self.ops[i].inflight -= 1;
+                if self.ops[i].closing {
+                    // Bytes that left before the cancel still count.
+                    if res > 0 {
+                        c.stats.bytes_written += res as u64;
+                    }
+                    return self.idle_check(c, ctx, i);
+                }
+                if res < 0 {
+                    return self.begin_close(c, ctx, i, Some(ErrKind::Write));
+                }
+                c.wrote(i, res as usize);
+                if !c.conns[i].unwritten().is_empty() {
+                    // A short send: the rest goes now (fill adds nothing
+                    // while bytes are unwritten beyond the pipeline).
+                    return self.send_rest(c, i);
+                }
+                self.fill_and_send(c, i)
+            }
+            OP_RECV => self.received(c, ctx, i, res, flags),
+            _ => Ok(()),
+        }
+    }
+
+    fn send_rest(&mut self, c: &mut Client, i: usize) -> io::Result<()> {
+        let b = c.conns[i].unwritten();
+        let (ptr, len) = (b.as_ptr(), b.len() as u32);
+        let ud = user_data(OP_SEND, i, c.conns[i].generation);
+        let e = match self.target(c, i) {
+            Target::Fixed(f) => opcode::Send::new(f, ptr, len)
+                .flags(libc::MSG_NOSIGNAL)
+                .build(),
+            Target::Fd(f) => opcode::Send::new(f, ptr, len)
+                .flags(libc::MSG_NOSIGNAL)
+                .build(),
+        };
+        let st = &mut self.ops[i];
+        st.send = true;
+        st.inflight += 1;
+        self.push(c, e.user_data(ud))
+    }
+
+    fn received(
+        &mut self,
+        c: &mut Client,
+        ctx: &RunCtx,
+        i: usize,
+        res: i32,
+        flags: u32,
+    ) -> io::Result<()> {
+        let more = self.mode == Mode::Mshot && cqueue::more(flags);
+        if !more {
+            self.ops[i].recv = false;
+            self.ops[i].inflight -= 1;
+        }
+        let bid = cqueue::buffer_select(flags);
+        let closing = self.ops[i].closing;
+        let outcome = if res > 0 && !closing {
+            let now = c.now();
+            let data: &[u8] = match (&self.bufring, bid) {
+                (Some(br), Some(bid)) => br.buf(bid, res as usize),
+                _ => &self.recv_bufs[i * RECV_BUF..i * RECV_BUF + res as usize],
+            };
+            Some(c.received(i, data, now))
+        } else {
+            None
+        };
+        if let (Some(br), Some(bid)) = (self.bufring.as_mut(), bid) {
+            br.give(bid);
+        }
+        if closing {
+            return self.idle_check(c, ctx, i);
+        }
+        match outcome {
+            Some(Ok(Flow::Continue)) => {}
+            Some(Ok(Flow::Close)) => return self.begin_close(c, ctx, i, None),
+            Some(Err(k)) => return self.begin_close(c, ctx, i, Some(k)),
+            None if res == 0 => {
+                let now = c.now();
+                let err = c.peer_closed(i, now);
+                return self.begin_close(c, ctx, i, err);
+            }
+            None if res == -libc::ENOBUFS => {}
+            None => return self.begin_close(c, ctx, i, Some(ErrKind::Read)),
+        }
+        if !self.ops[i].recv {
+            self.arm_recv(c, i)?;
+        }
+        self.fill_and_send(c, i)
+    }
+
+    fn idle_check(&mut self, c: &mut Client, ctx: &RunCtx, i: usize) -> io::Result<()> {
+        if self.ops[i].closing && self.ops[i].inflight == 0 {
+            self.finish_close(c, ctx, i)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Takes the completions that are ready (one in uring-nb).
+    fn reap(&mut self) {
+        self.cqes.clear();
+        let limit = if self.mode == Mode::Nb { 1 } else { usize::MAX };
+        for cqe in self.ring.completion().take(limit) {
+            self.cqes.push((cqe.user_data(), cqe.result(), cqe.flags()));
+        }
+    }
+
+    fn process(&mut self, c: &mut Client, ctx: &RunCtx) -> io::Result<()> {
+        let cqes = std::mem::take(&mut self.cqes);
+        for &(ud, res, flags) in &cqes {
+            self.complete(c, ctx, ud, res, flags)?;
+        }
+        self.cqes = cqes;
+        Ok(())
+    }
+
+    /// Cancels everything, waits (bounded) for the completions, closes all.
+    fn drain(&mut self, c: &mut Client, ctx: &RunCtx) -> io::Result<()> {
+        self.stopping = true;
+        for i in 0..c.conns.len() {
+            if c.conns[i].phase != Phase::Closed {
+                self.begin_close(c, ctx, i, None)?;
+            }
+        }
+        let start = Instant::now();
+        while self.ops.iter().any(|s| s.inflight > 0) && start.elapsed() < DRAIN_LIMIT {
+            self.enter(c, 1, 50_000_000)?;
+            self.reap();
+            self.process(c, ctx)?;
+        }
+        for conn in &mut c.conns {
+            sys::close(conn.fd);
+            conn.fd = -1;
+        }
+        if self.ops.iter().any(|s| s.inflight > 0) {
+            // The kernel may still own buffers: never free them.
+            std::mem::forget(std::mem::take(&mut self.recv_bufs));
+            if let Some(br) = self.bufring.take() {
+                std::mem::forget(br);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Target {
+    Fd(Fd),
+    Fixed(Fixed),
+}
+
+impl Driver for UringDriver {
+    fn run(&mut self, c: &mut Client, ctx: &RunCtx) -> io::Result<()> {
+        for i in 0..c.conns.len() {
+            self.open(c, ctx, i)?;
+        }
+        let mut ready = Vec::new();
+        loop {
+            let now = c.now();
+            if now >= ctx.end_ns || ctx.stopped() {
+                break;
+            }
+            if self.ring.completion().is_empty() {
+                let wait = c.wait_ns(now, ctx.end_ns).max(1);
+                self.enter(c, 1, wait)?;
+            } else if !self.ring.submission().is_empty() {
+                self.enter(c, 0, 0)?;
+            }
+            self.reap();
+            self.process(c, ctx)?;
+            let now = c.now();
+            ready.clear();
+            c.due(now, &mut ready);
+            for &i in &ready {
+                self.fill_and_send(c, i as usize)?;
+            }
+            ready.clear();
+            c.expired(now, &mut ready);
+            for &i in &ready {
+                self.begin_close(c, ctx, i as usize, Some(ErrKind::Timeout))?;
+            }
+            c.sample(now);
+            ctx.publish(c);
+        }
+        self.drain(c, ctx)
+    }
+}

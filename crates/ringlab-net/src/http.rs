@@ -1,0 +1,551 @@
+//! Incremental HTTP/1.1 response parsing: the head with `httparse`, the body
+//! framed by Content-Length, chunked transfer coding or the end of the
+//! connection. Bytes arrive in whatever pieces the socket gives; nothing is
+//! copied except a head split across reads.
+
+/// A response head larger than this is refused (nginx's own default for
+/// request heads is 8 KiB; 64 KiB leaves room for fat cookies).
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+const MAX_HEADERS: usize = 64;
+/// A chunk-size line or trailer line longer than this is garbage.
+const MAX_LINE_BYTES: usize = 4096;
+
+/// Why a response could not be parsed; the connection is unusable after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseError {
+    /// Not an HTTP/1.x response head.
+    Garbage,
+    /// The head grew beyond [`MAX_HEAD_BYTES`] or [`MAX_HEADERS`].
+    HeadTooLarge,
+    /// Content-Length that is not a number, or conflicting framing.
+    BadLength,
+    /// A malformed chunk size or chunk delimiter.
+    BadChunk,
+}
+
+/// The connection ended in the middle of a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Truncated;
+
+/// A complete response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    /// The server will close the connection after this response.
+    pub close: bool,
+}
+
+/// What the caller does after [`ResponseParser::feed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Keep reading on this connection.
+    Continue,
+    /// The server said it closes: stop using the connection.
+    Close,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunk {
+    Size {
+        value: u64,
+        digits: u32,
+        ext: bool,
+        line: usize,
+    },
+    Data(u64),
+    DataCr,
+    DataLf,
+    Trailer {
+        line: usize,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Body {
+    Length(u64),
+    Chunked(Chunk),
+    UntilClose,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Head,
+    Body {
+        status: u16,
+        close: bool,
+        body: Body,
+    },
+}
+
+/// One connection's parser; reused across its keep-alive responses.
+#[derive(Debug)]
+pub struct ResponseParser {
+    head: Vec<u8>,
+    state: State,
+}
+
+impl Default for ResponseParser {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ResponseParser {
+    pub fn new() -> Self {
+        ResponseParser {
+            head: Vec::new(),
+            state: State::Head,
+        }
+    }
+
+    /// Forgets a partial response (after a reconnect).
+    pub fn reset(&mut self) {
+        self.head.clear();
+        self.state = State::Head;
+    }
+
+    /// Whether a response has begun and not ended.
+    pub fn mid_response(&self) -> bool {
+        !(self.state == State::Head && self.head.is_empty())
+    }
+
+    /// Feeds bytes read from the socket; `done` is called for every
+    /// complete response. `head_request` marks responses without a body.
+    pub fn feed(
+        &mut self,
+        mut data: &[u8],
+        head_request: bool,
+        mut done: impl FnMut(Response),
+    ) -> Result<Flow, ParseError> {
+        while !data.is_empty() {
+            match self.state {
+                State::Head => {
+                    let used = self.parse_head(data, head_request)?;
+                    match used {
+                        None => return Ok(Flow::Continue),
+                        Some(n) => data = &data[n..],
+                    }
+                    // A head that ends the response (no body).
+                    if let State::Body {
+                        status,
+                        close,
+                        body: Body::Length(0),
+                    } = self.state
+                    {
+                        self.state = State::Head;
+                        done(Response { status, close });
+                        if close {
+                            return Ok(Flow::Close);
+                        }
+                    }
+                }
+                State::Body {
+                    status,
+                    close,
+                    body,
+                } => {
+                    let (used, next) = advance_body(body, data)?;
+                    data = &data[used..];
+                    match next {
+                        Some(b) => {
+                            self.state = State::Body {
+                                status,
+                                close,
+                                body: b,
+                            }
+                        }
+                        None => {
+                            self.state = State::Head;
+                            done(Response { status, close });
+                            if close {
+                                return Ok(Flow::Close);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// The peer closed the connection: a body framed by the close ends
+    /// here (`Ok(Some)`), a partial response is an error, nothing pending
+    /// is a clean close (`Ok(None)`).
+    pub fn eof(&mut self) -> Result<Option<Response>, Truncated> {
+        match self.state {
+            State::Body {
+                status,
+                body: Body::UntilClose,
+                ..
+            } => {
+                self.state = State::Head;
+                Ok(Some(Response {
+                    status,
+                    close: true,
+                }))
+            }
+            _ if self.mid_response() => Err(Truncated),
+            _ => Ok(None),
+        }
+    }
+
+    /// Parses a head from `data` (plus any carried-over bytes). Returns how
+    /// many bytes of `data` it used, or `None` when it needs more.
+    fn parse_head(&mut self, data: &[u8], head_request: bool) -> Result<Option<usize>, ParseError> {
+        let carried = self.head.len();
+        if carried > 0 {
+            let room = (MAX_HEAD_BYTES + 1).saturating_sub(carried);
+            self.head.extend_from_slice(&data[..data.len().min(room)]);
+        }
+        let buf: &[u8] = if carried > 0 { &self.head } else { data };
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut headers);
+        let n = match resp.parse(buf) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) => {
+                if buf.len() > MAX_HEAD_BYTES {
+                    return Err(ParseError::HeadTooLarge);
+                }
+                if carried == 0 {
+                    self.head.extend_from_slice(data);
+                }
+                return Ok(None);
+            }
+            Err(httparse::Error::TooManyHeaders) => return Err(ParseError::HeadTooLarge),
+            Err(_) => return Err(ParseError::Garbage),
+        };
+        if n > MAX_HEAD_BYTES {
+            return Err(ParseError::HeadTooLarge);
+        }
+        let status = resp.code.unwrap_or(0);
+        let version = resp.version.unwrap_or(1);
+        let mut length: Option<u64> = None;
+        let mut chunked = false;
+        let mut conn_close = version == 0;
+        for h in resp.headers.iter() {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                let v = std::str::from_utf8(h.value)
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+                    .ok_or(ParseError::BadLength)?;
+                if length.is_some_and(|l| l != v) {
+                    return Err(ParseError::BadLength);
+                }
+                length = Some(v);
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                chunked = has_token(h.value, b"chunked");
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                if has_token(h.value, b"close") {
+                    conn_close = true;
+                } else if has_token(h.value, b"keep-alive") {
+                    conn_close = false;
+                }
+            }
+        }
+        let used = n - carried;
+        self.head.clear();
+        // Interim responses (100 Continue) are not the answer: skip them.
+        if (100..200).contains(&status) && status != 101 {
+            self.state = State::Head;
+            return Ok(Some(used));
+        }
+        let body = if head_request || status == 204 || status == 304 || status == 101 {
+            Body::Length(0)
+        } else if chunked {
+            Body::Chunked(Chunk::Size {
+                value: 0,
+                digits: 0,
+                ext: false,
+                line: 0,
+            })
+        } else if let Some(l) = length {
+            Body::Length(l)
+        } else {
+            conn_close = true;
+            Body::UntilClose
+        };
+        self.state = State::Body {
+            status,
+            close: conn_close,
+            body,
+        };
+        Ok(Some(used))
+    }
+}
+
+fn has_token(value: &[u8], token: &[u8]) -> bool {
+    value
+        .split(|&b| b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+}
+
+/// Consumes body bytes; returns how many it used and the next body state,
+/// `None` once the body is complete.
+fn advance_body(body: Body, data: &[u8]) -> Result<(usize, Option<Body>), ParseError> {
+    match body {
+        Body::Length(rem) => {
+            let take = rem.min(data.len() as u64);
+            let left = rem - take;
+            Ok((take as usize, (left > 0).then_some(Body::Length(left))))
+        }
+        Body::UntilClose => Ok((data.len(), Some(Body::UntilClose))),
+        Body::Chunked(mut c) => {
+            let mut i = 0;
+            while i < data.len() {
+                let b = data[i];
+                c = match c {
+                    Chunk::Data(rem) => {
+                        let take = rem.min((data.len() - i) as u64);
+                        i += take as usize;
+                        let left = rem - take;
+                        if left == 0 {
+                            Chunk::DataCr
+                        } else {
+                            Chunk::Data(left)
+                        }
+                    }
+                    Chunk::Size {
+                        value,
+                        digits,
+                        ext,
+                        line,
+                    } => {
+                        i += 1;
+                        if line > MAX_LINE_BYTES {
+                            return Err(ParseError::BadChunk);
+                        }
+                        match b {
+                            b'\n' => {
+                                if digits == 0 {
+                                    return Err(ParseError::BadChunk);
+                                }
+                                if value == 0 {
+                                    Chunk::Trailer { line: 0 }
+                                } else {
+                                    Chunk::Data(value)
+                                }
+                            }
+                            b'\r' => Chunk::Size {
+                                value,
+                                digits,
+                                ext: true,
+                                line: line + 1,
+                            },
+                            _ if ext => Chunk::Size {
+                                value,
+                                digits,
+                                ext,
+                                line: line + 1,
+                            },
+                            b';' | b' ' | b'\t' => Chunk::Size {
+                                value,
+                                digits,
+                                ext: true,
+                                line: line + 1,
+                            },
+                            _ => {
+                                let d = (b as char).to_digit(16).ok_or(ParseError::BadChunk)?;
+                                if digits >= 15 {
+                                    return Err(ParseError::BadChunk);
+                                }
+                                Chunk::Size {
+                                    value: value * 16 + d as u64,
+                                    digits: digits + 1,
+                                    ext,
+                                    line: line + 1,
+                                }
+                            }
+                        }
+                    }
+                    Chunk::DataCr => {
+                        i += 1;
+                        match b {
+                            b'\r' => Chunk::DataLf,
+                            b'\n' => Chunk::Size {
+                                value: 0,
+                                digits: 0,
+                                ext: false,
+                                line: 0,
+                            },
+                            _ => return Err(ParseError::BadChunk),
+                        }
+                    }
+                    Chunk::DataLf => {
+                        i += 1;
+                        if b != b'\n' {
+                            return Err(ParseError::BadChunk);
+                        }
+                        Chunk::Size {
+                            value: 0,
+                            digits: 0,
+                            ext: false,
+                            line: 0,
+                        }
+                    }
+                    Chunk::Trailer { line } => {
+                        i += 1;
+                        match b {
+                            b'\n' if line == 0 => return Ok((i, None)),
+                            b'\n' => Chunk::Trailer { line: 0 },
+                            b'\r' => Chunk::Trailer { line },
+                            _ if line > MAX_LINE_BYTES => return Err(ParseError::BadChunk),
+                            _ => Chunk::Trailer { line: line + 1 },
+                        }
+                    }
+                };
+            }
+            Ok((i, Some(Body::Chunked(c))))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(pieces: &[&[u8]], head: bool) -> (Vec<Response>, Result<Flow, ParseError>) {
+        let mut p = ResponseParser::new();
+        let mut got = Vec::new();
+        let mut last = Ok(Flow::Continue);
+        for piece in pieces {
+            last = p.feed(piece, head, |r| got.push(r));
+            if last.is_err() || last == Ok(Flow::Close) {
+                break;
+            }
+        }
+        (got, last)
+    }
+
+    /// Every way of splitting `bytes` in two gives the same responses.
+    fn all_splits(bytes: &[u8]) -> Vec<Response> {
+        let (whole, r) = parse_all(&[bytes], false);
+        assert!(r.is_ok());
+        for cut in 0..bytes.len() {
+            let (got, r) = parse_all(&[&bytes[..cut], &bytes[cut..]], false);
+            assert!(r.is_ok(), "cut {cut}: {r:?}");
+            assert_eq!(got, whole, "cut at {cut}");
+        }
+        // and byte by byte
+        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(parse_all(&singles, false).0, whole);
+        whole
+    }
+
+    #[test]
+    fn content_length_keep_alive_pipelined() {
+        let two = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n";
+        let got = all_splits(two);
+        assert_eq!(
+            got,
+            vec![
+                Response {
+                    status: 200,
+                    close: false
+                },
+                Response {
+                    status: 404,
+                    close: false
+                }
+            ]
+        );
+    }
+
+    #[test]
+    fn chunked_with_extensions_and_trailers() {
+        let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-T: 1\r\n\r\nHTTP/1.1 201 Created\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n";
+        let got = all_splits(r);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[1].status, 201);
+    }
+
+    #[test]
+    fn connection_close_stops_and_http10_closes() {
+        let (got, flow) = parse_all(
+            &[b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nhiHTTP/1.1 200 OK\r\n"],
+            false,
+        );
+        assert_eq!(got.len(), 1);
+        assert!(got[0].close);
+        assert_eq!(flow, Ok(Flow::Close));
+        let (got, _) = parse_all(&[b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n"], false);
+        assert!(got[0].close);
+    }
+
+    #[test]
+    fn body_until_close_ends_at_eof() {
+        let mut p = ResponseParser::new();
+        let mut n = 0;
+        p.feed(b"HTTP/1.1 200 OK\r\n\r\nsome body", false, |_| n += 1)
+            .unwrap();
+        assert_eq!(n, 0);
+        assert_eq!(p.eof().unwrap().unwrap().status, 200);
+        assert_eq!(p.eof(), Ok(None));
+    }
+
+    #[test]
+    fn eof_mid_response_is_an_error() {
+        let mut p = ResponseParser::new();
+        p.feed(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
+            false,
+            |_| {},
+        )
+        .unwrap();
+        assert!(p.eof().is_err());
+        let mut p = ResponseParser::new();
+        p.feed(b"HTTP/1.1 20", false, |_| {}).unwrap();
+        assert!(p.eof().is_err());
+    }
+
+    #[test]
+    fn head_and_no_content_have_no_body() {
+        let (got, _) = parse_all(
+            &[b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n"],
+            true,
+        );
+        assert_eq!(got.len(), 2);
+        let (got, _) = parse_all(
+            &[b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n"],
+            false,
+        );
+        assert_eq!(
+            got,
+            vec![Response {
+                status: 204,
+                close: false
+            }]
+        );
+    }
+
+    #[test]
+    fn garbage_oversized_and_bad_framing_are_errors() {
+        assert_eq!(
+            parse_all(&[b"SSH-2.0-OpenSSH\r\n\r\n"], false).1,
+            Err(ParseError::Garbage)
+        );
+        let mut big = b"HTTP/1.1 200 OK\r\nX-Big: ".to_vec();
+        big.resize(MAX_HEAD_BYTES + 100, b'a');
+        let pieces: Vec<&[u8]> = big.chunks(1000).collect();
+        assert_eq!(parse_all(&pieces, false).1, Err(ParseError::HeadTooLarge));
+        assert_eq!(
+            parse_all(&[b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n"], false).1,
+            Err(ParseError::BadLength)
+        );
+        assert_eq!(
+            parse_all(
+                &[b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"],
+                false
+            )
+            .1,
+            Err(ParseError::BadChunk)
+        );
+        assert_eq!(
+            parse_all(
+                &[b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabX"],
+                false
+            )
+            .1,
+            Err(ParseError::BadChunk)
+        );
+    }
+}

@@ -1,0 +1,515 @@
+//! The flags of `ringlab http` and the validated plan they resolve to.
+
+use anyhow::Result;
+use clap::{Args, ValueEnum};
+use ringlab_io::error::usage_error;
+use ringlab_io::usage;
+use ringlab_stats::units::parse_duration;
+use serde_json::{json, Map, Value};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+/// More connections than this is a typo, not a benchmark.
+pub const CONNECTIONS_MAX: u32 = 1_000_000;
+pub const THREADS_MAX: u32 = 1024;
+pub const PIPELINE_MAX: u32 = 1024;
+
+/// How a client thread drives its sockets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum IoKind {
+    /// wrk's design: non-blocking sockets and epoll_wait.
+    Epoll,
+    /// io_uring, each operation submitted as it is prepared and each
+    /// completion waited for on its own (the thesis's io_uring-nb).
+    #[value(name = "uring-nb")]
+    UringNb,
+    /// io_uring, operations of all connections submitted and reaped in
+    /// batches once per loop turn (the thesis's io_uring).
+    Uring,
+    /// uring plus multishot receive into a provided buffer ring, registered
+    /// socket descriptors, SINGLE_ISSUER and DEFER_TASKRUN.
+    #[value(name = "uring-mshot")]
+    UringMshot,
+}
+
+impl IoKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            IoKind::Epoll => "epoll",
+            IoKind::UringNb => "uring-nb",
+            IoKind::Uring => "uring",
+            IoKind::UringMshot => "uring-mshot",
+        }
+    }
+}
+
+/// `ringlab http URL`: wrk's options, wrk2's -R, and the interface under test.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Load (wrk's options)")]
+pub struct HttpArgs {
+    /// http://host[:port][/path] to load.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Client threads, each with its own event loop and share of connections.
+    #[arg(short, long, value_name = "N", default_value_t = 2)]
+    pub threads: u32,
+    /// Connections kept open, spread over the threads.
+    #[arg(short, long, value_name = "N", default_value_t = 10)]
+    pub connections: u32,
+    /// How long to run: 500ms, 10s, 1m.
+    #[arg(short, long, value_name = "TIME", default_value = "10s")]
+    pub duration: String,
+    /// A request without its response after this long counts as a timeout
+    /// error and its connection is reopened.
+    #[arg(long, value_name = "TIME", default_value = "2s")]
+    pub timeout: String,
+    /// Print the latency distribution.
+    #[arg(long)]
+    pub latency: bool,
+    /// Add a request header, "Name: value" (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub header: Vec<String>,
+    /// Request method.
+    #[arg(long, value_name = "METHOD", default_value = "GET")]
+    pub method: String,
+    /// Request body (sent with its Content-Length).
+    #[arg(long, value_name = "TEXT")]
+    pub body: Option<String>,
+    /// Requests in flight per connection (HTTP pipelining).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub pipeline: u32,
+    /// Open loop: total requests per second, each connection sending on a
+    /// fixed schedule; latency counts from when a request was due (wrk2's
+    /// coordinated-omission correction). Without it: closed loop, as wrk.
+    #[arg(short = 'R', long, value_name = "REQ/S")]
+    pub rate: Option<f64>,
+    /// Interface under test: epoll, uring-nb, uring, uring-mshot.
+    #[arg(long, value_enum, default_value_t = IoKind::Epoll)]
+    pub io: IoKind,
+    /// IORING_SETUP_SQPOLL: a kernel thread polls the submission queue.
+    #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
+    pub sqpoll: bool,
+    /// IORING_SETUP_COOP_TASKRUN (Linux 5.19).
+    #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
+    pub coop_taskrun: bool,
+    /// IORING_SETUP_DEFER_TASKRUN (Linux 6.1); needs --single-issuer.
+    #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
+    pub defer_taskrun: bool,
+    /// IORING_SETUP_SINGLE_ISSUER (Linux 6.0).
+    #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
+    pub single_issuer: bool,
+    /// Register each socket in the ring's file table (IOSQE_FIXED_FILE).
+    #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
+    pub fixed_files: bool,
+    /// Do not collect kernel evidence (tracepoint counters, IPIs, helper
+    /// threads) during the run.
+    #[arg(long)]
+    pub no_kstat: bool,
+}
+
+/// Ring setup of the uring drivers, as it will be applied.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RingKnobs {
+    pub sqpoll: bool,
+    pub coop_taskrun: bool,
+    pub defer_taskrun: bool,
+    pub single_issuer: bool,
+    pub fixed_files: bool,
+}
+
+impl RingKnobs {
+    fn names(&self) -> Vec<&'static str> {
+        [
+            (self.sqpoll, "sqpoll"),
+            (self.coop_taskrun, "coop-taskrun"),
+            (self.defer_taskrun, "defer-taskrun"),
+            (self.single_issuer, "single-issuer"),
+            (self.fixed_files, "fixed-files"),
+        ]
+        .into_iter()
+        .filter_map(|(on, n)| on.then_some(n))
+        .collect()
+    }
+}
+
+/// The parts of the URL a request needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub host: String,
+    pub port: u16,
+    /// Path and query, at least "/".
+    pub path: String,
+}
+
+/// The validated configuration of one `ringlab http` run.
+#[derive(Debug, Clone)]
+pub struct HttpPlan {
+    pub url: String,
+    pub target: Target,
+    pub addr: SocketAddr,
+    pub threads: u32,
+    pub connections: u32,
+    pub duration: Duration,
+    pub timeout: Duration,
+    pub latency: bool,
+    pub headers: Vec<String>,
+    pub method: String,
+    pub body: Option<String>,
+    pub pipeline: u32,
+    pub rate: Option<f64>,
+    pub io: IoKind,
+    pub ring: RingKnobs,
+    /// Collect kernel evidence (not --no-kstat).
+    pub kstat: bool,
+    /// The bytes of one request, sent as they are.
+    pub request: Vec<u8>,
+}
+
+fn duration_flag(flag: &str, text: &str) -> Result<Duration> {
+    let d = parse_duration(text).map_err(|e| usage_error(format!("--{flag}: {e}")))?;
+    if d.is_zero() {
+        usage!("--{flag} {text}: must be longer than zero");
+    }
+    Ok(d)
+}
+
+/// Splits `http://host[:port][/path]`.
+pub fn parse_url(url: &str) -> Result<Target> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        usage!("{url}: not a URL; write it like http://127.0.0.1:8080/ (scheme, host, optional port and path)");
+    };
+    match scheme.to_ascii_lowercase().as_str() {
+        "http" => {}
+        "https" => usage!("{url}: https is not supported yet: ringlab http speaks plain HTTP/1.1; use an http:// URL"),
+        other => usage!("{url}: scheme '{other}' is not supported: use an http:// URL"),
+    }
+    let (authority, path) = match rest.find(['/', '?']) {
+        Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
+        Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
+        None => (rest, "/".to_string()),
+    };
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let Some((h, after)) = v6.split_once(']') else {
+            usage!("{url}: unclosed '[' in the host");
+        };
+        (h.to_string(), after.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    if host.is_empty() || host.contains(|c: char| c.is_whitespace()) {
+        usage!("{url}: no host; write it like http://127.0.0.1:8080/");
+    }
+    let port = match port {
+        None => 80,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 => n,
+            _ => usage!("{url}: port '{p}' is not a number from 1 to 65535"),
+        },
+    };
+    if path.contains(|c: char| c.is_whitespace() || c.is_control()) {
+        usage!("{url}: the path holds spaces or control characters; percent-encode them");
+    }
+    Ok(Target { host, port, path })
+}
+
+impl HttpPlan {
+    pub fn from_args(args: &HttpArgs) -> Result<HttpPlan> {
+        let target = parse_url(&args.url)?;
+        if args.threads == 0 || args.threads > THREADS_MAX {
+            usage!(
+                "--threads {}: must be between 1 and {THREADS_MAX}",
+                args.threads
+            );
+        }
+        if args.connections == 0 || args.connections > CONNECTIONS_MAX {
+            usage!(
+                "--connections {}: must be between 1 and {CONNECTIONS_MAX}",
+                args.connections
+            );
+        }
+        if args.connections < args.threads {
+            usage!(
+                "--connections {} is fewer than --threads {}: each thread needs at least one connection",
+                args.connections,
+                args.threads
+            );
+        }
+        if args.pipeline == 0 || args.pipeline > PIPELINE_MAX {
+            usage!(
+                "--pipeline {}: must be between 1 and {PIPELINE_MAX}",
+                args.pipeline
+            );
+        }
+        let duration = duration_flag("duration", &args.duration)?;
+        let timeout = duration_flag("timeout", &args.timeout)?;
+        if let Some(r) = args.rate {
+            if !(r.is_finite() && r > 0.0) {
+                usage!("--rate {r}: must be a positive number of requests per second");
+            }
+        }
+        let method = args.method.to_ascii_uppercase();
+        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+            usage!(
+                "--method {}: not an HTTP method (GET, POST, PUT, HEAD, ...)",
+                args.method
+            );
+        }
+        for h in &args.header {
+            match h.split_once(':') {
+                Some((name, _))
+                    if !name.trim().is_empty()
+                        && name.trim() == name
+                        && !h.contains(['\r', '\n']) => {}
+                _ => usage!("--header '{h}': write it as 'Name: value'"),
+            }
+        }
+        let ring = RingKnobs {
+            sqpoll: args.sqpoll,
+            coop_taskrun: args.coop_taskrun,
+            defer_taskrun: args.defer_taskrun,
+            single_issuer: args.single_issuer,
+            fixed_files: args.fixed_files,
+        };
+        let ring = check_ring(args.io, ring)?;
+        let addr = resolve(&target)?;
+        let request = build_request(&method, &target, &args.header, args.body.as_deref());
+        Ok(HttpPlan {
+            url: args.url.clone(),
+            target,
+            addr,
+            threads: args.threads,
+            connections: args.connections,
+            duration,
+            timeout,
+            latency: args.latency,
+            headers: args.header.clone(),
+            method,
+            body: args.body.clone(),
+            pipeline: args.pipeline,
+            rate: args.rate,
+            io: args.io,
+            ring,
+            kstat: !args.no_kstat,
+            request,
+        })
+    }
+
+    /// Whether responses carry no body whatever their headers say.
+    pub fn head_request(&self) -> bool {
+        self.method == "HEAD"
+    }
+
+    /// Connections of client thread `t` (wrk's split: an even share, the
+    /// remainder to the first threads).
+    pub fn connections_of(&self, t: u32) -> u32 {
+        let base = self.connections / self.threads;
+        base + u32::from(t < self.connections % self.threads)
+    }
+
+    pub fn config_map(&self) -> Map<String, Value> {
+        let v = json!({
+            "url": self.url,
+            "threads": self.threads,
+            "connections": self.connections,
+            "duration": self.duration.as_secs_f64(),
+            "timeout": self.timeout.as_secs_f64(),
+            "latency": self.latency,
+            "header": self.headers,
+            "method": self.method,
+            "body": self.body,
+            "pipeline": self.pipeline,
+            "rate": self.rate,
+            "io": self.io.name(),
+            "sqpoll": self.ring.sqpoll,
+            "coop-taskrun": self.ring.coop_taskrun,
+            "defer-taskrun": self.ring.defer_taskrun,
+            "single-issuer": self.ring.single_issuer,
+            "fixed-files": self.ring.fixed_files,
+            "no-kstat": !self.kstat,
+        });
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!("json! of an object literal is an object"),
+        }
+    }
+}
+
+/// Refuses knob combinations the kernel (or the driver) cannot honour and
+/// returns the knobs in effect (uring-mshot always runs single-issuer,
+/// defer-taskrun and fixed files).
+fn check_ring(io: IoKind, k: RingKnobs) -> Result<RingKnobs> {
+    if io == IoKind::Epoll && k != RingKnobs::default() {
+        usage!(
+            "--{} is an io_uring setting and --io epoll does not use io_uring: drop it or pick --io uring, uring-nb or uring-mshot",
+            k.names()[0]
+        );
+    }
+    if io == IoKind::UringMshot && (k.sqpoll || k.coop_taskrun) {
+        usage!(
+            "--io uring-mshot runs with DEFER_TASKRUN, which the kernel does not combine with --{}: drop it",
+            if k.sqpoll { "sqpoll" } else { "coop-taskrun" }
+        );
+    }
+    if k.defer_taskrun && !k.single_issuer {
+        usage!("--defer-taskrun needs --single-issuer (the kernel refuses it alone): add --single-issuer");
+    }
+    if k.sqpoll && (k.coop_taskrun || k.defer_taskrun) {
+        usage!(
+            "--{} does not apply with --sqpoll (the SQPOLL thread runs the completion work): drop one of them",
+            if k.defer_taskrun { "defer-taskrun" } else { "coop-taskrun" }
+        );
+    }
+    if io == IoKind::UringMshot {
+        return Ok(RingKnobs {
+            single_issuer: true,
+            defer_taskrun: true,
+            fixed_files: true,
+            ..k
+        });
+    }
+    Ok(k)
+}
+
+fn resolve(t: &Target) -> Result<SocketAddr> {
+    let addrs: Vec<SocketAddr> = match (t.host.as_str(), t.port).to_socket_addrs() {
+        Ok(a) => a.collect(),
+        Err(e) => usage!(
+            "cannot resolve host '{}': {e}; check the name or use an IP address",
+            t.host
+        ),
+    };
+    // IPv4 first, as most servers under test listen there.
+    match addrs.iter().find(|a| a.is_ipv4()).or(addrs.first()) {
+        Some(a) => Ok(*a),
+        None => usage!("host '{}' has no address; check the name", t.host),
+    }
+}
+
+/// The request as bytes: wrk's shape (Host first, user headers, body with
+/// its Content-Length).
+pub fn build_request(method: &str, t: &Target, headers: &[String], body: Option<&str>) -> Vec<u8> {
+    let mut r = format!("{method} {} HTTP/1.1\r\n", t.path);
+    let has = |name: &str| {
+        headers.iter().any(|h| {
+            h.split_once(':')
+                .is_some_and(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+        })
+    };
+    if !has("host") {
+        let host = if t.host.contains(':') {
+            format!("[{}]", t.host)
+        } else {
+            t.host.clone()
+        };
+        if t.port == 80 {
+            r.push_str(&format!("Host: {host}\r\n"));
+        } else {
+            r.push_str(&format!("Host: {host}:{}\r\n", t.port));
+        }
+    }
+    for h in headers {
+        r.push_str(h);
+        r.push_str("\r\n");
+    }
+    if let Some(b) = body {
+        if !has("content-length") {
+            r.push_str(&format!("Content-Length: {}\r\n", b.len()));
+        }
+    }
+    r.push_str("\r\n");
+    if let Some(b) = body {
+        r.push_str(b);
+    }
+    r.into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_split_into_host_port_path() {
+        let t = parse_url("http://127.0.0.1:8080/a/b?x=1").unwrap();
+        assert_eq!(
+            t,
+            Target {
+                host: "127.0.0.1".into(),
+                port: 8080,
+                path: "/a/b?x=1".into()
+            }
+        );
+        let t = parse_url("http://localhost").unwrap();
+        assert_eq!((t.port, t.path.as_str()), (80, "/"));
+        let t = parse_url("http://[::1]:81?q").unwrap();
+        assert_eq!(
+            (t.host.as_str(), t.port, t.path.as_str()),
+            ("::1", 81, "/?q")
+        );
+    }
+
+    #[test]
+    fn bad_urls_say_why() {
+        for (url, want) in [
+            ("https://x/", "https is not supported yet"),
+            ("ftp://x/", "scheme 'ftp'"),
+            ("127.0.0.1:80", "not a URL"),
+            ("http://:80/", "no host"),
+            ("http://h:0/", "port '0'"),
+            ("http://h:99999/", "port '99999'"),
+            ("http://[::1/", "unclosed"),
+        ] {
+            let e = parse_url(url).unwrap_err();
+            assert!(e.to_string().contains(want), "{url}: {e}");
+            assert!(e.is::<ringlab_io::UsageError>());
+        }
+    }
+
+    #[test]
+    fn request_has_host_headers_and_body_length() {
+        let t = parse_url("http://h:8080/p").unwrap();
+        let r = build_request("POST", &t, &["X-A: 1".into()], Some("abc"));
+        assert_eq!(
+            String::from_utf8(r).unwrap(),
+            "POST /p HTTP/1.1\r\nHost: h:8080\r\nX-A: 1\r\nContent-Length: 3\r\n\r\nabc"
+        );
+        let r = build_request("GET", &t, &["host: other".into()], None);
+        assert_eq!(
+            String::from_utf8(r).unwrap(),
+            "GET /p HTTP/1.1\r\nhost: other\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn ring_knobs_that_contradict_are_refused() {
+        let k = |f: fn(&mut RingKnobs)| {
+            let mut r = RingKnobs::default();
+            f(&mut r);
+            r
+        };
+        assert!(check_ring(IoKind::Epoll, k(|r| r.sqpoll = true)).is_err());
+        assert!(check_ring(IoKind::Uring, k(|r| r.defer_taskrun = true)).is_err());
+        assert!(check_ring(
+            IoKind::Uring,
+            k(|r| {
+                r.sqpoll = true;
+                r.coop_taskrun = true
+            })
+        )
+        .is_err());
+        assert!(check_ring(IoKind::UringMshot, k(|r| r.sqpoll = true)).is_err());
+        let m = check_ring(IoKind::UringMshot, RingKnobs::default()).unwrap();
+        assert!(m.defer_taskrun && m.single_issuer && m.fixed_files);
+        assert!(check_ring(
+            IoKind::Uring,
+            k(|r| {
+                r.defer_taskrun = true;
+                r.single_issuer = true
+            })
+        )
+        .is_ok());
+    }
+}

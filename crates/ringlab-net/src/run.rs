@@ -1,0 +1,404 @@
+//! The runner of `ringlab http`: descriptor limit, a first connect, client
+//! threads started together, and the `RunResult` at the end.
+
+use crate::client::{Client, ClientConfig, ClientStats};
+use crate::drivers::epoll::EpollDriver;
+use crate::drivers::uring::UringDriver;
+use crate::drivers::{Driver, RunCtx};
+use crate::plan::{HttpPlan, IoKind};
+use crate::sys::{self, RawAddr};
+use crate::text;
+use anyhow::{anyhow, Result};
+use ringlab_io::error::usage_error;
+use ringlab_kstat::ThreadUsage;
+use ringlab_stats::{
+    DirectionFigures, Figures, HttpFigures, JobFigures, LatencyRecorder, RateSummary, RunResult,
+    ThreadMeasurements, ToolInfo, SCHEMA_VERSION,
+};
+use std::collections::BTreeMap;
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, SystemTime};
+
+/// Descriptors kept free beyond one per connection (rings, epoll, stdio).
+const FD_SLACK: u64 = 64;
+
+/// A finished run: the result, and its text in wrk's layout.
+pub struct HttpOutcome {
+    pub result: RunResult,
+    pub text: String,
+    /// The merged latency recorders (percentiles the result does not hold).
+    pub lat: LatencyRecorder,
+    pub lat_uncorrected: LatencyRecorder,
+}
+
+struct ThreadOutcome {
+    stats: ClientStats,
+    measurements: ThreadMeasurements,
+}
+
+/// Runs `plan` until its duration ends or `stop` is set (SIGINT).
+pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
+    let need = plan.connections as u64 + FD_SLACK + 4 * plan.threads as u64;
+    sys::ensure_fd_limit(need)
+        .map_err(|m| usage_error(format!("--connections {}: {m}", plan.connections)))?;
+    probe(plan)?;
+
+    // Counters open before the client threads exist, so they follow them.
+    let mut kstat = plan.kstat.then(|| ringlab_kstat::Collector::open(None));
+    let fds_before = open_fds();
+    let n = plan.threads as usize;
+    let progress: Vec<Arc<AtomicU64>> = (0..n).map(|_| Arc::new(AtomicU64::new(0))).collect();
+    let gate = Arc::new(Gate::default());
+    let failed: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+    let (ready_tx, ready_rx) = mpsc::channel::<()>();
+    let plan_arc = Arc::new(plan.clone());
+    let mut handles = Vec::with_capacity(n);
+    for t in 0..plan.threads {
+        let (plan, gate_t, failed, stop, ready, prog) = (
+            plan_arc.clone(),
+            gate.clone(),
+            failed.clone(),
+            stop.clone(),
+            ready_tx.clone(),
+            progress[t as usize].clone(),
+        );
+        let spawned = thread::Builder::new()
+            .name(format!("ringlab-http{t}"))
+            .spawn(move || client_thread(t, &plan, &gate_t, ready, &failed, &stop, &prog));
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                // Send the threads already started home before failing.
+                gate.open(false);
+                for h in handles {
+                    let _ = h.join();
+                }
+                return Err(anyhow!(
+                    "cannot start client thread {t}: {e}; lower --threads"
+                ));
+            }
+        }
+    }
+    drop(ready_tx);
+    // Every thread has set up its driver (or failed to) before any starts.
+    let _ = ready_rx.iter().take(n).count();
+    let all_ok = failed.lock().unwrap_or_else(|p| p.into_inner()).is_none();
+    if let Some(k) = &mut kstat {
+        k.enable();
+    }
+    let started_at = SystemTime::now();
+    let start = std::time::Instant::now();
+    gate.open(all_ok);
+    // The kernel counts the measured run only, not the closing of the
+    // connections after it; the per-request counters run in the second
+    // 50 ms tick of every ten (as in ringlab io).
+    let ops_now = || {
+        progress
+            .iter()
+            .map(|p| p.load(Ordering::Relaxed))
+            .sum::<u64>()
+    };
+    let tick = Duration::from_millis(50);
+    let mut ticks = 0u64;
+    while all_ok && start.elapsed() < plan.duration && !stop.load(Ordering::Relaxed) {
+        if handles.iter().all(|h| h.is_finished()) {
+            break;
+        }
+        if let Some(k) = &mut kstat {
+            k.sample_threads();
+            match ticks % 10 {
+                1 => k.window_open(ops_now()),
+                2 => k.window_close(ops_now()),
+                _ => {}
+            }
+        }
+        ticks += 1;
+        thread::sleep(tick.min(plan.duration.saturating_sub(start.elapsed())));
+    }
+    if let Some(k) = &mut kstat {
+        k.disable(ops_now());
+    }
+    let outcomes: Vec<Option<ThreadOutcome>> = handles
+        .into_iter()
+        .map(|h| h.join().unwrap_or(None))
+        .collect();
+    if let Some(msg) = failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(anyhow!(msg));
+    }
+    let outcomes: Vec<ThreadOutcome> = outcomes
+        .into_iter()
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| anyhow!("a client thread panicked"))?;
+    let mut outcome = build(plan, started_at, outcomes, stop.load(Ordering::SeqCst));
+    let fds_after = open_fds();
+    if let (Some(b), Some(a)) = (fds_before, fds_after) {
+        if a > b {
+            outcome.result.warnings.push(format!(
+                "{} file descriptors were left open after the run (a bug: please report it)",
+                a - b
+            ));
+        }
+    }
+    if let Some(k) = kstat {
+        let t = &outcome.result.total;
+        outcome.result.kstat = Some(k.finish(t.ops, t.cpu_user_ns + t.cpu_sys_ns));
+        outcome.text = text::render(&outcome.result, &outcome.lat, &outcome.lat_uncorrected);
+    }
+    Ok(outcome)
+}
+
+/// Descriptors open in this process, from /proc/self/fd.
+fn open_fds() -> Option<usize> {
+    Some(std::fs::read_dir("/proc/self/fd").ok()?.count())
+}
+
+/// One connect before the run, so that a refused or unreachable server is
+/// one clear line and exit 2 rather than a run full of connect errors.
+fn probe(plan: &HttpPlan) -> Result<()> {
+    match TcpStream::connect_timeout(&plan.addr, plan.timeout) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(usage_error(format!(
+            "cannot connect to {} ({}): {e}; is the server running and listening there?",
+            plan.addr, plan.url
+        ))),
+    }
+}
+
+/// Holds the client threads after their setup until all are ready; opens
+/// to start them together (`true`) or to send them home (`false`).
+#[derive(Default)]
+struct Gate {
+    state: Mutex<Option<bool>>,
+    opened: Condvar,
+}
+
+impl Gate {
+    fn open(&self, go: bool) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = Some(go);
+        self.opened.notify_all();
+    }
+
+    fn wait(&self) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(go) = *state {
+                return go;
+            }
+            state = self.opened.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+fn client_thread(
+    t: u32,
+    plan: &HttpPlan,
+    gate: &Gate,
+    ready: mpsc::Sender<()>,
+    failed: &Mutex<Option<String>>,
+    stop: &AtomicBool,
+    progress: &AtomicU64,
+) -> Option<ThreadOutcome> {
+    let connections = plan.connections_of(t);
+    let cfg = ClientConfig {
+        connections,
+        request: plan.request.clone(),
+        head_request: plan.head_request(),
+        pipeline: plan.pipeline,
+        interval_ns: plan
+            .rate
+            .map(|r| ((plan.connections as f64 / r) * 1e9).max(1.0) as u64),
+        timeout_ns: plan.timeout.as_nanos() as u64,
+    };
+    let mut client = Client::new(cfg);
+    let driver: std::io::Result<Box<dyn Driver>> = match plan.io {
+        IoKind::Epoll => EpollDriver::new(connections as usize).map(|d| Box::new(d) as _),
+        kind => UringDriver::new(kind, plan.ring, connections as usize).map(|d| Box::new(d) as _),
+    };
+    let mut driver = match driver {
+        Ok(d) => Some(d),
+        Err(e) => {
+            let mut f = failed.lock().unwrap_or_else(|p| p.into_inner());
+            if f.is_none() {
+                *f = Some(crate::drivers::uring::explain_setup_error(plan, &e));
+            }
+            None
+        }
+    };
+    let _ = ready.send(());
+    drop(ready);
+    if !gate.wait() {
+        return Some(ThreadOutcome {
+            stats: ClientStats::default(),
+            measurements: ThreadMeasurements::default(),
+        });
+    }
+    let driver = driver.as_mut()?;
+    let usage_before = ThreadUsage::now().unwrap_or_default();
+    client.start_clock();
+    let ctx = RunCtx {
+        addr: RawAddr::new(&plan.addr),
+        end_ns: plan.duration.as_nanos() as u64,
+        stop,
+        progress,
+    };
+    let run = driver.run(&mut client, &ctx);
+    let elapsed_ns = client.now().min(ctx.end_ns.max(1)).max(1);
+    let used = ThreadUsage::now().unwrap_or_default().since(&usage_before);
+    if let Err(e) = run {
+        let mut f = failed.lock().unwrap_or_else(|p| p.into_inner());
+        if f.is_none() {
+            *f = Some(format!("client thread {t} ({}): {e}", plan.io.name()));
+        }
+        stop.store(true, Ordering::SeqCst);
+    }
+    let measurements = ThreadMeasurements {
+        elapsed_ns,
+        read: client.stats.responses.clone(),
+        cpu_user_ns: used.user_ns,
+        cpu_sys_ns: used.sys_ns,
+        ctx_voluntary: used.voluntary_switches,
+        ctx_involuntary: used.involuntary_switches,
+        ..Default::default()
+    };
+    Some(ThreadOutcome {
+        stats: client.stats,
+        measurements,
+    })
+}
+
+/// Figures of responses (`read`) and requests sent (`write`, no latency).
+fn figures(m: &ThreadMeasurements, s: &ClientStats, elapsed_ns: u64) -> Figures {
+    let mut f = m.figures(elapsed_ns);
+    let secs = elapsed_ns.max(1) as f64 / 1e9;
+    f.write = DirectionFigures {
+        ops: s.requests_sent,
+        bytes: s.bytes_written,
+        iops: s.requests_sent as f64 / secs,
+        bw_bytes_per_s: s.bytes_written as f64 / secs,
+        lat_ns: None,
+    };
+    f
+}
+
+fn build(
+    plan: &HttpPlan,
+    started_at: SystemTime,
+    outcomes: Vec<ThreadOutcome>,
+    interrupted: bool,
+) -> HttpOutcome {
+    let mut total_m = ThreadMeasurements::default();
+    let mut total_s = ClientStats {
+        syscalls_counted: true,
+        ..Default::default()
+    };
+    let mut jobs = Vec::with_capacity(outcomes.len());
+    for (t, o) in outcomes.iter().enumerate() {
+        total_m.merge(&o.measurements);
+        total_s.merge(&o.stats);
+        jobs.push(JobFigures {
+            job: t as u32,
+            cpu: None,
+            figures: figures(&o.measurements, &o.stats, o.measurements.elapsed_ns),
+        });
+    }
+    let total = figures(&total_m, &total_s, total_m.elapsed_ns);
+    let http = http_figures(plan, &total_s, &total);
+    let mut warnings = Vec::new();
+    if interrupted {
+        warnings.push("interrupted: the figures cover the run up to the interruption".to_string());
+    }
+    if let Some(rate) = plan.rate {
+        if total.iops < rate * 0.9 {
+            warnings.push(format!(
+                "the run reached {:.1} requests/s of the {rate} asked for with --rate: the server or the client could not keep up (latency counts the delay)",
+                total.iops
+            ));
+        }
+    }
+    if total.ops == 0 {
+        warnings.push("no response completed: see the socket errors".to_string());
+    }
+    let result = RunResult {
+        schema_version: SCHEMA_VERSION,
+        tool: ToolInfo {
+            name: "ringlab".to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        },
+        command: "http".to_string(),
+        started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
+        host: ringlab_kstat::host_info(),
+        config: plan.config_map(),
+        target: None,
+        jobs,
+        total,
+        warnings,
+        kstat: None,
+        http: Some(http),
+    };
+    let text = text::render(&result, &total_s.responses.lat, &total_s.lat_uncorrected);
+    HttpOutcome {
+        result,
+        text,
+        lat: total_s.responses.lat,
+        lat_uncorrected: total_s.lat_uncorrected,
+    }
+}
+
+fn http_figures(plan: &HttpPlan, s: &ClientStats, total: &Figures) -> HttpFigures {
+    let mut status = BTreeMap::new();
+    let mut non_2xx_3xx = 0;
+    for (code, &n) in s.status.iter().enumerate() {
+        if n > 0 {
+            status.insert(code.to_string(), n);
+            if !(200..400).contains(&code) {
+                non_2xx_3xx += n;
+            }
+        }
+    }
+    let responses = s.responses.ops;
+    let cpu = total.cpu_user_ns + total.cpu_sys_ns;
+    let (syscalls_per_request, syscalls_source) = if !s.syscalls_counted {
+        (
+            None,
+            "not counted: with --sqpoll the kernel thread submits, and ringlab cannot see which io_uring_enter calls the io-uring crate skipped".to_string(),
+        )
+    } else if responses == 0 {
+        (None, "no response completed".to_string())
+    } else {
+        (
+            Some(s.syscalls as f64 / responses as f64),
+            format!(
+                "counted by ringlab: every system call its {} driver makes (socket setup, connect, close, {})",
+                plan.io.name(),
+                if plan.io == IoKind::Epoll {
+                    "epoll_wait, epoll_ctl, read, send"
+                } else {
+                    "io_uring_enter, io_uring_register"
+                }
+            ),
+        )
+    };
+    HttpFigures {
+        connections: plan.connections as u64,
+        connects: s.connects,
+        requests_sent: s.requests_sent,
+        responses,
+        bytes_written: s.bytes_written,
+        bytes_read: s.responses.bytes,
+        status,
+        non_2xx_3xx,
+        errors: s.errors.clone(),
+        lat_ns_uncorrected: if plan.rate.is_some() {
+            s.lat_uncorrected.summary()
+        } else {
+            None
+        },
+        thread_req_per_s: RateSummary::of(&s.rate_samples),
+        cpu_ns_per_request: (responses > 0).then(|| cpu as f64 / responses as f64),
+        syscalls_per_request,
+        syscalls_source,
+    }
+}
