@@ -3,8 +3,11 @@
 #
 # 4 KiB random reads with O_DIRECT at iodepth 1 and 32 on one target:
 #   ringlab --engine sync      vs  fio --ioengine=psync     (iodepth 1)
-#   ringlab --engine uring     vs  fio --ioengine=io_uring  (iodepth 1 and 32)
-#   ringlab --engine libaio    vs  fio --ioengine=libaio    (iodepth 1 and 32)
+#   ringlab --engine uring     vs  fio --ioengine=io_uring  (iodepth 1 and 32;
+#                                  at 32 both submitting one request per
+#                                  system call, and both in batches)
+#   ringlab --engine libaio    vs  fio --ioengine=libaio    (iodepth 1 and 32,
+#                                  batches on both sides)
 #   ringlab --engine posixaio  vs  fio --ioengine=posixaio  (iodepth 1 and 32)
 # and, if $T_IO_URING is set, against fio's t/io_uring:
 #   uring (1, 32), libaio (-a1), uring --fixed-files --fixed-buffers (-B1 -F1),
@@ -64,6 +67,12 @@ fi
 pin() { taskset -c "$cpu" "$@"; }
 
 DT=(--coop-taskrun --single-issuer --defer-taskrun)
+# fio submits each request in its own system call unless told otherwise
+# (iodepth_batch_submit=1); ringlab hands the kernel every request prepared
+# in one loop turn at once unless told otherwise (--submit-batch 1 makes it
+# submit each). Rows compare like with like: "sb1" rows one request per
+# submission on both sides, the others batches on both sides.
+FIO_BATCH=(--iodepth_batch_submit=32 --iodepth_batch_complete_max=32)
 
 ringlab_iops() { # depth, then ringlab io flags
     local depth=$1
@@ -80,9 +89,11 @@ ringlab_iops() { # depth, then ringlab io flags
         python3 -c 'import json,sys; print(round(json.load(sys.stdin)["total"]["iops"]))'
 }
 
-fio_iops() { # ioengine depth
-    pin fio --name=peer --filename="$target" --ioengine="$1" \
-        --rw=randread --bs=4k --iodepth="$2" --direct=1 --runtime="$runtime" --time_based \
+fio_iops() { # depth, then fio flags (--ioengine=... and any more)
+    local depth=$1
+    shift
+    pin fio --name=peer --filename="$target" "$@" \
+        --rw=randread --bs=4k --iodepth="$depth" --direct=1 --runtime="$runtime" --time_based \
         --output-format=json 2>/dev/null |
         python3 -c 'import json,sys; print(round(json.load(sys.stdin)["jobs"][0]["read"]["iops"]))'
 }
@@ -118,10 +129,11 @@ declare -A res
 cases=(
     "sync|1|--engine sync|fio|--ioengine=psync"
     "uring+dt|1|--engine uring ${DT[*]}|fio|--ioengine=io_uring"
-    "uring+dt|32|--engine uring ${DT[*]}|fio|--ioengine=io_uring"
-    "uring|32|--engine uring|fio|--ioengine=io_uring"
+    "uring+dt sb1|32|--engine uring ${DT[*]} --submit-batch 1|fio|--ioengine=io_uring"
+    "uring+dt|32|--engine uring ${DT[*]}|fio|--ioengine=io_uring ${FIO_BATCH[*]}"
+    "uring|32|--engine uring|fio|--ioengine=io_uring ${FIO_BATCH[*]}"
     "libaio|1|--engine libaio|fio|--ioengine=libaio"
-    "libaio|32|--engine libaio|fio|--ioengine=libaio"
+    "libaio|32|--engine libaio|fio|--ioengine=libaio ${FIO_BATCH[*]}"
     "posixaio|1|--engine posixaio|fio|--ioengine=posixaio"
     "posixaio|32|--engine posixaio|fio|--ioengine=posixaio"
 )
@@ -147,7 +159,7 @@ for ((r = 1; r <= repeats; r++)); do
         case $peer in
             fio)
                 # shellcheck disable=SC2086
-                p=$(fio_iops "${pflags#--ioengine=}" "$depth")
+                p=$(fio_iops "$depth" $pflags)
                 ;;
             t/io_uring)
                 # shellcheck disable=SC2086
@@ -158,21 +170,21 @@ for ((r = 1; r <= repeats; r++)); do
     done
 done
 
-printf '%-24s %-28s %-16s %-28s %s\n' workload "ringlab median (min-max)" peer "peer median (min-max)" ratio
+printf '%-30s %-28s %-20s %-28s %s\n' workload "ringlab median (min-max)" peer "peer median (min-max)" ratio
 for c in "${cases[@]}"; do
     IFS='|' read -r label depth rflags peer pflags <<<"$c"
     python3 - "$label" "$depth" "$peer $pflags" "${res[$c|ringlab]}" "${res[$c|peer]}" <<'PY'
 import statistics, sys
 engine, depth, peer, a, b = sys.argv[1:]
-peer = peer.replace("--ioengine=", "").strip()
+peer = peer.replace("--ioengine=", "").replace("--iodepth_batch_submit=32 --iodepth_batch_complete_max=32", "batch 32").strip()
 a = [int(x) for x in a.split()]
 if "NA" in b.split():
-    print(f"{'randread qd' + depth + ' ' + engine:<24} {'':<28} {peer:<16} unavailable (see the note above)")
+    print(f"{'randread qd' + depth + ' ' + engine:<30} {'':<28} {peer:<20} unavailable (see the note above)")
     sys.exit(0)
 b = [int(x) for x in b.split()]
 ma, mb = statistics.median(a), statistics.median(b)
 k = lambda v: f"{v/1000:.1f}k"
-print(f"{'randread qd' + depth + ' ' + engine:<24} {k(ma) + ' (' + k(min(a)) + '-' + k(max(a)) + ')':<28} "
-      f"{peer:<16} {k(mb) + ' (' + k(min(b)) + '-' + k(max(b)) + ')':<28} {ma / mb if mb else float('nan'):.3f}")
+print(f"{'randread qd' + depth + ' ' + engine:<30} {k(ma) + ' (' + k(min(a)) + '-' + k(max(a)) + ')':<28} "
+      f"{peer:<20} {k(mb) + ' (' + k(min(b)) + '-' + k(max(b)) + ')':<28} {ma / mb if mb else float('nan'):.3f}")
 PY
 done
