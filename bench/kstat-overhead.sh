@@ -63,17 +63,19 @@ print(f"overhead: with kstat {mw/1000:.1f}k IOPS ({min(w)/1000:.1f}-{max(w)/1000
 PY
 
 # perf stat counts the whole process, setup and teardown included; ringlab
-# only the measured run. Two runs of different length cancel the fixed part:
-# (calls_long - calls_short) / (ops_long - ops_short) is perf's figure for
-# the steady state, compared with ringlab's own syscalls_per_op of the long
-# run.
-perf_run() { # engine seconds -> "calls ops ringlab_per_op"
+# only the measured run. A run of one queue's worth of I/O (--io-size) counts
+# the fixed part, which the full run's count less that is perf's figure for
+# the full run's steady state: (calls_full - calls_tiny) / (ops_full -
+# ops_tiny), compared with ringlab's own syscalls_per_op of the full run.
+# (Two full runs of different length would assume that both have the same
+# rate per op; on a CPU-bound device they do not.)
+perf_run() { # engine, then extra ringlab flags -> "calls ops ringlab_per_op"
     local out
     out=$(mktemp)
     cleanup+=("$out" "$out.perf")
     perf stat -x, -e raw_syscalls:sys_enter -o "$out.perf" -- \
         taskset -c "$cpu" "$ringlab" io "$target" --engine "$1" --rw randread --bs 4k \
-        --direct --iodepth "$depth" --runtime "${2}s" --output-format json >"$out"
+        --direct --iodepth "$depth" "${@:2}" --output-format json >"$out"
     python3 - "$out" "$out.perf" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -84,10 +86,9 @@ PY
 }
 
 if command -v perf >/dev/null; then
-    short=$(((runtime + 1) / 2))
     for engine in sync uring; do
-        read -r c1 o1 _ <<<"$(perf_run "$engine" "$short")"
-        read -r c2 o2 mine <<<"$(perf_run "$engine" "$runtime")"
+        read -r c1 o1 _ <<<"$(perf_run "$engine" --io-size "$((4 * depth))k")"
+        read -r c2 o2 mine <<<"$(perf_run "$engine" --runtime "${runtime}s")"
         python3 - "$engine" "$c1" "$o1" "$c2" "$o2" "$mine" <<'PY'
 import sys
 engine, c1, o1, c2, o2, mine = sys.argv[1:]
