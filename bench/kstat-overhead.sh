@@ -4,7 +4,9 @@
 # 1. Overhead: the same `ringlab io` run (4 KiB randread, O_DIRECT, uring,
 #    iodepth $BENCH_DEPTH) with and without collection (--no-kstat),
 #    interleaved, pinned to one CPU; prints median IOPS of each and the
-#    cost in percent (aim: under 3%).
+#    cost in percent (aim: under 3%), and the same for the job threads' CPU
+#    time per op: where the device, not the CPU, sets the IOPS, what
+#    counting costs shows only there.
 # 2. Cross-check: ringlab's own syscalls_per_op against
 #    `perf stat -e raw_syscalls:sys_enter` around the same kind of run
 #    (ops from ringlab's result), for the sync and uring engines (aim:
@@ -47,19 +49,29 @@ run() { # extra flags
         --iodepth "$depth" --runtime "${runtime}s" --output-format json "$@"
 }
 
+# Each run gives "IOPS CPU-ns-per-op" (job threads' user + system time from
+# getrusage, which ringlab reports with or without collection).
 with=() without=()
+sample() {
+    python3 -c 'import json,sys; t=json.load(sys.stdin)["total"]; print(round(t["iops"]), round((t["cpu_user_ns"] + t["cpu_sys_ns"]) / t["ops"], 1))'
+}
 for ((r = 1; r <= repeats; r++)); do
     echo "repeat $r/$repeats" >&2
-    with+=("$(run | field 'round(r["total"]["iops"])')")
-    without+=("$(run --no-kstat | field 'round(r["total"]["iops"])')")
+    with+=("$(run | sample)")
+    without+=("$(run --no-kstat | sample)")
 done
 python3 - "${with[*]}" "${without[*]}" <<'PY'
 import statistics, sys
-w = [int(x) for x in sys.argv[1].split()]
-n = [int(x) for x in sys.argv[2].split()]
-mw, mn = statistics.median(w), statistics.median(n)
-print(f"overhead: with kstat {mw/1000:.1f}k IOPS ({min(w)/1000:.1f}-{max(w)/1000:.1f}k), "
-      f"without {mn/1000:.1f}k ({min(n)/1000:.1f}-{max(n)/1000:.1f}k): cost {100*(mn-mw)/mn:+.2f}%")
+def cols(s):
+    v = s.split()
+    return [float(x) for x in v[0::2]], [float(x) for x in v[1::2]]
+(wi, wc), (ni, nc) = cols(sys.argv[1]), cols(sys.argv[2])
+mw, mn = statistics.median(wi), statistics.median(ni)
+print(f"overhead: with kstat {mw/1000:.1f}k IOPS ({min(wi)/1000:.1f}-{max(wi)/1000:.1f}k), "
+      f"without {mn/1000:.1f}k ({min(ni)/1000:.1f}-{max(ni)/1000:.1f}k): cost {100*(mn-mw)/mn:+.2f}% of IOPS")
+cw, cn = statistics.median(wc), statistics.median(nc)
+print(f"overhead: with kstat {cw/1000:.2f} CPU us/op ({min(wc)/1000:.2f}-{max(wc)/1000:.2f}), "
+      f"without {cn/1000:.2f} ({min(nc)/1000:.2f}-{max(nc)/1000:.2f}): cost {100*(cw-cn)/cn:+.2f}% of CPU per op")
 PY
 
 # perf stat counts the whole process, setup and teardown included; ringlab

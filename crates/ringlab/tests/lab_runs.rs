@@ -631,3 +631,60 @@ fn compare_prints_two_results_side_by_side_with_ratios() {
         &["none.json"],
     );
 }
+
+#[test]
+fn http_sweep_against_serve_reports_requests_per_second() {
+    let server = Server::start("--io epoll --body-size 10");
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "command = \"http\"\n[options]\nurl = \"{}\"\nthreads = 1\nduration = \"150ms\"\n[axes]\nconnections = [1, 4]\nio = [\"epoll\", \"uring\"]\n",
+            server.url()
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("sweep");
+    let run = ringlab_args(&["sweep", p(&plan), "--output", p(&out)]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let index = read_json(&out.join("index.json"));
+    let runs = index["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 4);
+    let mut answered = 0;
+    for r in runs {
+        assert_eq!(r["status"], "done", "{r}");
+        let v = read_json(&out.join(r["result"].as_str().unwrap()));
+        assert_schema_valid(&v);
+        assert_eq!(v["command"], "http");
+        assert_eq!(v["config"]["io"], r["values"]["io"]);
+        assert_eq!(v["config"]["connections"], r["values"]["connections"]);
+        let n = v["http"]["responses"].as_u64().unwrap();
+        assert!(n > 0, "{r}: no responses");
+        answered += n;
+    }
+    // The server answered at least every response the sweep counted (a
+    // request cut off by the end of a run may be answered but not read).
+    let served = server.stop();
+    assert!(
+        served["requests"].as_u64().unwrap() >= answered,
+        "{served} vs {answered}"
+    );
+
+    let rep = dir.path().join("report");
+    let r = ringlab_args(&["report", p(&out), "--output", p(&rep)]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
+    assert!(md.contains("requests/s"), "{md}");
+    let rows = csv_rows(&std::fs::read_to_string(rep.join("summary.csv")).unwrap());
+    assert_eq!(rows.len(), 4);
+    let svg = std::fs::read_to_string(rep.join("iops.svg")).unwrap();
+    let texts = svg_texts(&svg);
+    assert!(texts.iter().any(|t| t.contains("requests/s")), "{texts:?}");
+    assert!(texts.iter().any(|t| t.contains("connections")), "{texts:?}");
+    assert!(texts.iter().any(|t| t == "io=uring"), "{texts:?}");
+}
