@@ -158,21 +158,22 @@ fn first_err_is_abort(e: &Option<anyhow::Error>) -> bool {
     e.as_ref().is_some_and(|e| e.is::<Aborted>())
 }
 
-/// Holds job threads after their setup until the runner opens it, to start
-/// them all at once (`true`) or send them home (`false`).
+/// Holds worker threads after their setup until the runner opens it, to
+/// start them all at once (`true`) or send them home (`false`). Shared by
+/// the storage runner and the HTTP client runner.
 #[derive(Default)]
-struct StartGate {
+pub struct StartGate {
     state: Mutex<Option<bool>>,
     opened: Condvar,
 }
 
 impl StartGate {
-    fn open(&self, go: bool) {
+    pub fn open(&self, go: bool) {
         *self.state.lock().unwrap_or_else(|p| p.into_inner()) = Some(go);
         self.opened.notify_all();
     }
 
-    fn wait(&self) -> bool {
+    pub fn wait(&self) -> bool {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if let Some(go) = *state {

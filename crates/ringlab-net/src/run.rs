@@ -10,6 +10,7 @@ use crate::sys::{self, RawAddr};
 use crate::text;
 use anyhow::{anyhow, Result};
 use ringlab_io::error::usage_error;
+use ringlab_io::run::StartGate;
 use ringlab_kstat::ThreadUsage;
 use ringlab_stats::{
     DirectionFigures, Figures, HttpFigures, JobFigures, LatencyRecorder, RateSummary, RunResult,
@@ -18,7 +19,7 @@ use ringlab_stats::{
 use std::collections::BTreeMap;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, SystemTime};
 
@@ -51,7 +52,7 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
     let fds_before = open_fds();
     let n = plan.threads as usize;
     let progress: Vec<Arc<AtomicU64>> = (0..n).map(|_| Arc::new(AtomicU64::new(0))).collect();
-    let gate = Arc::new(Gate::default());
+    let gate = Arc::new(StartGate::default());
     let failed: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
     let plan_arc = Arc::new(plan.clone());
@@ -167,35 +168,10 @@ fn probe(plan: &HttpPlan) -> Result<()> {
     }
 }
 
-/// Holds the client threads after their setup until all are ready; opens
-/// to start them together (`true`) or to send them home (`false`).
-#[derive(Default)]
-struct Gate {
-    state: Mutex<Option<bool>>,
-    opened: Condvar,
-}
-
-impl Gate {
-    fn open(&self, go: bool) {
-        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = Some(go);
-        self.opened.notify_all();
-    }
-
-    fn wait(&self) -> bool {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            if let Some(go) = *state {
-                return go;
-            }
-            state = self.opened.wait(state).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-}
-
 fn client_thread(
     t: u32,
     plan: &HttpPlan,
-    gate: &Gate,
+    gate: &StartGate,
     ready: mpsc::Sender<()>,
     failed: &Mutex<Option<String>>,
     stop: &AtomicBool,

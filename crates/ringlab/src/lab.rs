@@ -4,8 +4,6 @@ use anyhow::{Context, Result};
 use ringlab_io::error::usage_error;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 pub fn sweep(plan_path: &Path, output: Option<&Path>, dry_run: bool) -> Result<()> {
     let plan = ringlab_lab::load_plan(plan_path)?;
@@ -19,14 +17,7 @@ pub fn sweep(plan_path: &Path, output: Option<&Path>, dry_run: bool) -> Result<(
             "sweep: name the results directory with --output DIR (or list the runs with --dry-run)",
         ));
     };
-    let interrupted = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // A second signal ends the sweep at once.
-        signal_hook::flag::register_conditional_shutdown(sig, 130, interrupted.clone())
-            .context("installing the signal handler")?;
-        signal_hook::flag::register(sig, interrupted.clone())
-            .context("installing the signal handler")?;
-    }
+    let interrupted = crate::interrupt_flag()?;
     let opts = ringlab_lab::SweepOptions {
         exe: std::env::current_exe().context("finding the ringlab binary")?,
         interrupted,

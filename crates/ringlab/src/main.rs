@@ -218,7 +218,9 @@ fn open_output(output: &OutputArgs) -> Result<Option<File>> {
     }
 }
 
-fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+/// A flag SIGINT and SIGTERM set, so a run or sweep ends cleanly; a second
+/// signal ends the process at once (exit code 130).
+pub(crate) fn interrupt_flag() -> Result<Arc<AtomicBool>> {
     let interrupted = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal ends the process at once.
@@ -282,14 +284,7 @@ fn run_io_command(args: &IoArgs, output: &OutputArgs) -> Result<()> {
         })?),
         None => None,
     };
-    let interrupted = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // A second signal ends the process at once.
-        signal_hook::flag::register_conditional_shutdown(sig, 130, interrupted.clone())
-            .context("installing the signal handler")?;
-        signal_hook::flag::register(sig, interrupted.clone())
-            .context("installing the signal handler")?;
-    }
+    let interrupted = interrupt_flag()?;
     let opts = RunOptions {
         progress: std::io::stdout().is_terminal(),
         interrupted,

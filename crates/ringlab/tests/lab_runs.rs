@@ -56,15 +56,6 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
-fn schema_validator() -> jsonschema::Validator {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../schema/result.schema.json"
-    );
-    let schema: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    jsonschema::validator_for(&schema).expect("the committed schema compiles")
-}
-
 /// Result files in DIR/runs: name -> bytes.
 fn stored(out: &Path) -> BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(out.join("runs"))

@@ -367,21 +367,7 @@ impl UringDriver {
         if !c.fill(i, now) {
             return Ok(());
         }
-        let b = c.conns[i].unwritten();
-        let (ptr, len) = (b.as_ptr(), b.len() as u32);
-        let ud = user_data(OP_SEND, i, c.conns[i].generation);
-        let e = match self.target(c, i) {
-            Target::Fixed(f) => opcode::Send::new(f, ptr, len)
-                .flags(libc::MSG_NOSIGNAL)
-                .build(),
-            Target::Fd(f) => opcode::Send::new(f, ptr, len)
-                .flags(libc::MSG_NOSIGNAL)
-                .build(),
-        };
-        let st = &mut self.ops[i];
-        st.send = true;
-        st.inflight += 1;
-        self.push(c, e.user_data(ud))
+        self.send_rest(c, i)
     }
 
     /// Counts `err`, cancels what is in flight, and closes once idle.
@@ -481,6 +467,7 @@ impl UringDriver {
         }
     }
 
+    /// Sends what the connection has not written yet.
     fn send_rest(&mut self, c: &mut Client, i: usize) -> io::Result<()> {
         let b = c.conns[i].unwritten();
         let (ptr, len) = (b.as_ptr(), b.len() as u32);
