@@ -8,13 +8,60 @@ use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-/// Where the tracefs event directory is mounted.
+const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// Why tracefs could not be made available, or `None` once its event
+/// directory is there. Like perf, which mounts tracefs on first use, ringlab
+/// mounts it at /sys/kernel/tracing when no tracefs is mounted (a fresh VM
+/// often has none): tracepoint ids are read from there, and without them no
+/// tracepoint can be counted. Tried once per process.
+fn tracefs_problem() -> Option<String> {
+    static PROBLEM: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    PROBLEM
+        .get_or_init(|| {
+            let mounted = |root: &str| std::path::Path::new(&format!("{root}/events")).is_dir();
+            if mounted(TRACEFS) || mounted("/sys/kernel/debug/tracing") {
+                return None;
+            }
+            let source = c"nodev";
+            let target = c"/sys/kernel/tracing";
+            let fstype = c"tracefs";
+            // SAFETY: NUL-terminated strings that outlive the call; no data.
+            let rc = unsafe {
+                libc::mount(
+                    source.as_ptr(),
+                    target.as_ptr(),
+                    fstype.as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    std::ptr::null(),
+                )
+            };
+            if rc == 0 && mounted(TRACEFS) {
+                return None;
+            }
+            let e = io::Error::last_os_error();
+            Some(match e.raw_os_error() {
+                Some(libc::EPERM) | Some(libc::EACCES) => format!(
+                    "tracefs is not mounted and mounting it needs root ({e}): run as root, or mount -t tracefs nodev {TRACEFS}"
+                ),
+                _ => format!(
+                    "tracefs is not mounted and mounting it at {TRACEFS} failed ({e}): kernel without CONFIG_TRACING, or mount it elsewhere and bind it there"
+                ),
+            })
+        })
+        .clone()
+}
+
+/// The id of tracepoint `system:event`, from tracefs.
 fn event_id(name: &str) -> Result<u64, String> {
     let (system, event) = name
         .split_once(':')
         .ok_or_else(|| format!("{name} is not system:event"))?;
+    if let Some(problem) = tracefs_problem() {
+        return Err(problem);
+    }
     let mut last_err = String::new();
-    for root in ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"] {
+    for root in [TRACEFS, "/sys/kernel/debug/tracing"] {
         let path = format!("{root}/events/{system}/{event}/id");
         match fs::read_to_string(&path) {
             Ok(text) => {
@@ -30,7 +77,7 @@ fn event_id(name: &str) -> Result<u64, String> {
             }
             Err(e) if last_err.is_empty() => {
                 last_err = format!(
-                    "tracepoint missing ({path}: {e}): this kernel lacks it, or tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)"
+                    "tracepoint missing ({path}: {e}): this kernel lacks it (tracefs is mounted, the event is not there)"
                 );
             }
             Err(_) => {}

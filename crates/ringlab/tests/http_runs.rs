@@ -157,15 +157,13 @@ fn ring_knobs_run_and_are_recorded() {
         "http {} -t 1 -c 2 -d 300ms --io uring",
         server.url()
     ));
-    let per_op = |r: &Value, k: &str| r["kstat"]["per_op"][k].as_f64();
-    if let (Some(m), Some(p)) = (
-        per_op(&r, "io_uring_file_get_per_op"),
-        per_op(&plain, "io_uring_file_get_per_op"),
-    ) {
+    let file_get =
+        |r: &Value| kstat_per_op(r, "io_uring_file_get_per_op", "io_uring:io_uring_file_get");
+    if let (Some(m), Some(p)) = (file_get(&r), file_get(&plain)) {
         assert!(m < 0.01, "uring-mshot looked files up: {m}");
         assert!(p >= 1.0, "plain uring: {p}");
     }
-    if let Some(arms) = per_op(&r, "io_uring_poll_arm_per_op") {
+    if let Some(arms) = kstat_per_op(&r, "io_uring_poll_arm_per_op", "io_uring:io_uring_poll_arm") {
         assert!(arms < 0.1, "uring-mshot armed poll per request: {arms}");
     }
 }

@@ -15,35 +15,15 @@ fn run(dir: &str, flags: &str) -> Value {
     ))
 }
 
-/// The per-op figure `name`, or `None` (with the reason printed) when this
-/// machine does not let ringlab count it: then it must be listed as
-/// unavailable, never given as a number.
-fn per_op(r: &Value, name: &str, counter: &str) -> Option<f64> {
-    let k = &r["kstat"];
-    match k["per_op"][name].as_f64() {
-        Some(v) => Some(v),
-        None => {
-            let why = k["unavailable"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|u| u["counter"] == counter)
-                .unwrap_or_else(|| panic!("{name} neither measured nor listed unavailable: {k}"));
-            eprintln!("skipped {name}: {}", why["reason"]);
-            None
-        }
-    }
-}
-
 #[test]
 fn sync_makes_about_one_system_call_per_op() {
     let dir = tempfile::tempdir().unwrap();
     let r = run(&dir.path().display().to_string(), "--engine sync");
-    if let Some(s) = per_op(&r, "syscalls_per_op", "raw_syscalls:sys_enter") {
+    if let Some(s) = kstat_per_op(&r, "syscalls_per_op", "raw_syscalls:sys_enter") {
         // One pread per op, plus a few calls of the supervisor thread.
         assert!((0.95..1.2).contains(&s), "syscalls/op {s}");
     }
-    if let Some(e) = per_op(
+    if let Some(e) = kstat_per_op(
         &r,
         "io_uring_enter_per_op",
         "syscalls:sys_enter_io_uring_enter",
@@ -60,12 +40,12 @@ fn fixed_files_remove_the_file_lookup() {
     let plain = run(&d, "--iodepth 8");
     let fixed = run(&d, "--iodepth 8 --fixed-files");
     let (Some(p), Some(f)) = (
-        per_op(
+        kstat_per_op(
             &plain,
             "io_uring_file_get_per_op",
             "io_uring:io_uring_file_get",
         ),
-        per_op(
+        kstat_per_op(
             &fixed,
             "io_uring_file_get_per_op",
             "io_uring:io_uring_file_get",
@@ -85,7 +65,7 @@ fn force_async_offloads_every_request_to_io_wq() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
     let r = run(&d, "--iodepth 8 --force-async");
-    let Some(a) = per_op(
+    let Some(a) = kstat_per_op(
         &r,
         "io_uring_queue_async_work_per_op",
         "io_uring:io_uring_queue_async_work",
@@ -103,7 +83,7 @@ fn force_async_offloads_every_request_to_io_wq() {
         "no io-wq worker seen: {k}"
     );
     let every4 = run(&d, "--iodepth 8 --force-async=4");
-    if let Some(a4) = per_op(
+    if let Some(a4) = kstat_per_op(
         &every4,
         "io_uring_queue_async_work_per_op",
         "io_uring:io_uring_queue_async_work",
@@ -129,7 +109,7 @@ fn sqpoll_has_a_poller_and_almost_no_io_uring_enter() {
         k["per_op"]["cpu_us_with_helpers_per_op"].as_f64().unwrap()
             > k["per_op"]["cpu_us_per_op"].as_f64().unwrap()
     );
-    if let Some(e) = per_op(
+    if let Some(e) = kstat_per_op(
         &r,
         "io_uring_enter_per_op",
         "syscalls:sys_enter_io_uring_enter",

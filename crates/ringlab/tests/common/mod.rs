@@ -154,3 +154,32 @@ impl Drop for Server {
         }
     }
 }
+
+/// The per-op kernel figure `name` of result `r`, or `None` when this
+/// machine cannot count `counter`: then it must be listed as unavailable
+/// with its reason (printed as the skip), never given as a number. As root
+/// ringlab can always count (it mounts tracefs itself where none is
+/// mounted), so there a missing figure is a failure unless the kernel lacks
+/// the tracepoint.
+#[allow(dead_code)]
+pub fn kstat_per_op(r: &Value, name: &str, counter: &str) -> Option<f64> {
+    let k = &r["kstat"];
+    if let Some(v) = k["per_op"][name].as_f64() {
+        return Some(v);
+    }
+    let why = k["unavailable"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no kstat.unavailable list: {k}"))
+        .iter()
+        .find(|u| u["counter"] == counter)
+        .unwrap_or_else(|| panic!("{name} neither measured nor listed unavailable: {k}"));
+    let reason = why["reason"].as_str().unwrap_or_default();
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    assert!(
+        !root || reason.contains("kernel lacks it"),
+        "{name} not counted although the tests run as root: {reason}"
+    );
+    eprintln!("skipped {name}: {reason}");
+    None
+}
