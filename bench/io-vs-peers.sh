@@ -6,11 +6,13 @@
 #   ringlab --engine uring     vs  fio --ioengine=io_uring  (iodepth 1 and 32;
 #                                  at 32 both submitting one request per
 #                                  system call, and both in batches)
-#   ringlab --engine libaio    vs  fio --ioengine=libaio    (iodepth 1 and 32,
-#                                  batches on both sides)
+#   ringlab --engine libaio    vs  fio --ioengine=libaio    (iodepth 1 and 32;
+#                                  at 32 one request per io_submit on both
+#                                  sides, and batches on both sides)
 #   ringlab --engine posixaio  vs  fio --ioengine=posixaio  (iodepth 1 and 32)
 # and, if $T_IO_URING is set, against fio's t/io_uring:
-#   uring (1, 32), libaio (-a1), uring --fixed-files --fixed-buffers (-B1 -F1),
+#   uring (1, 32), libaio --submit-batch 1 (-a1: with -c1 it submits and
+#   reaps one request per system call), uring --fixed-files --fixed-buffers (-B1 -F1),
 #   uring --rw nop (-N1: the cost of the ring itself).
 # Both peers set up their rings with COOP_TASKRUN, SINGLE_ISSUER and
 # DEFER_TASKRUN whenever the kernel has them (fio since 3.33, t/io_uring
@@ -133,6 +135,7 @@ cases=(
     "uring+dt|32|--engine uring ${DT[*]}|fio|--ioengine=io_uring ${FIO_BATCH[*]}"
     "uring|32|--engine uring|fio|--ioengine=io_uring ${FIO_BATCH[*]}"
     "libaio|1|--engine libaio|fio|--ioengine=libaio"
+    "libaio sb1|32|--engine libaio --submit-batch 1|fio|--ioengine=libaio"
     "libaio|32|--engine libaio|fio|--ioengine=libaio ${FIO_BATCH[*]}"
     "posixaio|1|--engine posixaio|fio|--ioengine=posixaio"
     "posixaio|32|--engine posixaio|fio|--ioengine=posixaio"
@@ -141,7 +144,7 @@ if [[ -n "${T_IO_URING:-}" && -x "${T_IO_URING}" ]]; then
     cases+=(
         "uring+dt|1|--engine uring ${DT[*]}|t/io_uring|"
         "uring+dt|32|--engine uring ${DT[*]}|t/io_uring|"
-        "libaio|32|--engine libaio|t/io_uring|-a1"
+        "libaio sb1|32|--engine libaio --submit-batch 1|t/io_uring|-a1"
         "uring+dt+fixed|32|--engine uring ${DT[*]} --fixed-files --fixed-buffers|t/io_uring|-B1 -F1"
         "nop+dt|32|--engine uring ${DT[*]} --rw nop|t/io_uring|-N1"
     )

@@ -212,6 +212,10 @@ pub struct UringOptions {
     pub iowq_max_workers: Option<[u32; 2]>,
 }
 
+/// The knobs that also apply to the libaio engine: how many requests go to
+/// the kernel per submission, and how many completions a reap waits for.
+const BATCH_KNOBS: &[&str] = &["submit-batch", "complete-batch"];
+
 /// A knob and the Linux release that introduced it.
 pub struct KnobInfo {
     pub flag: &'static str,
@@ -350,13 +354,35 @@ impl UringOptions {
     /// refuse or what makes no sense, with the reason and the fix.
     pub fn resolve(a: &UringArgs, facts: &PlanFacts) -> Result<UringOptions> {
         if facts.engine != EngineKind::Uring {
-            if let Some(first) = a.given().first() {
+            // Batch sizes are a property of any queue of requests, and fio
+            // applies its iodepth_batch_* options to libaio too; the other
+            // knobs exist only in io_uring.
+            let batches = facts.engine == EngineKind::Libaio;
+            let refused = a
+                .given()
+                .into_iter()
+                .find(|k| !(batches && BATCH_KNOBS.contains(k)));
+            if let Some(first) = refused {
+                let also = if batches {
+                    " (libaio takes --submit-batch and --complete-batch)"
+                } else {
+                    ""
+                };
                 usage!(
-                    "--{first} is an io_uring knob and --engine {} does not use io_uring: drop it or use --engine uring",
+                    "--{first} is an io_uring knob and --engine {} does not use io_uring{also}: drop it or use --engine uring",
                     facts.engine.name()
                 );
             }
-            return Ok(UringOptions::default());
+            if !batches {
+                return Ok(UringOptions::default());
+            }
+            let o = UringOptions {
+                submit_batch: a.submit_batch.unwrap_or(0),
+                complete_batch: a.complete_batch.unwrap_or(1),
+                ..UringOptions::default()
+            };
+            o.check_batches(facts.iodepth)?;
+            return Ok(o);
         }
         let mut o = UringOptions {
             mode: a.mode,
@@ -448,20 +474,7 @@ impl UringOptions {
             check_cpu("completion-thread", cpu)?;
         }
         let entries = facts.iodepth.max(1).next_power_of_two();
-        if o.submit_batch > facts.iodepth {
-            usage!(
-                "--submit-batch {} is larger than --iodepth {}: a batch can never fill; lower it",
-                o.submit_batch,
-                facts.iodepth
-            );
-        }
-        if o.complete_batch == 0 || o.complete_batch > facts.iodepth {
-            usage!(
-                "--complete-batch {} must be between 1 and --iodepth {}",
-                o.complete_batch,
-                facts.iodepth
-            );
-        }
+        o.check_batches(facts.iodepth)?;
         if a.force_async == Some(0) {
             usage!("--force-async=0: N must be at least 1 (every Nth request); drop the flag to turn it off");
         }
@@ -503,6 +516,23 @@ impl UringOptions {
         // With a completion thread the job thread does not reap at all.
         o.reap = o.completion_thread.is_none().then_some(reap);
         Ok(o)
+    }
+
+    /// Refuses batch sizes a queue of `iodepth` requests can never reach.
+    fn check_batches(&self, iodepth: u32) -> Result<()> {
+        if self.submit_batch > iodepth {
+            usage!(
+                "--submit-batch {} is larger than --iodepth {iodepth}: a batch can never fill; lower it",
+                self.submit_batch
+            );
+        }
+        if self.complete_batch == 0 || self.complete_batch > iodepth {
+            usage!(
+                "--complete-batch {} must be between 1 and --iodepth {iodepth}",
+                self.complete_batch
+            );
+        }
+        Ok(())
     }
 
     /// Whether a ring must be set up with anything but the defaults.

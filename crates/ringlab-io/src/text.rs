@@ -53,6 +53,12 @@ pub fn render(r: &RunResult) -> String {
             .unwrap_or_default();
         let _ = writeln!(out, "io_uring: {preset}{knobs}");
     }
+    if get("engine").as_str() == Some("libaio") {
+        let knobs = crate::knobs::describe_config(c);
+        if !knobs.is_empty() {
+            let _ = writeln!(out, "libaio: {knobs}");
+        }
+    }
     if let Some(t) = &r.target {
         let mut what = vec![match &t.fs_type {
             Some(fs) => format!("{} on {fs}", t.kind),

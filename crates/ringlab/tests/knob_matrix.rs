@@ -197,14 +197,28 @@ fn the_aio_engines_verify_with_several_jobs_and_depths() {
     let d = dir.path().display();
     for (engine, direct) in [
         ("libaio", "--direct"),
+        ("libaio", "--direct --submit-batch 1"),
+        ("libaio", "--direct --complete-batch 4"),
         ("posixaio", ""),
         ("posixaio", "--direct"),
     ] {
         for depth in [1, 32] {
+            if direct.contains("complete-batch 4") && depth < 4 {
+                continue;
+            }
             let r = json_run(&format!(
                 "io --directory {d} --size 4m --engine {engine} {direct} --rw randrw \
                  --iodepth {depth} --numjobs 2 --runtime 120ms --verify"
             ));
+            for (k, flag) in [
+                ("submit-batch", "--submit-batch 1"),
+                ("complete-batch", "--complete-batch 4"),
+            ] {
+                if direct.contains(flag) {
+                    let n: u64 = flag.rsplit(' ').next().unwrap().parse().unwrap();
+                    assert_eq!(r["config"][k], n, "{engine} {direct}: {k} not recorded");
+                }
+            }
             let t = &r["total"];
             assert!(
                 t["write"]["ops"].as_u64().unwrap() > 0,

@@ -206,3 +206,17 @@ fn without_permission_counters_are_unavailable_with_the_reason() {
     ));
     assert!(!String::from_utf8_lossy(&text.stdout).contains("kernel, per op"));
 }
+
+#[test]
+fn libaio_submit_batch_one_is_one_io_submit_per_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let batched = run(&d, "--engine libaio --iodepth 16");
+    let single = run(&d, "--engine libaio --iodepth 16 --submit-batch 1");
+    let syscalls = |r: &Value| kstat_per_op(r, "syscalls_per_op", "raw_syscalls:sys_enter");
+    if let (Some(b), Some(s)) = (syscalls(&batched), syscalls(&single)) {
+        // One io_submit per request, plus the io_getevents of each reap.
+        assert!(s >= 1.0, "--submit-batch 1: {s} system calls per op");
+        assert!(b < 0.8 * s, "batched {b} against one per request {s}");
+    }
+}

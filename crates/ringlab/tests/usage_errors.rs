@@ -109,7 +109,18 @@ fn knob_combinations_the_kernel_rejects_are_refused_before_the_run() {
         ),
         (
             "--engine libaio --direct --sqpoll",
-            &["--sqpoll is an io_uring knob"],
+            &[
+                "--sqpoll is an io_uring knob",
+                "libaio takes --submit-batch and --complete-batch",
+            ],
+        ),
+        (
+            "--engine posixaio --submit-batch 1",
+            &["--submit-batch is an io_uring knob", "--engine posixaio"],
+        ),
+        (
+            "--engine libaio --direct --iodepth 4 --complete-batch 8",
+            &["--complete-batch 8 must be between 1 and --iodepth 4"],
         ),
         (
             "--engine posixaio --mode enhanced",

@@ -96,6 +96,13 @@ pub struct LibaioEngine {
     /// Queued control blocks not yet taken by io_submit.
     pending: Vec<*mut Iocb>,
     events: Box<[IoEvent]>,
+    /// `--submit-batch`: io_submit as soon as this many are queued (0: once
+    /// per loop turn).
+    submit_batch: u32,
+    /// `--complete-batch`: completions each reap waits for (at least 1).
+    complete_batch: u32,
+    /// Requests the kernel has taken and not yet completed.
+    in_kernel: u32,
 }
 
 impl LibaioEngine {
@@ -108,6 +115,9 @@ impl LibaioEngine {
             iocbs: vec![Iocb::default(); depth as usize].into_boxed_slice(),
             pending: Vec::with_capacity(depth as usize),
             events: vec![IoEvent::default(); depth as usize].into_boxed_slice(),
+            submit_batch: setup.plan.uring.submit_batch,
+            complete_batch: setup.plan.uring.complete_batch.max(1),
+            in_kernel: 0,
         })
     }
 
@@ -133,6 +143,7 @@ impl LibaioEngine {
                 }
             }
             self.pending.drain(..rc as usize);
+            self.in_kernel += rc as u32;
             if rc == 0 {
                 return Ok(());
             }
@@ -160,6 +171,9 @@ impl Engine for LibaioEngine {
             ..Iocb::default()
         };
         self.pending.push(cb as *mut Iocb);
+        if self.submit_batch > 0 && self.pending.len() >= self.submit_batch as usize {
+            self.submit_pending()?;
+        }
         Ok(QueueStatus::Queued)
     }
 
@@ -169,6 +183,9 @@ impl Engine for LibaioEngine {
 
     fn reap(&mut self, min: u32, out: &mut Vec<Completion>) -> Result<()> {
         self.submit_pending()?;
+        // Never wait for more than the kernel holds: at the end of a run
+        // fewer than --complete-batch may be left.
+        let min = min.max(self.complete_batch).min(self.in_kernel);
         loop {
             // SAFETY: `events` holds room for `len` events; no timeout.
             let rc = unsafe {
@@ -188,6 +205,7 @@ impl Engine for LibaioEngine {
                 }
                 return Err(e).context("io_getevents failed");
             }
+            self.in_kernel -= rc as u32;
             out.extend(
                 self.events[..rc as usize]
                     .iter()
