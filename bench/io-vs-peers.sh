@@ -31,6 +31,9 @@
 #                         so a queue depth cannot overlap anything there: it
 #                         measures CPU cost per I/O, not device parallelism.
 #   BENCH_CPU (1), BENCH_RUNTIME seconds (5), BENCH_REPEATS (5)
+#   BENCH_CASES           a grep -E pattern: only the rows whose
+#                         "label|depth|ringlab flags|peer|peer flags" matches
+#                         (for example 'libaio' or '^nop')
 #   T_IO_URING            path of fio's t/io_uring, built outside this repo
 set -euo pipefail
 
@@ -152,6 +155,14 @@ else
     echo "note: T_IO_URING not set (or not executable): t/io_uring rows skipped" >&2
 fi
 
+if [[ -n "${BENCH_CASES:-}" ]]; then
+    kept=()
+    for c in "${cases[@]}"; do
+        if grep -Eq -- "$BENCH_CASES" <<<"$c"; then kept+=("$c"); fi
+    done
+    ((${#kept[@]})) || { echo "BENCH_CASES='$BENCH_CASES' matches no row" >&2; exit 2; }
+    cases=("${kept[@]}")
+fi
 echo "target: $target, cpu $cpu, ${runtime}s per run, $repeats repeats" >&2
 for ((r = 1; r <= repeats; r++)); do
     echo "repeat $r/$repeats" >&2

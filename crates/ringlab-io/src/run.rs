@@ -88,7 +88,10 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     // none does.
     let all_ready = ready_rx.iter().take(handles.len()).filter(|&ok| ok).count() == handles.len();
     if let Some(k) = &mut kstat {
-        k.enable();
+        let jobs = progress.clone();
+        k.enable(Arc::new(move || {
+            jobs.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum()
+        }));
     }
     let started_at = SystemTime::now();
     let start = Instant::now();
@@ -98,7 +101,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         supervise(&plan, opts, &stop, &progress, start, &handles, &mut kstat);
     }
     if let Some(k) = &mut kstat {
-        k.disable(progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum());
+        k.disable();
     }
     stop.store(true, Ordering::SeqCst);
     let outcomes: Vec<Result<JobOutcome>> = handles
@@ -200,16 +203,8 @@ fn supervise(
     let mut last_ops = 0u64;
     let mut ticks = 0u64;
     loop {
-        // Helper threads leave with their rings: sample them while alive.
-        // The per-request counters run in the second tick of every ten.
         if let Some(k) = kstat.as_mut() {
-            k.sample_threads();
-            let ops_now = || progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
-            match ticks % 10 {
-                1 => k.window_open(ops_now()),
-                2 => k.window_close(ops_now()),
-                _ => {}
-            }
+            k.tick(ticks);
         }
         ticks += 1;
         if handles.iter().all(|h| h.is_finished()) {

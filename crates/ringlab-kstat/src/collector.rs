@@ -3,12 +3,14 @@
 //! the measured run starts, read when it ends.
 
 use crate::device::{device_irqs, read_interrupts, IrqLine};
-use crate::perf::TracepointCounter;
+use crate::perf::{event_id, TracepointCounter};
+use crate::windows::{OpsNow, Sampler};
 use ringlab_stats::{
     DeviceIrqDelta, HelperThread, InterruptDeltas, KstatReport, UnavailableCounter,
 };
 use std::collections::BTreeMap;
 use std::fs;
+use std::time::Duration;
 
 /// Tracepoints counted for the process (and its threads).
 pub const PROCESS_TRACEPOINTS: &[&str] = &[
@@ -28,13 +30,16 @@ pub const PROCESS_TRACEPOINTS: &[&str] = &[
     "io_uring:io_uring_cqe_overflow",
 ];
 
-/// Tracepoints counted only in sampling windows: every io_uring one. Each
-/// counter a thread carries costs at every context switch, and the
-/// per-request ones (submit_req, complete, file_get) cost about 2% of the
-/// IOPS each on the development VM at 130k IOPS (the kernel builds the full
-/// trace record even to count it). Counted 10% of the time, their per-op
-/// figures divide by the operations completed inside the windows
-/// ([`Collector::window_open`]).
+/// Tracepoints counted only in sampling windows: every io_uring one. A
+/// tracepoint with a perf event attached costs at every hit even while the
+/// event is disabled (on the development VM, submit_req and complete open
+/// but disabled cut NOP requests from 10M to 7M per second), and counting
+/// costs more (about 2% of the IOPS per per-request tracepoint at 130k
+/// IOPS). So these are opened only for a window (one tick of every
+/// [`WINDOW_PERIOD_TICKS`]: 50 ms of every second), on every thread of the
+/// process, and closed after it; their per-op figures divide by the
+/// operations completed inside the windows ([`Collector::tick`],
+/// [`crate::windows`]).
 pub const WINDOWED_TRACEPOINTS: &[&str] = &[
     "io_uring:io_uring_submit_req",
     "io_uring:io_uring_complete",
@@ -48,6 +53,11 @@ pub const WINDOWED_TRACEPOINTS: &[&str] = &[
     "io_uring:io_uring_req_failed",
     "io_uring:io_uring_cqe_overflow",
 ];
+
+/// A sampling window opens every this many ticks ([`Collector::tick`],
+/// called every 50 ms): the first covers the run's first 50 ms, so every
+/// run of 50 ms or longer has one.
+pub const WINDOW_PERIOD_TICKS: u64 = 20;
 
 /// Tracepoints counted on every CPU (IPIs land on the CPU they interrupt,
 /// whoever sent them).
@@ -83,13 +93,14 @@ struct HelperState {
 }
 
 pub struct Collector {
+    /// Counted for the whole measured run.
     counters: Vec<TracepointCounter>,
-    /// Indexes into `counters` of the windowed ones.
-    windowed: Vec<usize>,
-    /// Operations completed inside closed sampling windows, and the count
-    /// at the opening of the current one.
-    window_ops: u64,
-    window_open_at: Option<u64>,
+    /// The windowed tracepoints this machine has, counted by `sampler`.
+    windowed: Vec<&'static str>,
+    /// Runs the sampling windows (`Err`: why it could not be started).
+    sampler: Option<Result<Sampler, String>>,
+    /// The run's operation count, for the windows.
+    ops_now: Option<OpsNow>,
     unavailable: Vec<UnavailableCounter>,
     device: Option<String>,
     irq_before: Option<Vec<IrqLine>>,
@@ -101,13 +112,35 @@ pub struct Collector {
 }
 
 impl Collector {
-    /// Opens every counter (disabled). Call before the threads to be
-    /// counted are created. `device` is the target's disk (`vda`).
+    /// Opens every whole-run counter (disabled) and checks that each
+    /// windowed tracepoint exists (attaching one only to check would cost a
+    /// grace period to detach; a window that cannot attach it says why).
+    /// Call before the threads to be counted are created. `device` is the
+    /// target's disk (`vda`).
     pub fn open(device: Option<String>) -> Collector {
-        let mut counters = Vec::new();
+        let mut windowed = Vec::new();
         let mut unavailable = Vec::new();
+        for &name in WINDOWED_TRACEPOINTS {
+            match event_id(name) {
+                Ok(_) => windowed.push(name),
+                Err(reason) => unavailable.push(UnavailableCounter {
+                    counter: name.to_string(),
+                    reason,
+                }),
+            }
+        }
+        // Started before the whole-run counters exist, so that they are
+        // not inherited by the sampler's thread.
+        let sampler = (!windowed.is_empty()).then(|| {
+            Sampler::start(windowed.clone())
+                .map_err(|e| format!("could not start the sampling thread: {e}"))
+        });
+        let mut counters = Vec::new();
         for (names, system_wide) in [(PROCESS_TRACEPOINTS, false), (SYSTEM_TRACEPOINTS, true)] {
-            for name in names {
+            for &name in names {
+                if WINDOWED_TRACEPOINTS.contains(&name) {
+                    continue;
+                }
                 match TracepointCounter::open(name, system_wide) {
                     Ok(c) => counters.push(c),
                     Err(reason) => unavailable.push(UnavailableCounter {
@@ -117,17 +150,11 @@ impl Collector {
                 }
             }
         }
-        let windowed = counters
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| WINDOWED_TRACEPOINTS.contains(&c.name.as_str()))
-            .map(|(i, _)| i)
-            .collect();
         Collector {
             counters,
             windowed,
-            window_ops: 0,
-            window_open_at: None,
+            sampler,
+            ops_now: None,
             unavailable,
             device,
             irq_before: None,
@@ -138,53 +165,51 @@ impl Collector {
         }
     }
 
-    /// The measured run starts now.
-    pub fn enable(&mut self) {
+    /// The measured run starts now; `ops_now` gives the operations it has
+    /// completed so far (read by the sampling windows).
+    pub fn enable(&mut self, ops_now: OpsNow) {
+        if let Some(Ok(s)) = &self.sampler {
+            s.window_from_now(&ops_now, Duration::from_secs(2));
+        }
+        self.ops_now = Some(ops_now);
         self.irq_before = read_interrupts().ok();
         self.sample_threads();
         for h in self.helpers.values_mut() {
             h.baseline = h.last;
         }
         self.preexisting = self.helpers.keys().copied().collect();
-        for (i, c) in self.counters.iter().enumerate() {
-            if self.windowed.contains(&i) {
-                c.enable();
-                c.disable();
-            } else {
-                c.enable();
-            }
+        for c in &self.counters {
+            c.enable();
         }
         self.enabled = true;
     }
 
-    /// Opens a sampling window for the per-request counters; `ops_now` is
-    /// the number of operations completed so far.
-    pub fn window_open(&mut self, ops_now: u64) {
-        if !self.enabled || self.window_open_at.is_some() {
+    /// The runner's periodic call, every 50 ms of the measured run (tick 0
+    /// at its start): samples the helper threads while they are alive (they
+    /// leave with their rings) and asks for a sampling window every
+    /// [`WINDOW_PERIOD_TICKS`] ticks (the first, at the start, was opened by
+    /// [`Collector::enable`]). Never blocks on the windows.
+    pub fn tick(&mut self, tick: u64) {
+        self.sample_threads();
+        if !self.enabled || tick == 0 {
             return;
         }
-        for &i in &self.windowed {
-            self.counters[i].resume();
-        }
-        self.window_open_at = Some(ops_now);
-    }
-
-    /// Closes the sampling window, if one is open.
-    pub fn window_close(&mut self, ops_now: u64) {
-        if let Some(start) = self.window_open_at.take() {
-            for &i in &self.windowed {
-                self.counters[i].disable();
+        if let (Some(Ok(s)), Some(ops)) = (&self.sampler, &self.ops_now) {
+            if tick % WINDOW_PERIOD_TICKS == 0 {
+                s.request_window(ops);
             }
-            self.window_ops += ops_now.saturating_sub(start);
         }
     }
 
-    /// The measured run ends now, after `ops_now` operations.
-    pub fn disable(&mut self, ops_now: u64) {
+    /// The measured run ends now: no window counts past this. Returns at
+    /// once; [`Collector::finish`] waits for the counters to be detached.
+    pub fn disable(&mut self) {
         if !self.enabled {
             return;
         }
-        self.window_close(ops_now);
+        if let Some(Ok(s)) = &self.sampler {
+            s.stop();
+        }
         for c in &self.counters {
             c.disable();
         }
@@ -234,23 +259,12 @@ impl Collector {
     /// The report: counters, per-op figures (over `ops` operations, with
     /// `app_cpu_ns` of application-thread CPU), helpers and interrupts.
     pub fn finish(mut self, ops: u64, app_cpu_ns: u64) -> KstatReport {
-        self.disable(ops);
+        self.disable();
         let mut counters = BTreeMap::new();
         let mut sampled = BTreeMap::new();
-        let mut unavailable = self.unavailable;
-        for (i, c) in self.counters.iter().enumerate() {
-            let windowed = self.windowed.contains(&i);
-            if windowed && self.window_ops == 0 {
-                unavailable.push(UnavailableCounter {
-                    counter: c.name.clone(),
-                    reason: "counted only in sampling windows, and the run completed no operation inside one (runs shorter than 100 ms)".into(),
-                });
-                continue;
-            }
+        let mut unavailable = std::mem::take(&mut self.unavailable);
+        for c in &self.counters {
             match c.read() {
-                Ok(v) if windowed => {
-                    sampled.insert(c.name.clone(), v);
-                }
                 Ok(v) => {
                     counters.insert(c.name.clone(), v);
                 }
@@ -258,6 +272,36 @@ impl Collector {
                     counter: c.name.clone(),
                     reason: format!("read failed: {e}"),
                 }),
+            }
+        }
+        let mut sampled_ops = 0;
+        match self.sampler.take() {
+            None => {}
+            Some(Err(reason)) => {
+                for name in &self.windowed {
+                    unavailable.push(UnavailableCounter {
+                        counter: name.to_string(),
+                        reason: reason.clone(),
+                    });
+                }
+            }
+            Some(Ok(s)) => {
+                let totals = s.finish();
+                sampled_ops = totals.ops;
+                for (name, count) in self.windowed.iter().zip(totals.counts) {
+                    let reason = match count {
+                        Err(e) => e,
+                        Ok(_) if totals.ops == 0 => "counted only in sampling windows, and the run completed no operation inside one (runs shorter than 50 ms)".into(),
+                        Ok(n) => {
+                            sampled.insert(name.to_string(), n);
+                            continue;
+                        }
+                    };
+                    unavailable.push(UnavailableCounter {
+                        counter: name.to_string(),
+                        reason,
+                    });
+                }
             }
         }
         let helper_threads: Vec<HelperThread> = self
@@ -293,7 +337,7 @@ impl Collector {
                 per_op.insert(per_op_name(name), per(v));
             }
             for (name, &v) in &sampled {
-                per_op.insert(per_op_name(name), v as f64 / self.window_ops as f64);
+                per_op.insert(per_op_name(name), v as f64 / sampled_ops as f64);
             }
             if let (Some(&r), Some(&c)) = (
                 counters.get("irq_vectors:reschedule_entry"),
@@ -319,7 +363,7 @@ impl Collector {
         KstatReport {
             counters,
             sampled_counters: sampled,
-            sampled_ops: self.window_ops,
+            sampled_ops,
             unavailable,
             per_op,
             interrupts,
@@ -411,8 +455,7 @@ mod tests {
     #[test]
     fn counts_this_process_when_permitted() {
         let mut c = Collector::open(None);
-        c.enable();
-        c.window_open(0);
+        c.enable(std::sync::Arc::new(|| 100));
         for _ in 0..100 {
             // SAFETY: getppid has no preconditions; a cheap system call.
             unsafe { libc::getppid() };

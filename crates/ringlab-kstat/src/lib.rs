@@ -8,6 +8,7 @@ pub mod device;
 pub mod host;
 pub mod perf;
 pub mod rusage;
+pub mod windows;
 
 pub use collector::Collector;
 pub use host::host_info;

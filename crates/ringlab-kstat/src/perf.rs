@@ -53,7 +53,7 @@ fn tracefs_problem() -> Option<String> {
 }
 
 /// The id of tracepoint `system:event`, from tracefs.
-fn event_id(name: &str) -> Result<u64, String> {
+pub fn event_id(name: &str) -> Result<u64, String> {
     let (system, event) = name
         .split_once(':')
         .ok_or_else(|| format!("{name} is not system:event"))?;
@@ -118,15 +118,6 @@ impl TracepointCounter {
     /// the threads it creates from now on (and the kernel helper threads
     /// those cause), or on every CPU in `system_wide`.
     pub fn open(name: &str, system_wide: bool) -> Result<TracepointCounter, String> {
-        let id = event_id(name)?;
-        let mut attr = bindings::perf_event_attr {
-            type_: bindings::PERF_TYPE_TRACEPOINT,
-            size: std::mem::size_of::<bindings::perf_event_attr>() as u32,
-            config: id,
-            ..Default::default()
-        };
-        attr.set_disabled(1);
-        attr.set_inherit(u64::from(!system_wide));
         let targets: Vec<(libc::pid_t, libc::c_int)> = if system_wide {
             online_cpus()
                 .into_iter()
@@ -137,22 +128,59 @@ impl TracepointCounter {
             // SAFETY: gettid has no preconditions.
             vec![(unsafe { libc::gettid() }, -1)]
         };
+        Self::open_on(name, &targets, !system_wide)
+    }
+
+    /// Opens `name` disabled on each of the threads `tids` and the threads
+    /// they create from now on. A thread that has exited meanwhile is left
+    /// out; an error only if none could be counted.
+    pub fn open_threads(name: &str, tids: &[libc::pid_t]) -> Result<TracepointCounter, String> {
+        let targets: Vec<_> = tids.iter().map(|&t| (t, -1)).collect();
+        Self::open_on(name, &targets, true)
+    }
+
+    fn open_on(
+        name: &str,
+        targets: &[(libc::pid_t, libc::c_int)],
+        inherit: bool,
+    ) -> Result<TracepointCounter, String> {
+        let id = event_id(name)?;
+        let mut attr = bindings::perf_event_attr {
+            type_: bindings::PERF_TYPE_TRACEPOINT,
+            size: std::mem::size_of::<bindings::perf_event_attr>() as u32,
+            config: id,
+            ..Default::default()
+        };
+        attr.set_disabled(1);
+        attr.set_inherit(u64::from(inherit));
         let mut fds = Vec::with_capacity(targets.len());
-        for (pid, cpu) in targets {
+        let mut last_err = None;
+        for &(pid, cpu) in targets {
             // SAFETY: attr is a fully initialised perf_event_attr.
             let fd = unsafe {
                 perf_event_open(&mut attr, pid, cpu, -1, bindings::PERF_FLAG_FD_CLOEXEC as _)
             };
             if fd < 0 {
-                return Err(open_error(io::Error::last_os_error()));
+                let e = io::Error::last_os_error();
+                // A thread gone between listing and opening has nothing
+                // left to count.
+                if pid > 0 && e.raw_os_error() == Some(libc::ESRCH) {
+                    continue;
+                }
+                last_err = Some(open_error(e));
+                break;
             }
             // SAFETY: a new descriptor owned by nobody else.
             fds.push(unsafe { OwnedFd::from_raw_fd(fd) });
         }
-        Ok(TracepointCounter {
-            name: name.to_string(),
-            fds,
-        })
+        match last_err {
+            Some(e) => Err(e),
+            None if fds.is_empty() => Err(format!("{name}: no thread left to count")),
+            None => Ok(TracepointCounter {
+                name: name.to_string(),
+                fds,
+            }),
+        }
     }
 
     fn each(&self, f: unsafe fn(libc::c_int, libc::c_uint) -> libc::c_int) {

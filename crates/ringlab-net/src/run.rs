@@ -88,20 +88,17 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
     let _ = ready_rx.iter().take(n).count();
     let all_ok = failed.lock().unwrap_or_else(|p| p.into_inner()).is_none();
     if let Some(k) = &mut kstat {
-        k.enable();
+        let threads = progress.clone();
+        k.enable(Arc::new(move || {
+            threads.iter().map(|p| p.load(Ordering::Relaxed)).sum()
+        }));
     }
     let started_at = SystemTime::now();
     let start = std::time::Instant::now();
     gate.open(all_ok);
     // The kernel counts the measured run only, not the closing of the
-    // connections after it; the per-request counters run in the second
-    // 50 ms tick of every ten (as in ringlab io).
-    let ops_now = || {
-        progress
-            .iter()
-            .map(|p| p.load(Ordering::Relaxed))
-            .sum::<u64>()
-    };
+    // connections after it; the per-request counters are counted in
+    // sampling windows (as in ringlab io).
     let tick = Duration::from_millis(50);
     let mut ticks = 0u64;
     while all_ok && start.elapsed() < plan.duration && !stop.load(Ordering::Relaxed) {
@@ -109,18 +106,13 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
             break;
         }
         if let Some(k) = &mut kstat {
-            k.sample_threads();
-            match ticks % 10 {
-                1 => k.window_open(ops_now()),
-                2 => k.window_close(ops_now()),
-                _ => {}
-            }
+            k.tick(ticks);
         }
         ticks += 1;
         thread::sleep(tick.min(plan.duration.saturating_sub(start.elapsed())));
     }
     if let Some(k) = &mut kstat {
-        k.disable(ops_now());
+        k.disable();
     }
     let outcomes: Vec<Option<ThreadOutcome>> = handles
         .into_iter()
@@ -134,6 +126,11 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| anyhow!("a client thread panicked"))?;
     let mut outcome = build(plan, started_at, outcomes, stop.load(Ordering::SeqCst));
+    if let Some(k) = kstat {
+        // Closes the counters' own descriptors, before they are counted.
+        let t = &outcome.result.total;
+        outcome.result.kstat = Some(k.finish(t.ops, t.cpu_user_ns + t.cpu_sys_ns));
+    }
     let fds_after = open_fds();
     if let (Some(b), Some(a)) = (fds_before, fds_after) {
         if a > b {
@@ -143,11 +140,8 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
             ));
         }
     }
-    if let Some(k) = kstat {
-        let t = &outcome.result.total;
-        outcome.result.kstat = Some(k.finish(t.ops, t.cpu_user_ns + t.cpu_sys_ns));
-        outcome.text = text::render(&outcome.result, &outcome.lat, &outcome.lat_uncorrected);
-    }
+    // Again: the kernel evidence and the descriptor check came after build.
+    outcome.text = text::render(&outcome.result, &outcome.lat, &outcome.lat_uncorrected);
     Ok(outcome)
 }
 

@@ -144,8 +144,7 @@ pub struct KstatReport {
     pub counters: std::collections::BTreeMap<String, u64>,
     /// Per-request tracepoints (`io_uring_submit_req`, `io_uring_complete`,
     /// `io_uring_file_get`), counted only inside sampling windows (50 ms of
-    /// every 500 ms) because counting them all the time costs several
-    /// percent of the IOPS; their per-op figures divide by `sampled_ops`.
+    /// every second) because even attached they cost at every hit; their per-op figures divide by `sampled_ops`.
     pub sampled_counters: std::collections::BTreeMap<String, u64>,
     /// Operations completed inside the sampling windows.
     pub sampled_ops: u64,
