@@ -195,7 +195,7 @@ impl Collector {
             return;
         }
         if let (Some(Ok(s)), Some(ops)) = (&self.sampler, &self.ops_now) {
-            if tick % WINDOW_PERIOD_TICKS == 0 {
+            if tick.is_multiple_of(WINDOW_PERIOD_TICKS) {
                 s.request_window(ops);
             }
         }
