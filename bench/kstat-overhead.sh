@@ -75,7 +75,9 @@ print(f"overhead: with kstat {cw/1000:.2f} CPU us/op ({min(wc)/1000:.2f}-{max(wc
 PY
 
 # perf stat counts the whole process, setup and teardown included; ringlab
-# only the measured run. A run of one queue's worth of I/O (--io-size) counts
+# only the measured run, and not the calls of its own sampling thread
+# (attaching and detaching the windowed counters), which it reports as
+# kstat.sampler_syscalls and which are taken off perf's count. A run of one queue's worth of I/O (--io-size) counts
 # the fixed part, which the full run's count less that is perf's figure for
 # the full run's steady state: (calls_full - calls_tiny) / (ops_full -
 # ops_tiny), compared with ringlab's own syscalls_per_op of the full run.
@@ -93,6 +95,8 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 count = next(int(l.split(",")[0]) for l in open(sys.argv[2]) if "raw_syscalls:sys_enter" in l)
 mine = r["kstat"]["per_op"].get("syscalls_per_op")
+# ringlab's sampling thread is left out of its own count; perf has it.
+count -= r["kstat"].get("sampler_syscalls", 0)
 print(count, r["total"]["ops"], "none" if mine is None else mine)
 PY
 }

@@ -275,6 +275,7 @@ impl Collector {
             }
         }
         let mut sampled_ops = 0;
+        let mut sampler_syscalls = None;
         match self.sampler.take() {
             None => {}
             Some(Err(reason)) => {
@@ -288,6 +289,7 @@ impl Collector {
             Some(Ok(s)) => {
                 let totals = s.finish();
                 sampled_ops = totals.ops;
+                sampler_syscalls = totals.own_syscalls;
                 for (name, count) in self.windowed.iter().zip(totals.counts) {
                     let reason = match count {
                         Err(e) => e,
@@ -364,6 +366,7 @@ impl Collector {
             counters,
             sampled_counters: sampled,
             sampled_ops,
+            sampler_syscalls,
             unavailable,
             per_op,
             interrupts,

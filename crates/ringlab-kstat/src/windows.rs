@@ -49,6 +49,10 @@ pub struct WindowTotals {
     pub counts: Vec<Result<u64, String>>,
     /// Operations completed inside the windows.
     pub ops: u64,
+    /// System calls this thread made during the measured run (attaching,
+    /// reading and detaching counters), which the process-wide counters
+    /// leave out; `None` where they could not be counted.
+    pub own_syscalls: Option<u64>,
 }
 
 pub struct Sampler {
@@ -154,12 +158,30 @@ fn serve(
     busy: &AtomicBool,
     totals: &Mutex<WindowTotals>,
 ) {
+    // This thread's own calls, from the first window (the run's start) to
+    // the stop, so that a count of the whole process can be compared.
+    let own = TracepointCounter::open("raw_syscalls:sys_enter", false).ok();
+    let mut first = true;
     while let Ok(Request::Window(ops_now, counting)) = rx.recv() {
+        if first {
+            if let Some(c) = &own {
+                c.enable();
+            }
+            first = false;
+        }
         let stopped = window(names, rx, &ops_now, counting, totals);
         busy.store(false, Ordering::Release);
         if stopped {
-            return;
+            break;
         }
+    }
+    if let Some(c) = own {
+        c.disable();
+        let n = if first { Ok(0) } else { c.read() };
+        totals
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .own_syscalls = n.ok();
     }
 }
 

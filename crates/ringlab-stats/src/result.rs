@@ -148,6 +148,12 @@ pub struct KstatReport {
     pub sampled_counters: std::collections::BTreeMap<String, u64>,
     /// Operations completed inside the sampling windows.
     pub sampled_ops: u64,
+    /// System calls of ringlab's own sampling thread during the run
+    /// (attaching and detaching the windowed counters), left out of
+    /// `counters`: what a count of the whole process (`perf stat`) has on
+    /// top of `raw_syscalls:sys_enter`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampler_syscalls: Option<u64>,
     pub unavailable: Vec<UnavailableCounter>,
     /// Derived figures per operation (`syscalls_per_op`, ...), only from
     /// counters that were measured.
