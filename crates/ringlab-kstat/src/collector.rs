@@ -35,9 +35,9 @@ pub const PROCESS_TRACEPOINTS: &[&str] = &[
 /// event is disabled (on the development VM, submit_req and complete open
 /// but disabled cut NOP requests from 10M to 7M per second), and counting
 /// costs more (about 2% of the IOPS per per-request tracepoint at 130k
-/// IOPS). So these are opened only for a window (one tick of every
-/// [`WINDOW_PERIOD_TICKS`]: 50 ms of every second), on every thread of the
-/// process, and closed after it; their per-op figures divide by the
+/// IOPS). So these are opened only for a window (every
+/// [`WINDOW_PERIOD_TICKS`] ticks, one second: 50 ms or 20,000 operations),
+/// on every thread of the process, and closed after it; their per-op figures divide by the
 /// operations completed inside the windows ([`Collector::tick`],
 /// [`crate::windows`]).
 pub const WINDOWED_TRACEPOINTS: &[&str] = &[

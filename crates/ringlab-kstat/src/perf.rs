@@ -196,11 +196,6 @@ impl TracepointCounter {
         self.each(ioctls::ENABLE);
     }
 
-    /// Counts again, adding to what was counted before.
-    pub fn resume(&self) {
-        self.each(ioctls::ENABLE);
-    }
-
     pub fn disable(&self) {
         self.each(ioctls::DISABLE);
     }
