@@ -4,8 +4,8 @@
 
 use crate::engines::{supported_opcodes, try_registration, try_setup_flag};
 use crate::knobs::{OTHER_KNOBS, SETUP_KNOBS};
-use crate::usage;
 use anyhow::Result;
+use ringlab_core::usage;
 use ringlab_kstat::device::{block_device_info, disk_of_path, BlockDeviceInfo};
 use serde::Serialize;
 use std::fmt::Write;

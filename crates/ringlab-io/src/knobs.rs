@@ -3,9 +3,9 @@
 //! combinations the kernel rejects or that make no sense.
 
 use crate::engines::EngineKind;
-use crate::usage;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
+use ringlab_core::usage;
 use serde_json::{json, Value};
 
 /// IORING_MAX_REG_BUFFERS: the most buffers one ring can register.
@@ -621,11 +621,11 @@ pub fn describe_config(c: &serde_json::Map<String, Value>) -> String {
 }
 
 fn check_cpu(flag: &str, cpu: u32) -> Result<()> {
-    let allowed = crate::plan::allowed_cpus();
+    let allowed = ringlab_core::cpus::allowed_cpus();
     if !allowed.is_empty() && !allowed.contains(&cpu) {
         usage!(
             "--{flag} {cpu}: CPU {cpu} is not available to this process (it may run on {}); pick from those",
-            crate::plan::format_cpu_list(&allowed)
+            ringlab_core::cpus::format_cpu_list(&allowed)
         );
     }
     Ok(())

@@ -7,7 +7,6 @@
 
 pub mod buffers;
 pub mod engines;
-pub mod error;
 pub mod evidence;
 pub mod features;
 pub mod knobs;
@@ -19,5 +18,5 @@ pub mod verify;
 pub mod worker;
 pub mod workload;
 
-pub use error::UsageError;
 pub use plan::{IoArgs, IoPlan};
+pub use ringlab_core::UsageError;

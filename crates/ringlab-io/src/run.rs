@@ -6,12 +6,13 @@ use crate::plan::IoPlan;
 use crate::target::{self, Target};
 use crate::worker::{Aborted, JobContext, JobOutcome, JobProgress};
 use anyhow::{anyhow, Context, Result};
+use ringlab_core::StartGate;
 use ringlab_stats::units::{format_bandwidth, format_rate};
 use ringlab_stats::{Figures, JobFigures, RunResult, ThreadMeasurements, ToolInfo, SCHEMA_VERSION};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -159,32 +160,6 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
 
 fn first_err_is_abort(e: &Option<anyhow::Error>) -> bool {
     e.as_ref().is_some_and(|e| e.is::<Aborted>())
-}
-
-/// Holds worker threads after their setup until the runner opens it, to
-/// start them all at once (`true`) or send them home (`false`). Shared by
-/// the storage runner and the HTTP client runner.
-#[derive(Default)]
-pub struct StartGate {
-    state: Mutex<Option<bool>>,
-    opened: Condvar,
-}
-
-impl StartGate {
-    pub fn open(&self, go: bool) {
-        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = Some(go);
-        self.opened.notify_all();
-    }
-
-    pub fn wait(&self) -> bool {
-        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            if let Some(go) = *state {
-                return go;
-            }
-            state = self.opened.wait(state).unwrap_or_else(|p| p.into_inner());
-        }
-    }
 }
 
 /// Waits for the runtime, an interruption or the end of every job, drawing

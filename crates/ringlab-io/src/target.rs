@@ -5,10 +5,10 @@
 //! block size, or is a block device whose data a write would destroy.
 
 use crate::plan::IoPlan;
-use crate::usage;
 use crate::verify;
 use crate::workload::Rw;
 use anyhow::{Context, Result};
+use ringlab_core::usage;
 use ringlab_stats::units::format_bytes;
 use ringlab_stats::TargetInfo;
 use std::ffi::CString;

@@ -13,6 +13,7 @@ use crate::workload::{Dir, NextIo, Workload};
 use anyhow::{bail, Result};
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use ringlab_core::cpus::pin_to_cpu;
 use ringlab_kstat::ThreadUsage;
 use ringlab_stats::ThreadMeasurements;
 use std::collections::HashSet;
@@ -377,20 +378,6 @@ pub fn think(cycles: u64) {
         v = std::hint::black_box(v.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i));
     }
     std::hint::black_box(v);
-}
-
-pub fn pin_to_cpu(cpu: u32) -> Result<()> {
-    // SAFETY: the set is a zeroed local; sched_setaffinity reads it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if rc != 0 {
-        bail!(
-            "cannot pin job thread to CPU {cpu}: {}",
-            std::io::Error::last_os_error()
-        );
-    }
-    Ok(())
 }
 
 /// Per-job state of --verify.

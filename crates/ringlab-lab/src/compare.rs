@@ -5,7 +5,7 @@
 //! measured, and gets no ratio.
 
 use anyhow::Result;
-use ringlab_io::error::usage_error;
+use ringlab_core::usage_error;
 use ringlab_stats::units::{format_bandwidth, format_ns, format_rate};
 use serde_json::{json, Value as Json};
 use std::fmt::Write as _;
@@ -326,7 +326,7 @@ mod tests {
         let p = dir.path().join("x.json");
         std::fs::write(&p, "{\"a\": 1}").unwrap();
         let e = compare_files(&p, &p, false).unwrap_err();
-        assert!(e.downcast_ref::<ringlab_io::UsageError>().is_some());
+        assert!(e.downcast_ref::<ringlab_core::UsageError>().is_some());
         let missing = compare_files(&dir.path().join("nope.json"), &p, false).unwrap_err();
         assert!(format!("{missing:#}").contains("nope.json"));
     }

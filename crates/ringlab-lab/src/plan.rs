@@ -11,7 +11,7 @@ use anyhow::Result;
 use indexmap::IndexMap;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use ringlab_io::error::usage_error;
+use ringlab_core::usage_error;
 use serde::Deserialize;
 use serde_json::{json, Value as Json};
 use std::path::Path;
@@ -137,7 +137,7 @@ struct RawPlan {
     axes: IndexMap<String, Spanned<toml::Value>>,
 }
 
-/// Reads and validates a plan file. Every error is a [`ringlab_io::UsageError`]
+/// Reads and validates a plan file. Every error is a [`ringlab_core::UsageError`]
 /// of one line: `PLAN:LINE: what is wrong; how to fix it`.
 pub fn load_plan(path: &Path) -> Result<Plan> {
     let text = std::fs::read_to_string(path).map_err(|e| {
@@ -537,7 +537,7 @@ engine = ["sync", "uring"]
 
     fn err(text: &str) -> String {
         let e = parse_plan(text, "p.toml").unwrap_err();
-        assert!(e.downcast_ref::<ringlab_io::UsageError>().is_some());
+        assert!(e.downcast_ref::<ringlab_core::UsageError>().is_some());
         format!("{e:#}")
     }
 

@@ -11,7 +11,7 @@ use crate::plot::{self, Axis, Chart, Series, XScale};
 use crate::store::{read_index, Index, RunEntry, Status, PLAN_FILE};
 use anyhow::{Context, Result};
 use indexmap::IndexMap;
-use ringlab_io::error::usage_error;
+use ringlab_core::usage_error;
 use serde_json::Value as Json;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -14,7 +14,7 @@
 
 use crate::plan::{Plan, PlannedRun};
 use anyhow::{Context, Result};
-use ringlab_io::error::usage_error;
+use ringlab_core::usage_error;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use std::fs::File;
@@ -384,7 +384,7 @@ mod tests {
         let e = open(tmp.path(), &PLAN.replace("[1, 4]", "[1, 8]"))
             .err()
             .unwrap();
-        assert!(e.downcast_ref::<ringlab_io::UsageError>().is_some());
+        assert!(e.downcast_ref::<ringlab_core::UsageError>().is_some());
         let msg = format!("{e:#}");
         assert!(msg.contains("different plan"), "{msg}");
         assert!(msg.contains("axes.iodepth"), "{msg}");

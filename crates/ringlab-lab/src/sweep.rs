@@ -6,7 +6,7 @@
 use crate::plan::Plan;
 use crate::store::{existing_index, RunEntry, Status, Store};
 use anyhow::{Context, Result};
-use ringlab_io::error::usage_error;
+use ringlab_core::usage_error;
 use serde_json::Value as Json;
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;

@@ -2,8 +2,8 @@
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use ringlab_io::error::usage_error;
-use ringlab_io::usage;
+use ringlab_core::usage;
+use ringlab_core::usage_error;
 use ringlab_stats::units::parse_duration;
 use serde_json::{json, Map, Value};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -464,7 +464,7 @@ mod tests {
         ] {
             let e = parse_url(url).unwrap_err();
             assert!(e.to_string().contains(want), "{url}: {e}");
-            assert!(e.is::<ringlab_io::UsageError>());
+            assert!(e.is::<ringlab_core::UsageError>());
         }
     }
 

@@ -9,8 +9,8 @@ use crate::plan::{HttpPlan, IoKind};
 use crate::sys::{self, RawAddr};
 use crate::text;
 use anyhow::{anyhow, Result};
-use ringlab_io::error::usage_error;
-use ringlab_io::run::StartGate;
+use ringlab_core::usage_error;
+use ringlab_core::StartGate;
 use ringlab_kstat::ThreadUsage;
 use ringlab_stats::{
     DirectionFigures, Figures, HttpFigures, JobFigures, LatencyRecorder, RateSummary, RunResult,

@@ -1,7 +1,7 @@
 //! Glue of the lab subcommands (sweep, report, compare) to ringlab-lab.
 
 use anyhow::{Context, Result};
-use ringlab_io::error::usage_error;
+use ringlab_core::usage_error;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
@@ -17,7 +17,7 @@ pub fn sweep(plan_path: &Path, output: Option<&Path>, dry_run: bool) -> Result<(
             "sweep: name the results directory with --output DIR (or list the runs with --dry-run)",
         ));
     };
-    let interrupted = crate::interrupt_flag()?;
+    let interrupted = ringlab_core::interrupt_flag()?;
     let opts = ringlab_lab::SweepOptions {
         exe: std::env::current_exe().context("finding the ringlab binary")?,
         interrupted,

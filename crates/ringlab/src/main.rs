@@ -13,8 +13,6 @@ use std::fs::File;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 mod lab;
 
@@ -218,20 +216,6 @@ fn open_output(output: &OutputArgs) -> Result<Option<File>> {
     }
 }
 
-/// A flag SIGINT and SIGTERM set, so a run or sweep ends cleanly; a second
-/// signal ends the process at once (exit code 130).
-pub(crate) fn interrupt_flag() -> Result<Arc<AtomicBool>> {
-    let interrupted = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // A second signal ends the process at once.
-        signal_hook::flag::register_conditional_shutdown(sig, 130, interrupted.clone())
-            .context("installing the signal handler")?;
-        signal_hook::flag::register(sig, interrupted.clone())
-            .context("installing the signal handler")?;
-    }
-    Ok(interrupted)
-}
-
 fn emit(out_file: &mut Option<File>, rendered: &str) -> Result<()> {
     match out_file {
         Some(f) => f.write_all(rendered.as_bytes()).context("writing --output"),
@@ -247,7 +231,7 @@ fn emit(out_file: &mut Option<File>, rendered: &str) -> Result<()> {
 fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result<()> {
     let plan = ringlab_net::HttpPlan::from_args(args)?;
     let mut out_file = open_output(output)?;
-    let interrupted = interrupt_flag()?;
+    let interrupted = ringlab_core::interrupt_flag()?;
     let outcome = ringlab_net::run::run_http(&plan, interrupted)?;
     let rendered = match output.output_format {
         OutputFormat::Text => outcome.text,
@@ -262,7 +246,7 @@ fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result
 
 fn run_serve_command(args: &ringlab_net::ServeArgs, output: &OutputArgs) -> Result<()> {
     let mut out_file = open_output(output)?;
-    let interrupted = interrupt_flag()?;
+    let interrupted = ringlab_core::interrupt_flag()?;
     let summary = ringlab_net::serve::serve(args, interrupted, |addr| {
         // On stderr, so that stdout holds only the summary (text or JSON).
         eprintln!("ringlab serve: listening on {addr}");
@@ -284,7 +268,7 @@ fn run_io_command(args: &IoArgs, output: &OutputArgs) -> Result<()> {
         })?),
         None => None,
     };
-    let interrupted = interrupt_flag()?;
+    let interrupted = ringlab_core::interrupt_flag()?;
     let opts = RunOptions {
         progress: std::io::stdout().is_terminal(),
         interrupted,

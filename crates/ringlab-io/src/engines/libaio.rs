@@ -7,10 +7,10 @@
 //! io_submit, which then blocks like pread.
 
 use super::{Completion, Engine, EngineSetup, IoRequest, QueueStatus};
-use crate::error::usage_error;
 use crate::plan::IoPlan;
 use crate::workload::Dir;
 use anyhow::{bail, Context, Result};
+use ringlab_core::usage_error;
 use std::io;
 use std::os::fd::RawFd;
 

@@ -13,12 +13,12 @@
 //! need exact control over `min_complete` and the flags.
 
 use super::{Completion, Engine, EngineSetup, IoRequest, QueueStatus};
-use crate::error::usage_error;
 use crate::knobs::{self, ReapMode, UringOptions};
 use crate::plan::IoPlan;
 use crate::workload::Dir;
 use anyhow::{bail, Context, Result};
 use io_uring::{opcode, squeue, types, EnterFlags, IoUring};
+use ringlab_core::usage_error;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{fence, Ordering};
@@ -148,7 +148,7 @@ fn check_poll_queues(plan: &IoPlan) -> Result<()> {
         .clone()
         .unwrap_or_else(|| plan.directory.clone());
     if let Some((dev, false)) = crate::target::poll_queues(&path) {
-        crate::usage!(
+        ringlab_core::usage!(
             "--iopoll: device {dev} (behind {}) has no poll queues (/sys/block/{dev}/queue/io_poll is 0), so the kernel answers EOPNOTSUPP; drop --iopoll, or use a device with poll queues (NVMe with nvme.poll_queues=N, virtio-blk with virtio_blk.poll_queues=N, null_blk with poll_queues=N)",
             path.display()
         );
@@ -664,7 +664,8 @@ impl Completer {
         let handle = std::thread::Builder::new()
             .name("ringlab-reaper".into())
             .spawn(move || {
-                let outcome = crate::worker::pin_to_cpu(cpu).and_then(|()| reap_loop(&ring, &s));
+                let outcome =
+                    ringlab_core::cpus::pin_to_cpu(cpu).and_then(|()| reap_loop(&ring, &s));
                 let mut st = s.state.lock().unwrap_or_else(|p| p.into_inner());
                 if let Err(e) = outcome {
                     st.failed = Some(format!("{e:#}"));

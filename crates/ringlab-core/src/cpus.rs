@@ -1,0 +1,99 @@
+//! CPU lists (`0,2-3`) as fio's `cpus_allowed` writes them, the CPUs this
+//! process may use, and pinning a thread to one CPU.
+
+use crate::error::usage_error;
+use anyhow::{bail, Result};
+
+/// Parses `0,2-3` into `[0, 2, 3]` (order kept, as jobs take CPUs in turn).
+pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>> {
+    let bad = || {
+        usage_error(format!(
+            "--cpus {text}: not a CPU list; write CPU numbers and ranges like 1 or 0,2-3"
+        ))
+    };
+    let mut cpus = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (a.trim(), b.trim()),
+            None => (part, part),
+        };
+        let lo: u32 = lo.parse().map_err(|_| bad())?;
+        let hi: u32 = hi.parse().map_err(|_| bad())?;
+        if hi < lo || hi - lo > 4096 {
+            return Err(bad());
+        }
+        cpus.extend(lo..=hi);
+    }
+    if cpus.is_empty() {
+        return Err(bad());
+    }
+    Ok(cpus)
+}
+
+/// CPUs this process may run on (its affinity mask).
+pub fn allowed_cpus() -> Vec<u32> {
+    // SAFETY: sched_getaffinity fills the zeroed set we own.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Vec::new();
+    }
+    (0..libc::CPU_SETSIZE as u32)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) })
+        .collect()
+}
+
+/// Formats CPUs as ranges: `0-3,6`.
+pub fn format_cpu_list(cpus: &[u32]) -> String {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let start = cpus[i];
+        let mut end = start;
+        while i + 1 < cpus.len() && cpus[i + 1] == end + 1 {
+            i += 1;
+            end = cpus[i];
+        }
+        out.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
+/// Pins the calling thread to `cpu`.
+pub fn pin_to_cpu(cpu: u32) -> Result<()> {
+    // SAFETY: the set is a zeroed local; sched_setaffinity reads it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc != 0 {
+        bail!(
+            "cannot pin job thread to CPU {cpu}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("1").unwrap(), vec![1]);
+        assert_eq!(parse_cpu_list("0,2-3").unwrap(), vec![0, 2, 3]);
+        assert_eq!(parse_cpu_list(" 3 , 1 ").unwrap(), vec![3, 1]);
+        for bad in ["", "a", "3-1", "1,", "-1", "0-100000"] {
+            assert!(parse_cpu_list(bad).is_err(), "{bad:?} parsed");
+        }
+        assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
+        assert_eq!(format_cpu_list(&[1]), "1");
+    }
+}
