@@ -224,14 +224,7 @@ impl ResponseParser {
         let mut conn_close = version == 0;
         for h in resp.headers.iter() {
             if h.name.eq_ignore_ascii_case("content-length") {
-                let v = std::str::from_utf8(h.value)
-                    .ok()
-                    .and_then(|s| s.trim().parse::<u64>().ok())
-                    .ok_or(ParseError::BadLength)?;
-                if length.is_some_and(|l| l != v) {
-                    return Err(ParseError::BadLength);
-                }
-                length = Some(v);
+                length = Some(content_length(length, h.value).ok_or(ParseError::BadLength)?);
             } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
                 chunked = has_token(h.value, b"chunked");
             } else if h.name.eq_ignore_ascii_case("connection") {
@@ -271,6 +264,27 @@ impl ResponseParser {
         };
         Ok(Some(used))
     }
+}
+
+/// One Content-Length field line, given the value of those before it
+/// (`seen`). RFC 9112 §6.3: the value is 1*DIGIT; a list or repeated field
+/// whose values all agree stands for that value. `None` for anything else
+/// (`+1`, `-1`, `0x10`, an empty value, an overflow, values that differ):
+/// the message framing is invalid.
+pub fn content_length(seen: Option<u64>, value: &[u8]) -> Option<u64> {
+    let mut agreed = seen;
+    for part in value.split(|&b| b == b',') {
+        let digits = part.trim_ascii();
+        if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let v = std::str::from_utf8(digits).ok()?.parse::<u64>().ok()?;
+        if agreed.is_some_and(|a| a != v) {
+            return None;
+        }
+        agreed = Some(v);
+    }
+    agreed
 }
 
 fn has_token(value: &[u8], token: &[u8]) -> bool {
@@ -514,6 +528,31 @@ mod tests {
                 status: 204,
                 close: false
             }]
+        );
+    }
+
+    #[test]
+    fn content_length_is_digits_and_repeats_must_agree() {
+        assert_eq!(content_length(None, b"5"), Some(5));
+        assert_eq!(content_length(None, b" 5 "), Some(5));
+        assert_eq!(content_length(Some(5), b"5"), Some(5));
+        assert_eq!(content_length(None, b"5, 5"), Some(5));
+        for bad in [
+            &b"+1"[..],
+            b"-1",
+            b"0x10",
+            b"",
+            b"1 2",
+            b"5,",
+            b"99999999999999999999",
+        ] {
+            assert_eq!(content_length(None, bad), None, "{bad:?}");
+        }
+        assert_eq!(content_length(Some(4), b"5"), None);
+        assert_eq!(content_length(None, b"5, 6"), None);
+        assert_eq!(
+            parse_all(&[b"HTTP/1.1 200 OK\r\nContent-Length: +1\r\n\r\nx"], false).1,
+            Err(ParseError::BadLength)
         );
     }
 

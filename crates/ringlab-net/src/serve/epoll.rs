@@ -9,6 +9,8 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 const LISTENER_TOKEN: u64 = u64::MAX;
+/// The events of a connection that is read.
+const READ: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
 
 pub fn serve_epoll(lfd: RawFd, resp: &Responses, stop: &AtomicBool) -> io::Result<Tally> {
     let ep = Epoll::new()?;
@@ -60,10 +62,10 @@ fn accept_all(lfd: RawFd, ep: &Epoll, slab: &mut Slab, tally: &mut Tally) {
         set_nodelay(fd);
         tally.connections += 1;
         let i = slab.insert(fd);
-        let token = (slab.conns[i].generation as u64) << 32 | i as u64;
-        slab.conns[i].token = token;
-        let events = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
-        if ep.ctl(libc::EPOLL_CTL_ADD, fd, events, token).is_err() {
+        let c = &mut slab.conns[i];
+        c.token = (c.generation as u64) << 32 | i as u64;
+        c.interest = READ;
+        if ep.ctl(libc::EPOLL_CTL_ADD, fd, READ, c.token).is_err() {
             slab.remove(i);
         }
     }
@@ -82,12 +84,29 @@ fn conn_event(
     if events & input != 0 && !read_all(c, buf, resp, tally) {
         return false;
     }
-    write_all(ep, c, tally)
+    let Some(blocked) = write_all(c, resp, tally) else {
+        return false;
+    };
+    if c.close_after && !blocked {
+        return false;
+    }
+    // Not read while its responses are backed up: the client must read
+    // them first (input resumes once they are written).
+    let mut want = if c.wants_input() { READ } else { 0 };
+    if blocked {
+        want |= libc::EPOLLOUT as u32;
+    }
+    if want != c.interest {
+        c.interest = want;
+        let _ = ep.ctl(libc::EPOLL_CTL_MOD, c.fd, want, c.token);
+    }
+    true
 }
 
-/// Reads until the socket is empty; false at end of stream or on an error.
+/// Reads until the socket is empty or the responses are backed up; false
+/// at end of stream or on an error.
 fn read_all(c: &mut SConn, buf: &mut [u8], resp: &Responses, tally: &mut Tally) -> bool {
-    loop {
+    while c.wants_input() || c.close_after {
         match sys::read(c.fd, buf) {
             Ok(0) => return false,
             Ok(n) => {
@@ -101,34 +120,19 @@ fn read_all(c: &mut SConn, buf: &mut [u8], resp: &Responses, tally: &mut Tally) 
             Err(_) => return false,
         }
     }
+    true
 }
 
-/// Writes the queued responses; waits for EPOLLOUT only while the socket
-/// is full. False when the connection is done.
-fn write_all(ep: &Epoll, c: &mut SConn, tally: &mut Tally) -> bool {
+/// Writes the queued responses (answering held-back requests as room
+/// frees up): `Some(true)` when the socket is full, `None` on an error.
+fn write_all(c: &mut SConn, resp: &Responses, tally: &mut Tally) -> Option<bool> {
     while !c.unsent().is_empty() {
         match sys::send(c.fd, c.unsent()) {
-            Ok(n) => c.sent(n, tally),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                set_want_out(ep, c, true);
-                return true;
-            }
+            Ok(n) => c.sent(n, resp, tally),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(true),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return false,
+            Err(_) => return None,
         }
     }
-    set_want_out(ep, c, false);
-    !c.close_after
-}
-
-fn set_want_out(ep: &Epoll, c: &mut SConn, on: bool) {
-    if c.want_out == on {
-        return;
-    }
-    c.want_out = on;
-    let mut events = (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
-    if on {
-        events |= libc::EPOLLOUT as u32;
-    }
-    let _ = ep.ctl(libc::EPOLL_CTL_MOD, c.fd, events, c.token);
+    Some(false)
 }

@@ -165,6 +165,7 @@ impl Loop<'_> {
             .build()
             .user_data(s_ud(S_RECV, i, c.generation));
         c.inflight += 1;
+        c.receiving = true;
         push(self.ring, e)
     }
 
@@ -198,23 +199,18 @@ impl Loop<'_> {
     }
 
     fn received(&mut self, i: usize, res: i32) -> io::Result<()> {
-        if self.slab.conns[i].closing {
+        let c = &mut self.slab.conns[i];
+        c.receiving = false;
+        if c.closing {
             return Ok(());
         }
         if res <= 0 {
             return self.close(i);
         }
-        let c = &mut self.slab.conns[i];
         let data = std::mem::take(&mut c.recv_buf);
         c.input(&data[..res as usize], self.resp, &mut self.tally);
         c.recv_buf = data;
-        if !c.sending && !c.unsent().is_empty() {
-            self.send(i)?;
-        }
-        if !self.slab.conns[i].close_after {
-            self.recv(i)?;
-        }
-        Ok(())
+        self.next(i)
     }
 
     fn sent(&mut self, i: usize, res: i32) -> io::Result<()> {
@@ -226,12 +222,24 @@ impl Loop<'_> {
         if res < 0 {
             return self.close(i);
         }
-        c.sent(res as usize, &mut self.tally);
-        if !c.unsent().is_empty() {
-            return self.send(i);
+        c.sent(res as usize, self.resp, &mut self.tally);
+        self.next(i)
+    }
+
+    /// Sends what is queued unless a send is in flight, and receives again
+    /// unless a receive is in flight or the responses are backed up (a
+    /// client that does not read is not read either, until it catches up).
+    fn next(&mut self, i: usize) -> io::Result<()> {
+        let c = &self.slab.conns[i];
+        if !c.sending && !c.unsent().is_empty() {
+            self.send(i)?;
         }
-        if c.close_after {
+        let c = &self.slab.conns[i];
+        if c.close_after && !c.sending {
             return self.close(i);
+        }
+        if !c.receiving && c.wants_input() {
+            self.recv(i)?;
         }
         Ok(())
     }

@@ -79,6 +79,23 @@ pub fn schema_validator() -> jsonschema::Validator {
     jsonschema::validator_for(&schema).expect("the committed schema compiles")
 }
 
+/// The schema `schema/NAME`, compiled.
+pub fn schema_validator_for(name: &str) -> jsonschema::Validator {
+    let path = format!("{}/../../schema/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    jsonschema::validator_for(&schema).expect("the committed schema compiles")
+}
+
+/// Asserts that `v` follows `schema/NAME`, listing every violation.
+pub fn assert_valid_against(name: &str, v: &Value) {
+    let errors: Vec<String> = schema_validator_for(name)
+        .iter_errors(v)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
+    assert!(errors.is_empty(), "does not follow {name}: {errors:#?}");
+}
+
 /// Asserts that `v` follows the committed schema, listing every violation.
 pub fn assert_schema_valid(v: &Value) {
     let errors: Vec<String> = schema_validator()
@@ -128,6 +145,10 @@ impl Server {
 
     pub fn url(&self) -> String {
         format!("http://{}/", self.addr)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, |c| c.id())
     }
 
     /// SIGTERM, then the JSON summary it prints.

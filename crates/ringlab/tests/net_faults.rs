@@ -1,0 +1,113 @@
+//! Faults on the HTTP side: clients and servers that misbehave, a kernel
+//! without io_uring, closed output pipes. Each case asserts the exit code,
+//! the message and bounded memory or time (bounds far from what a correct
+//! build needs, never a speed).
+
+mod common;
+
+use common::*;
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// The resident set of process `pid` in KiB, from /proc/PID/status.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no VmRSS in /proc/{pid}/status"))
+}
+
+/// One request, its response read whole: the server still answers.
+fn one_request(addr: &str) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut got = String::new();
+    s.read_to_string(&mut got).unwrap();
+    got
+}
+
+/// Serve's memory stays bounded under clients that pipeline requests and
+/// never read, and is given back when they leave.
+#[test]
+fn serve_memory_is_bounded_under_pipelining_clients_that_never_read() {
+    const LIMIT_KIB: u64 = 64 * 1024;
+    for io in ["epoll", "uring"] {
+        let server = Server::start(&format!("--io {io} --body-size 4k"));
+        let pid = server.pid();
+        let idle = rss_kib(pid);
+        let request = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n".repeat(256);
+        let mut clients: Vec<TcpStream> = (0..4)
+            .map(|_| {
+                let s = TcpStream::connect(&server.addr).unwrap();
+                s.set_nonblocking(true).unwrap();
+                s
+            })
+            .collect();
+        let (start, mut sent, mut peak) = (Instant::now(), 0u64, 0);
+        while start.elapsed() < Duration::from_secs(1) {
+            for s in &mut clients {
+                match s.write(&request) {
+                    Ok(n) => sent += n as u64,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                    Err(e) => panic!("{io}: the server dropped a client: {e}"),
+                }
+            }
+            peak = peak.max(rss_kib(pid));
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(sent > 0, "{io}: nothing was sent");
+        assert!(
+            peak < LIMIT_KIB,
+            "{io}: serve grew to {peak} KiB (idle {idle} KiB) under {sent} request bytes never read"
+        );
+        drop(clients);
+        // Gone clients leave no backlog behind: memory stays bounded and
+        // the server answers the next client.
+        let got = one_request(&server.addr);
+        assert!(got.starts_with("HTTP/1.1 200 OK"), "{io}: {got:?}");
+        let after = rss_kib(pid);
+        assert!(
+            after < LIMIT_KIB,
+            "{io}: {after} KiB after the clients left"
+        );
+        eprintln!("serve --io {io}: idle {idle} KiB, peak {peak} KiB, after {after} KiB, {sent} request bytes sent");
+        let summary = server.stop();
+        assert!(summary["requests"].as_u64().unwrap() > 0, "{io}: {summary}");
+    }
+}
+
+/// RFC 9112 §6.3 and §3.2: framing serve cannot trust is 400, then close.
+#[test]
+fn serve_answers_400_and_closes_on_bad_framing() {
+    for io in ["epoll", "uring"] {
+        let server = Server::start(&format!("--io {io}"));
+        for req in [
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: +1\r\n\r\na",
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0x1\r\n\r\na",
+            "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+        ] {
+            let mut s = TcpStream::connect(&server.addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            // A second request behind it must not be answered.
+            s.write_all(format!("{req}GET / HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+                .unwrap();
+            let mut got = String::new();
+            // read_to_string returns once the server closes.
+            let _ = s.read_to_string(&mut got);
+            assert!(
+                got.starts_with("HTTP/1.1 400 Bad Request"),
+                "{io} {req:?}: {got:?}"
+            );
+            assert_eq!(got.matches("HTTP/1.1").count(), 1, "{io} {req:?}: {got:?}");
+        }
+        let got = one_request(&server.addr);
+        assert!(got.starts_with("HTTP/1.1 200 OK"), "{io}: {got:?}");
+        server.stop();
+    }
+}
