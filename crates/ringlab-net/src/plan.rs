@@ -267,6 +267,7 @@ impl HttpPlan {
                 _ => usage!("--header '{h}': write it as 'Name: value'"),
             }
         }
+        check_framing_headers(&args.header)?;
         let ring = RingKnobs {
             sqpoll: args.sqpoll,
             coop_taskrun: args.coop_taskrun,
@@ -372,6 +373,29 @@ fn check_ring(io: IoKind, k: RingKnobs) -> Result<RingKnobs> {
         });
     }
     Ok(k)
+}
+
+/// Headers that would contradict how ringlab frames its requests (it
+/// counts every response against a request it wrote) are refused.
+fn check_framing_headers(headers: &[String]) -> Result<()> {
+    let named = |h: &String, name: &str| {
+        h.split_once(':')
+            .is_some_and(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+    };
+    for h in headers {
+        if named(h, "content-length") {
+            usage!("--header '{h}': ringlab writes Content-Length itself from the body; give the body with --body (a wrong length makes the server wait for bytes that never come, or read the next request as body)");
+        }
+        if named(h, "transfer-encoding") {
+            usage!("--header '{h}': ringlab sends its request body whole with its Content-Length and cannot send a chunked or encoded one; drop the header and give the body with --body");
+        }
+    }
+    if headers.iter().filter(|h| named(h, "host")).count() > 1 {
+        usage!(
+            "--header: Host is given twice; a server answers 400 to that (RFC 9112 §3.2): keep one"
+        );
+    }
+    Ok(())
 }
 
 fn resolve(t: &Target) -> Result<SocketAddr> {
@@ -481,6 +505,22 @@ mod tests {
             String::from_utf8(r).unwrap(),
             "GET /p HTTP/1.1\r\nhost: other\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn framing_headers_are_refused_with_the_fix() {
+        let h = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        for (headers, want) in [
+            (h(&["Content-Length: 5"]), "--body"),
+            (h(&["content-length:5"]), "--body"),
+            (h(&["Transfer-Encoding: chunked"]), "--body"),
+            (h(&["Host: a", "host: b"]), "Host is given twice"),
+        ] {
+            let e = check_framing_headers(&headers).unwrap_err();
+            assert!(e.to_string().contains(want), "{headers:?}: {e}");
+            assert!(e.is::<ringlab_core::UsageError>());
+        }
+        assert!(check_framing_headers(&h(&["Host: a", "X-Length: 5"])).is_ok());
     }
 
     #[test]

@@ -289,7 +289,7 @@ fn build(
         }
     }
     if total.ops == 0 {
-        warnings.push("no response completed: see the socket errors".to_string());
+        warnings.push(no_response(&total_s, plan));
     }
     let result = RunResult {
         schema_version: SCHEMA_VERSION,
@@ -315,6 +315,22 @@ fn build(
         lat: total_s.responses.lat,
         lat_uncorrected: total_s.lat_uncorrected,
     }
+}
+
+/// Why a run ended without a response, with the errors by kind (the text
+/// prints them only when there are some).
+fn no_response(s: &ClientStats, plan: &HttpPlan) -> String {
+    let e = &s.errors;
+    if e.total() == 0 {
+        return format!(
+            "no response completed and no socket error: {} requests were sent and are still unanswered (the server did not answer within the run; --timeout {:?} counts a request as an error only after that long)",
+            s.requests_sent, plan.timeout
+        );
+    }
+    format!(
+        "no response completed: socket errors connect {}, read {}, write {}, timeout {}, parse {}, closed {}; {} connects, {} requests sent",
+        e.connect, e.read, e.write, e.timeout, e.parse, e.closed, s.connects, s.requests_sent
+    )
 }
 
 fn http_figures(plan: &HttpPlan, s: &ClientStats, total: &Figures) -> HttpFigures {
