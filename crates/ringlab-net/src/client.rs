@@ -12,6 +12,12 @@ use std::time::Instant;
 
 /// Requests per second are sampled over windows this long (as wrk).
 pub const SAMPLE_NS: u64 = 100_000_000;
+/// A connection that ends without a response waits this long before it is
+/// reopened, twice as long after each such end, at most [`BACKOFF_MAX_NS`];
+/// a response resets it. A dead server then costs a few connects per
+/// second per connection instead of a hot loop of them.
+pub const BACKOFF_MIN_NS: u64 = 1_000_000;
+pub const BACKOFF_MAX_NS: u64 = 128_000_000;
 
 /// Kinds of socket error, each counted; the connection is then reopened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +61,13 @@ pub struct Conn {
     /// When the current connect began (connect timeout).
     since_ns: u64,
     timer_armed: bool,
+    /// A response completed since the connection was opened.
+    answered: bool,
+    /// The current back-off, 0 when none.
+    backoff_ns: u64,
+    /// Not reopened before this time.
+    retry_at_ns: u64,
+    retry_armed: bool,
 }
 
 impl Conn {
@@ -70,6 +83,10 @@ impl Conn {
             next_due_ns: 0,
             since_ns: 0,
             timer_armed: false,
+            answered: false,
+            backoff_ns: 0,
+            retry_at_ns: 0,
+            retry_armed: false,
         }
     }
 
@@ -139,6 +156,8 @@ pub struct Client {
     cfg: ClientConfig,
     base: Instant,
     timers: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Connections waiting out their back-off, by when they may reopen.
+    retries: BinaryHeap<Reverse<(u64, u32)>>,
     next_timeout_check_ns: u64,
     timeout_check_every_ns: u64,
     sample_start_ns: u64,
@@ -166,6 +185,7 @@ impl Client {
             cfg,
             base: Instant::now(),
             timers: BinaryHeap::new(),
+            retries: BinaryHeap::new(),
             next_timeout_check_ns: every,
             timeout_check_every_ns: every,
             sample_start_ns: 0,
@@ -187,6 +207,40 @@ impl Client {
 
     pub fn open_loop(&self) -> bool {
         self.cfg.interval_ns.is_some()
+    }
+
+    /// Whether connection `i` may be opened now; if it is backing off, it
+    /// is scheduled and [`Client::retries`] hands it back when it may.
+    pub fn may_open(&mut self, i: usize, now: u64) -> bool {
+        let c = &mut self.conns[i];
+        if c.retry_at_ns <= now {
+            return true;
+        }
+        if !c.retry_armed {
+            c.retry_armed = true;
+            self.retries.push(Reverse((c.retry_at_ns, i as u32)));
+        }
+        false
+    }
+
+    /// Connections whose back-off ended by `now`: the driver opens them.
+    pub fn retries(&mut self, now: u64, out: &mut Vec<u32>) {
+        while let Some(&Reverse((t, i))) = self.retries.peek() {
+            if t > now {
+                break;
+            }
+            self.retries.pop();
+            let c = &mut self.conns[i as usize];
+            c.retry_armed = false;
+            // Only a closed connection is opened; one that backs off again
+            // is scheduled again.
+            if c.phase == Phase::Closed && !self.may_open(i as usize, now) {
+                continue;
+            }
+            if self.conns[i as usize].phase == Phase::Closed {
+                out.push(i);
+            }
+        }
     }
 
     /// A connect is starting on `fd`.
@@ -264,6 +318,7 @@ impl Client {
             .parser
             .feed(data, head, |resp| match c.inflight.pop_front() {
                 Some(s) => {
+                    c.answered = true;
                     let lat = now.saturating_sub(if open_loop { s.due_ns } else { s.sent_ns });
                     stats.responses.ops += 1;
                     stats.responses.lat.record(lat);
@@ -290,6 +345,7 @@ impl Client {
             Ok(Some(resp)) => {
                 // Count it through the normal path.
                 if let Some(s) = c.inflight.pop_front() {
+                    c.answered = true;
                     let open_loop = self.cfg.interval_ns.is_some();
                     let lat = now.saturating_sub(if open_loop { s.due_ns } else { s.sent_ns });
                     self.stats.responses.ops += 1;
@@ -323,9 +379,19 @@ impl Client {
     }
 
     /// Forgets the connection's socket and partial state (the driver has
-    /// closed the descriptor); unanswered requests are dropped.
+    /// closed the descriptor); unanswered requests are dropped. A
+    /// connection that ended without a response backs off before it is
+    /// reopened (see [`BACKOFF_MIN_NS`]).
     pub fn reset(&mut self, i: usize) {
+        let now = self.now();
         let c = &mut self.conns[i];
+        c.backoff_ns = if c.answered {
+            0
+        } else {
+            (c.backoff_ns * 2).clamp(BACKOFF_MIN_NS, BACKOFF_MAX_NS)
+        };
+        c.retry_at_ns = now + c.backoff_ns;
+        c.answered = false;
         c.fd = -1;
         c.phase = Phase::Closed;
         c.wbuf.clear();
@@ -375,6 +441,9 @@ impl Client {
             .min(self.sample_start_ns + SAMPLE_NS);
         if let Some(&Reverse((due, _))) = self.timers.peek() {
             t = t.min(due);
+        }
+        if let Some(&Reverse((retry, _))) = self.retries.peek() {
+            t = t.min(retry);
         }
         t.saturating_sub(now)
     }
@@ -475,6 +544,40 @@ mod tests {
         c.reset(0);
         assert_eq!(c.peer_closed(0, 5), None, "idle close is clean");
         assert_eq!(c.conns[0].generation, 2);
+    }
+
+    #[test]
+    fn connections_without_a_response_back_off_until_one_completes() {
+        let mut c = client(1, None);
+        let mut due = Vec::new();
+        let mut waits = Vec::new();
+        for _ in 0..10 {
+            let now = c.now();
+            c.connecting(0, 5, now);
+            c.reset(0); // refused: no response
+            waits.push(c.conns[0].backoff_ns);
+        }
+        assert_eq!(waits[0], BACKOFF_MIN_NS);
+        assert_eq!(waits[1], 2 * BACKOFF_MIN_NS);
+        assert_eq!(waits[9], BACKOFF_MAX_NS, "capped: {waits:?}");
+        let at = c.conns[0].retry_at_ns;
+        assert!(!c.may_open(0, at - 1));
+        assert!(!c.may_open(0, at - 1), "scheduled once");
+        assert!(c.wait_ns(at - 1, u64::MAX) <= 1);
+        c.retries(at - 1, &mut due);
+        assert!(due.is_empty());
+        c.retries(at, &mut due);
+        assert_eq!(due, vec![0]);
+        assert!(c.may_open(0, at));
+        // A response resets the back-off.
+        c.connecting(0, 5, at);
+        c.connected(0);
+        c.fill(0, at);
+        c.wrote(0, 18);
+        c.received(0, OK, at + 1).unwrap();
+        c.reset(0);
+        assert_eq!(c.conns[0].backoff_ns, 0);
+        assert!(c.may_open(0, c.now()));
     }
 
     #[test]

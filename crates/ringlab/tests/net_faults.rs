@@ -111,3 +111,94 @@ fn serve_answers_400_and_closes_on_bad_framing() {
         server.stop();
     }
 }
+
+const DRIVERS: [&str; 4] = ["epoll", "uring-nb", "uring", "uring-mshot"];
+
+/// A port that accepts one connection (the client's probe) and is then
+/// closed: every later connect is refused, as when a server dies.
+fn port_that_dies() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let _ = l.accept();
+    });
+    addr
+}
+
+/// A dead server costs a few connects per connection and second (an
+/// exponential back-off), not a hot loop of them; the errors are named.
+#[test]
+fn dead_server_makes_the_client_back_off_and_name_the_errors() {
+    for io in DRIVERS {
+        let addr = port_that_dies();
+        let start = Instant::now();
+        let r = json_run(&format!("http http://{addr}/ -t 2 -c 10 -d 1s --io {io}"));
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{io}: took {:?}",
+            start.elapsed()
+        );
+        assert_schema_valid(&r);
+        let h = &r["http"];
+        let connects = h["connects"].as_u64().unwrap();
+        let refused = h["errors"]["connect"].as_u64().unwrap();
+        assert!(refused > 0, "{io}: {h}");
+        assert!(connects < 2000, "{io}: {connects} connects in 1 s: {h}");
+        assert_eq!(h["responses"], 0, "{io}");
+        let warnings = r["warnings"].to_string();
+        assert!(
+            warnings.contains(&format!(
+                "no response completed: socket errors connect {refused}"
+            )),
+            "{io}: {warnings}"
+        );
+        eprintln!("{io}: {connects} connects, {refused} connect errors in 1 s");
+    }
+    // The text names them too.
+    let addr = port_that_dies();
+    let out = ringlab(&format!("http http://{addr}/ -t 1 -c 2 -d 200ms"));
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Socket errors: connect "), "{text}");
+    assert!(
+        text.contains("warning: no response completed: socket errors connect "),
+        "{text}"
+    );
+}
+
+/// Zero responses and zero errors: the warning says so instead of pointing
+/// at socket errors that are not there.
+#[test]
+fn a_run_without_responses_or_errors_says_what_happened() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = l.accept() {
+            held.push(s);
+        }
+    });
+    let out = ringlab(&format!(
+        "http http://{addr}/ -t 1 -c 2 -d 200ms --timeout 10s"
+    ));
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("warning: no response completed and no socket error: 2 requests were sent and are still unanswered"),
+        "{text}"
+    );
+}
+
+/// Headers that would corrupt the request framing are refused, saying how.
+#[test]
+fn framing_headers_are_refused_with_exit_2() {
+    for (header, want) in [
+        ("Content-Length: 5", "--body"),
+        ("Transfer-Encoding: chunked", "--body"),
+    ] {
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.args(["http", "http://127.0.0.1:9/", "-d", "100ms", "-H", header]);
+        let out = run_limited(cmd);
+        assert_fails(&out, 2, &[header, want]);
+    }
+}

@@ -35,14 +35,16 @@ impl EpollDriver {
     }
 
     fn open(&mut self, c: &mut Client, ctx: &RunCtx, i: usize) {
-        if self.stopping {
+        let now = c.now();
+        if self.stopping || !c.may_open(i, now) {
             return;
         }
-        let now = c.now();
         let fd = match sys::tcp_socket(ctx.addr.family(), true, &mut c.stats.syscalls) {
             Ok(fd) => fd,
             Err(_) => {
                 c.count_error(ErrKind::Connect);
+                c.reset(i);
+                c.may_open(i, now);
                 return;
             }
         };
@@ -213,6 +215,11 @@ impl Driver for EpollDriver {
             c.expired(now, &mut ready);
             for &i in &ready {
                 self.close(c, ctx, i as usize, Some(ErrKind::Timeout));
+            }
+            ready.clear();
+            c.retries(now, &mut ready);
+            for &i in &ready {
+                self.open(c, ctx, i as usize);
             }
             c.sample(now);
             ctx.publish(c);

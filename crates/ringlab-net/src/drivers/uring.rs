@@ -293,17 +293,19 @@ impl UringDriver {
     }
 
     fn open(&mut self, c: &mut Client, ctx: &RunCtx, i: usize) -> io::Result<()> {
-        if self.stopping {
+        let now = c.now();
+        if self.stopping || !c.may_open(i, now) {
             return Ok(());
         }
         let fd = match sys::tcp_socket(ctx.addr.family(), false, &mut c.stats.syscalls) {
             Ok(fd) => fd,
             Err(_) => {
                 c.count_error(ErrKind::Connect);
+                c.reset(i);
+                c.may_open(i, now);
                 return Ok(());
             }
         };
-        let now = c.now();
         c.connecting(i, fd, now);
         if self.fixed {
             c.stats.syscalls += 1;
@@ -316,6 +318,7 @@ impl UringDriver {
                 sys::close(fd);
                 c.reset(i);
                 c.count_error(ErrKind::Connect);
+                c.may_open(i, now);
                 return Ok(());
             }
         }
@@ -625,6 +628,11 @@ impl Driver for UringDriver {
             c.expired(now, &mut ready);
             for &i in &ready {
                 self.begin_close(c, ctx, i as usize, Some(ErrKind::Timeout))?;
+            }
+            ready.clear();
+            c.retries(now, &mut ready);
+            for &i in &ready {
+                self.open(c, ctx, i as usize)?;
             }
             c.sample(now);
             ctx.publish(c);
