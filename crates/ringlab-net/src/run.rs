@@ -119,7 +119,14 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
         .map(|h| h.join().unwrap_or(None))
         .collect();
     if let Some(msg) = failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
-        return Err(anyhow!(msg));
+        // A driver that could not be set up is an unusable setup found
+        // before anything was measured (exit 2); a failure later is a
+        // failed run.
+        return Err(if all_ok {
+            anyhow!(msg)
+        } else {
+            usage_error(msg)
+        });
     }
     let outcomes: Vec<ThreadOutcome> = outcomes
         .into_iter()

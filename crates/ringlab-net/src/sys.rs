@@ -243,3 +243,23 @@ pub fn ensure_fd_limit(need: u64) -> Result<(), String> {
         lim.rlim_cur, lim.rlim_max
     ))
 }
+
+/// Why the kernel refused io_uring (`io_uring_setup` failed with EPERM or
+/// ENOSYS) and what to do, for `what` (e.g. "serve --io uring"), naming
+/// `fix` (the flag that avoids io_uring); `None` for other errors.
+pub fn io_uring_refused(e: &io::Error, what: &str, fix: &str) -> Option<String> {
+    let sysctl = ringlab_kstat::host::io_uring_disabled();
+    let why = match e.raw_os_error()? {
+        libc::EPERM => match sysctl {
+            Some(2) => "io_uring is disabled on this host (kernel.io_uring_disabled=2): run `sysctl kernel.io_uring_disabled=0` as root".to_string(),
+            Some(1) => "io_uring is limited to the group in kernel.io_uring_group (kernel.io_uring_disabled=1): join that group or run as root".to_string(),
+            _ => format!(
+                "io_uring_setup was refused (EPERM) although kernel.io_uring_disabled={} allows it: a seccomp filter (container runtime, systemd SystemCallFilter) blocks io_uring; run outside it",
+                sysctl.map_or("(absent)".to_string(), |v| v.to_string())
+            ),
+        },
+        libc::ENOSYS => "io_uring is not available (io_uring_setup: ENOSYS): the kernel was built without CONFIG_IO_URING or a seccomp filter hides it".to_string(),
+        _ => return None,
+    };
+    Some(format!("{what}: {why}, or use {fix}"))
+}

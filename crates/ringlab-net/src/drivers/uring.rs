@@ -159,11 +159,11 @@ pub fn explain_setup_error(plan: &HttpPlan, e: &io::Error) -> String {
     .into_iter()
     .filter(|k| knobs.get(*k).and_then(|v| v.as_bool()) == Some(true))
     .collect();
+    let what = format!("io_uring setup for --io {}", plan.io.name());
+    if let Some(why) = sys::io_uring_refused(e, &what, "--io epoll") {
+        return why;
+    }
     match e.raw_os_error() {
-        Some(libc::EPERM) => format!(
-            "io_uring setup for --io {}: {e}; io_uring is disabled (sysctl kernel.io_uring_disabled) or blocked by seccomp: use --io epoll or allow io_uring",
-            plan.io.name()
-        ),
         Some(libc::EINVAL) => format!(
             "io_uring setup for --io {} ({}): {e}; this kernel lacks one of them (coop-taskrun needs Linux 5.19, single-issuer 6.0, defer-taskrun 6.1, buffer rings 5.19): drop it or use --io uring",
             plan.io.name(),

@@ -221,7 +221,17 @@ fn start_threads(
 ) -> Result<Vec<Handle>> {
     let mut loops = Vec::with_capacity(args.threads as usize);
     for _ in 0..args.threads {
-        loops.push(Loop::new(args.io)?);
+        match Loop::new(args.io) {
+            Ok(l) => loops.push(l),
+            Err(e) => match sys::io_uring_refused(&e, "serve --io uring", "--io epoll") {
+                Some(why) => return Err(usage_error(why)),
+                None => {
+                    return Err(usage_error(format!(
+                        "serve --io uring: io_uring_setup: {e}; use --io epoll"
+                    )))
+                }
+            },
+        }
     }
     let mut handles = Vec::new();
     for (t, lp) in loops.into_iter().enumerate() {
