@@ -79,6 +79,7 @@ enum Command {
     /// What this kernel and a device support: io_uring setup flags and
     /// opcodes (found by trying them), RLIMIT_MEMLOCK, and for a device its
     /// scheduler, queues, poll queues and interrupt CPUs.
+    #[command(mut_arg("output_format", |a| a.help("text for people, json for programs (schema/features.schema.json)")))]
     Features {
         /// A block device, or a file or directory on one.
         #[arg(value_name = "TARGET")]
@@ -94,6 +95,7 @@ enum Command {
         output: OutputArgs,
     },
     /// Minimal HTTP/1.1 server on epoll or io_uring: 200 and a fixed body.
+    #[command(mut_arg("output_format", |a| a.help("text for people, json for programs (schema/serve.schema.json)")))]
     Serve {
         #[command(flatten)]
         serve: ringlab_net::ServeArgs,

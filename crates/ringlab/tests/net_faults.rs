@@ -296,3 +296,42 @@ fn io_uring_refused_is_exit_2_with_the_fix() {
     );
     server.stop();
 }
+
+/// The JSON of serve and features follows the schema their --help cites.
+#[test]
+fn serve_and_features_json_follow_the_schemas_their_help_cites() {
+    for (command, schema) in [
+        ("serve", "serve.schema.json"),
+        ("features", "features.schema.json"),
+    ] {
+        let help = ringlab(&format!("{command} --help"));
+        let help = String::from_utf8_lossy(&help.stdout).replace(char::is_whitespace, "");
+        assert!(
+            help.contains(&format!("(schema/{schema})")),
+            "{command}: {help}"
+        );
+    }
+    for io in ["epoll", "uring"] {
+        let server = Server::start(&format!("--io {io}"));
+        let got = one_request(&server.addr);
+        assert!(got.starts_with("HTTP/1.1 200 OK"));
+        let v = server.stop();
+        assert_valid_against("serve.schema.json", &v);
+        assert_eq!(v["requests"], 1, "{v}");
+    }
+    // A temporary directory (tmpfs: no device) and the source tree (most
+    // often on a block device: its queues and interrupts).
+    let dir = tempfile::tempdir().unwrap();
+    for line in [
+        "features".to_string(),
+        format!("features {}", dir.path().display()),
+        format!("features {}", env!("CARGO_MANIFEST_DIR")),
+    ] {
+        let v = json_run(&line);
+        assert_valid_against("features.schema.json", &v);
+        assert!(
+            !v["setup_flags"].as_array().unwrap().is_empty(),
+            "{line}: {v}"
+        );
+    }
+}
