@@ -126,10 +126,16 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
     };
-    match run(cli) {
+    quiet_closed_output();
+    let ran = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
+        Ok(ran) => ran,
+        Err(p) if closed_output(&*p) => return ExitCode::from(1),
+        Err(p) => std::panic::resume_unwind(p),
+    };
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("ringlab: {e:#}");
+            say(&format!("ringlab: {e:#}"));
             if e.downcast_ref::<ringlab_lab::Interrupted>().is_some() {
                 ExitCode::from(130)
             } else if e.downcast_ref::<UsageError>().is_some() {
@@ -139,6 +145,33 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// One line on standard error; nothing if it is closed (never a panic).
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// A closed stdout or stderr (the reader of a pipe went away) ends the
+/// command with exit 1, as a failed write to it: `println!` and
+/// `eprintln!` anywhere panic on it, and those panics print nothing and
+/// become exit 1 instead of 101.
+fn quiet_closed_output() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !closed_output(info.payload()) {
+            default(info)
+        }
+    }));
+}
+
+fn closed_output(payload: &(dyn std::any::Any + Send)) -> bool {
+    let msg = payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("");
+    msg.starts_with("failed printing to std")
 }
 
 /// Help and version go out as clap writes them; a usage error becomes one
@@ -163,7 +196,7 @@ fn clap_exit(e: clap::Error) -> ExitCode {
         })
         .collect();
     let line = parts.join("; ").replacen("error: ", "", 1);
-    eprintln!("ringlab: {line} (see 'ringlab --help')");
+    say(&format!("ringlab: {line} (see 'ringlab --help')"));
     ExitCode::from(2)
 }
 
@@ -201,9 +234,10 @@ fn write_output(path: Option<&std::path::Path>, text: &str) -> Result<()> {
             .map_err(|e| anyhow::Error::new(UsageError(format!("--output {}: {e}", p.display())))),
         None => {
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(text.as_bytes())?;
-            stdout.flush()?;
-            Ok(())
+            stdout
+                .write_all(text.as_bytes())
+                .context("writing to standard output")?;
+            stdout.flush().context("writing to standard output")
         }
     }
 }
@@ -223,8 +257,10 @@ fn emit(out_file: &mut Option<File>, rendered: &str) -> Result<()> {
         Some(f) => f.write_all(rendered.as_bytes()).context("writing --output"),
         None => {
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(rendered.as_bytes())?;
-            stdout.flush()?;
+            stdout
+                .write_all(rendered.as_bytes())
+                .and_then(|()| stdout.flush())
+                .context("writing to standard output")?;
             Ok(())
         }
     }
@@ -251,7 +287,7 @@ fn run_serve_command(args: &ringlab_net::ServeArgs, output: &OutputArgs) -> Resu
     let interrupted = ringlab_core::interrupt_flag()?;
     let summary = ringlab_net::serve::serve(args, interrupted, |addr| {
         // On stderr, so that stdout holds only the summary (text or JSON).
-        eprintln!("ringlab serve: listening on {addr}");
+        say(&format!("ringlab serve: listening on {addr}"));
     })?;
     let rendered = match output.output_format {
         OutputFormat::Text => summary.text(),
@@ -283,8 +319,10 @@ fn run_io_command(args: &IoArgs, output: &OutputArgs) -> Result<()> {
             .context("writing --output")?,
         None => {
             let mut stdout = std::io::stdout().lock();
-            stdout.write_all(rendered.as_bytes())?;
-            stdout.flush()?;
+            stdout
+                .write_all(rendered.as_bytes())
+                .and_then(|()| stdout.flush())
+                .context("writing to standard output")?;
         }
     }
     Ok(())

@@ -335,3 +335,61 @@ fn serve_and_features_json_follow_the_schemas_their_help_cites() {
         );
     }
 }
+
+/// A pipe whose reading end is already closed: every write to the other
+/// end fails with EPIPE, as when the reader of `ringlab ... | head` left.
+fn closed_pipe() -> std::process::Stdio {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into `fds`.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both descriptors were just created and are owned here only.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    write.into()
+}
+
+/// Closed stdout and stderr end any command with its exit code or 1,
+/// never a panic (101), and leave nothing behind.
+#[test]
+fn closed_stdout_and_stderr_never_panic() {
+    let server = Server::start("--io epoll");
+    let dir = tempfile::tempdir().unwrap();
+    for (line, want) in [
+        ("features".to_string(), 1),
+        ("features --output-format json".to_string(), 1),
+        ("http http://127.0.0.1:1/ -d 100ms".to_string(), 2),
+        ("http --bogus".to_string(), 2),
+        (format!("http {} -t 1 -c 1 -d 100ms", server.url()), 1),
+        ("serve --listen 127.0.0.1:0 -d 100ms".to_string(), 1),
+        (
+            format!(
+                "io --directory {} --size 1m --runtime 100ms",
+                dir.path().display()
+            ),
+            1,
+        ),
+    ] {
+        let mut cmd = std::process::Command::new(BIN);
+        cmd.args(argv(&line))
+            .stdin(std::process::Stdio::null())
+            .stdout(closed_pipe())
+            .stderr(closed_pipe());
+        let mut child = cmd.spawn().unwrap();
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(start.elapsed() < Duration::from_secs(30), "{line}: hangs");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(status.code(), Some(want), "{line}: {status:?}");
+    }
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "{:?}",
+        leftovers(dir.path())
+    );
+    server.stop();
+}
