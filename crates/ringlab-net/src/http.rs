@@ -303,114 +303,103 @@ fn advance_body(body: Body, data: &[u8]) -> Result<(usize, Option<Body>), ParseE
             Ok((take as usize, (left > 0).then_some(Body::Length(left))))
         }
         Body::UntilClose => Ok((data.len(), Some(Body::UntilClose))),
-        Body::Chunked(mut c) => {
-            let mut i = 0;
-            while i < data.len() {
-                let b = data[i];
-                c = match c {
-                    Chunk::Data(rem) => {
-                        let take = rem.min((data.len() - i) as u64);
-                        i += take as usize;
-                        let left = rem - take;
-                        if left == 0 {
-                            Chunk::DataCr
-                        } else {
-                            Chunk::Data(left)
-                        }
-                    }
-                    Chunk::Size {
-                        value,
-                        digits,
-                        ext,
-                        line,
-                    } => {
-                        i += 1;
-                        if line > MAX_LINE_BYTES {
-                            return Err(ParseError::BadChunk);
-                        }
-                        match b {
-                            b'\n' => {
-                                if digits == 0 {
-                                    return Err(ParseError::BadChunk);
-                                }
-                                if value == 0 {
-                                    Chunk::Trailer { line: 0 }
-                                } else {
-                                    Chunk::Data(value)
-                                }
-                            }
-                            b'\r' => Chunk::Size {
-                                value,
-                                digits,
-                                ext: true,
-                                line: line + 1,
-                            },
-                            _ if ext => Chunk::Size {
-                                value,
-                                digits,
-                                ext,
-                                line: line + 1,
-                            },
-                            b';' | b' ' | b'\t' => Chunk::Size {
-                                value,
-                                digits,
-                                ext: true,
-                                line: line + 1,
-                            },
-                            _ => {
-                                let d = (b as char).to_digit(16).ok_or(ParseError::BadChunk)?;
-                                if digits >= 15 {
-                                    return Err(ParseError::BadChunk);
-                                }
-                                Chunk::Size {
-                                    value: value * 16 + d as u64,
-                                    digits: digits + 1,
-                                    ext,
-                                    line: line + 1,
-                                }
-                            }
-                        }
-                    }
-                    Chunk::DataCr => {
-                        i += 1;
-                        match b {
-                            b'\r' => Chunk::DataLf,
-                            b'\n' => Chunk::Size {
-                                value: 0,
-                                digits: 0,
-                                ext: false,
-                                line: 0,
-                            },
-                            _ => return Err(ParseError::BadChunk),
-                        }
-                    }
-                    Chunk::DataLf => {
-                        i += 1;
-                        if b != b'\n' {
-                            return Err(ParseError::BadChunk);
-                        }
-                        Chunk::Size {
-                            value: 0,
-                            digits: 0,
-                            ext: false,
-                            line: 0,
-                        }
-                    }
-                    Chunk::Trailer { line } => {
-                        i += 1;
-                        match b {
-                            b'\n' if line == 0 => return Ok((i, None)),
-                            b'\n' => Chunk::Trailer { line: 0 },
-                            b'\r' => Chunk::Trailer { line },
-                            _ if line > MAX_LINE_BYTES => return Err(ParseError::BadChunk),
-                            _ => Chunk::Trailer { line: line + 1 },
-                        }
-                    }
-                };
-            }
-            Ok((i, Some(Body::Chunked(c))))
-        }
+        Body::Chunked(c) => advance_chunked(c, data),
     }
+}
+
+const NEXT_SIZE: Chunk = Chunk::Size {
+    value: 0,
+    digits: 0,
+    ext: false,
+    line: 0,
+};
+
+/// Chunked transfer coding: chunk data is skipped in one step, the lines
+/// around it (size, delimiters, trailers) byte by byte.
+fn advance_chunked(mut c: Chunk, data: &[u8]) -> Result<(usize, Option<Body>), ParseError> {
+    let mut i = 0;
+    while i < data.len() {
+        c = match c {
+            Chunk::Data(rem) => {
+                let take = rem.min((data.len() - i) as u64);
+                i += take as usize;
+                if rem == take {
+                    Chunk::DataCr
+                } else {
+                    Chunk::Data(rem - take)
+                }
+            }
+            line => {
+                i += 1;
+                match line_byte(line, data[i - 1])? {
+                    Some(next) => next,
+                    None => return Ok((i, None)),
+                }
+            }
+        };
+    }
+    Ok((i, Some(Body::Chunked(c))))
+}
+
+/// One byte of the lines around chunk data; `None` when it ends the body.
+fn line_byte(c: Chunk, b: u8) -> Result<Option<Chunk>, ParseError> {
+    Ok(Some(match c {
+        Chunk::Size {
+            value,
+            digits,
+            ext,
+            line,
+        } => size_byte(value, digits, ext, line, b)?,
+        Chunk::DataCr => match b {
+            b'\r' => Chunk::DataLf,
+            b'\n' => NEXT_SIZE,
+            _ => return Err(ParseError::BadChunk),
+        },
+        Chunk::DataLf if b == b'\n' => NEXT_SIZE,
+        Chunk::DataLf => return Err(ParseError::BadChunk),
+        Chunk::Trailer { line } => match b {
+            b'\n' if line == 0 => return Ok(None),
+            b'\n' => Chunk::Trailer { line: 0 },
+            b'\r' => Chunk::Trailer { line },
+            _ if line > MAX_LINE_BYTES => return Err(ParseError::BadChunk),
+            _ => Chunk::Trailer { line: line + 1 },
+        },
+        // Data is skipped whole by the caller, never byte by byte.
+        Chunk::Data(rem) => Chunk::Data(rem),
+    }))
+}
+
+/// One byte of a chunk-size line: hex digits, then an optional extension.
+fn size_byte(value: u64, digits: u32, ext: bool, line: usize, b: u8) -> Result<Chunk, ParseError> {
+    if line > MAX_LINE_BYTES {
+        return Err(ParseError::BadChunk);
+    }
+    let more = |ext| Chunk::Size {
+        value,
+        digits,
+        ext,
+        line: line + 1,
+    };
+    Ok(match b {
+        b'\n' if digits == 0 => return Err(ParseError::BadChunk),
+        b'\n' if value == 0 => Chunk::Trailer { line: 0 },
+        b'\n' => Chunk::Data(value),
+        b'\r' => more(true),
+        _ if ext => more(ext),
+        b';' | b' ' | b'\t' => more(true),
+        _ => {
+            let d = (b as char).to_digit(16).ok_or(ParseError::BadChunk)?;
+            if digits >= 15 {
+                return Err(ParseError::BadChunk);
+            }
+            Chunk::Size {
+                value: value * 16 + d as u64,
+                digits: digits + 1,
+                ext,
+                line: line + 1,
+            }
+        }
+    })
 }
 
 #[cfg(test)]
