@@ -62,7 +62,7 @@ pub fn serve_uring(
     resp: &Responses,
     stop: &AtomicBool,
 ) -> io::Result<Tally> {
-    let mut l = Loop {
+    let mut l = UringLoop {
         ring: &mut ring,
         slab: Slab::default(),
         tally: Tally::default(),
@@ -79,7 +79,7 @@ pub fn serve_uring(
             l.complete(lfd, ud, res)?;
         }
     }
-    let Loop { slab, tally, .. } = l;
+    let UringLoop { slab, tally, .. } = l;
     shut_down(&mut ring, slab, &ts);
     Ok(tally)
 }
@@ -111,14 +111,14 @@ fn shut_down(ring: &mut IoUring, mut slab: Slab, ts: &Timespec) {
 }
 
 /// The state of one server thread's loop.
-struct Loop<'a> {
+struct UringLoop<'a> {
     ring: &'a mut IoUring,
     slab: Slab,
     tally: Tally,
     resp: &'a Responses,
 }
 
-impl Loop<'_> {
+impl UringLoop<'_> {
     fn complete(&mut self, lfd: RawFd, ud: u64, res: i32) -> io::Result<()> {
         let op = ud >> 56;
         let i = (ud & 0xffff_ffff) as usize;
