@@ -248,8 +248,13 @@ pub fn ensure_fd_limit(need: u64) -> Result<(), String> {
 /// ENOSYS) and what to do, for `what` (e.g. "serve --io uring"), naming
 /// `fix` (the flag that avoids io_uring); `None` for other errors.
 pub fn io_uring_refused(e: &io::Error, what: &str, fix: &str) -> Option<String> {
-    let sysctl = ringlab_kstat::host::io_uring_disabled();
-    let why = match e.raw_os_error()? {
+    let why = refusal(e.raw_os_error()?, ringlab_kstat::host::io_uring_disabled())?;
+    Some(format!("{what}: {why}, or use {fix}"))
+}
+
+/// Why io_uring_setup failed with `errno`, given kernel.io_uring_disabled.
+fn refusal(errno: i32, sysctl: Option<u32>) -> Option<String> {
+    Some(match errno {
         libc::EPERM => match sysctl {
             Some(2) => "io_uring is disabled on this host (kernel.io_uring_disabled=2): run `sysctl kernel.io_uring_disabled=0` as root".to_string(),
             Some(1) => "io_uring is limited to the group in kernel.io_uring_group (kernel.io_uring_disabled=1): join that group or run as root".to_string(),
@@ -260,6 +265,27 @@ pub fn io_uring_refused(e: &io::Error, what: &str, fix: &str) -> Option<String> 
         },
         libc::ENOSYS => "io_uring is not available (io_uring_setup: ENOSYS): the kernel was built without CONFIG_IO_URING or a seccomp filter hides it".to_string(),
         _ => return None,
-    };
-    Some(format!("{what}: {why}, or use {fix}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_uring_refusals_name_the_cause() {
+        let has = |errno, sysctl, want: &str| {
+            let why = refusal(errno, sysctl).unwrap();
+            assert!(why.contains(want), "{errno} {sysctl:?}: {why}");
+        };
+        has(libc::EPERM, Some(2), "kernel.io_uring_disabled=2");
+        has(libc::EPERM, Some(1), "kernel.io_uring_group");
+        has(libc::EPERM, Some(0), "seccomp");
+        has(libc::EPERM, None, "seccomp");
+        has(libc::ENOSYS, Some(0), "CONFIG_IO_URING");
+        assert_eq!(refusal(libc::EINVAL, Some(0)), None);
+        let e = io::Error::from_raw_os_error(libc::EPERM);
+        let line = io_uring_refused(&e, "serve --io uring", "--io epoll").unwrap();
+        assert!(line.starts_with("serve --io uring: ") && line.ends_with(", or use --io epoll"));
+    }
 }
