@@ -20,16 +20,16 @@ use serde_json::Value as Json;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-pub const INDEX_FILE: &str = "index.json";
-pub const PLAN_FILE: &str = "plan.toml";
-pub const RUNS_DIR: &str = "runs";
+pub(crate) const INDEX_FILE: &str = "index.json";
+pub(crate) const PLAN_FILE: &str = "plan.toml";
+pub(crate) const RUNS_DIR: &str = "runs";
 const LOCK_FILE: &str = ".lock";
 const INDEX_FORMAT: &str = "ringlab-sweep-index";
 const INDEX_VERSION: u32 = 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Status {
+pub(crate) enum Status {
     Pending,
     Done,
     Failed,
@@ -37,7 +37,7 @@ pub enum Status {
 
 /// One planned run as the index records it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RunEntry {
+pub(crate) struct RunEntry {
     pub id: String,
     /// Axis name -> value.
     pub values: serde_json::Map<String, Json>,
@@ -58,7 +58,7 @@ pub struct RunEntry {
 
 impl RunEntry {
     /// `iodepth=4 engine=uring repeat 2`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         let mut parts: Vec<String> = self
             .values
             .iter()
@@ -74,7 +74,7 @@ impl RunEntry {
 
 /// `DIR/index.json`: the plan's identity and its runs in execution order.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Index {
+pub(crate) struct Index {
     pub format: String,
     pub version: u32,
     /// [`Plan::identity`] of the plan that made these runs.
@@ -111,18 +111,18 @@ impl Index {
     }
 
     /// The swept axes, in plan order.
-    pub fn axes(&self) -> Vec<String> {
+    pub(crate) fn axes(&self) -> Vec<String> {
         self.plan["axes"]
             .as_object()
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default()
     }
 
-    pub fn command(&self) -> &str {
+    pub(crate) fn command(&self) -> &str {
         self.plan["command"].as_str().unwrap_or("io")
     }
 
-    pub fn done(&self) -> usize {
+    pub(crate) fn done(&self) -> usize {
         self.runs
             .iter()
             .filter(|r| r.status == Status::Done)
@@ -131,7 +131,7 @@ impl Index {
 }
 
 /// Reads `DIR/index.json` (for reports and dry runs; takes no lock).
-pub fn read_index(dir: &Path) -> Result<Index> {
+pub(crate) fn read_index(dir: &Path) -> Result<Index> {
     let path = dir.join(INDEX_FILE);
     let text = std::fs::read_to_string(&path).map_err(|e| {
         usage_error(format!(
@@ -157,7 +157,7 @@ pub fn read_index(dir: &Path) -> Result<Index> {
 }
 
 /// A results directory opened for writing by one sweep.
-pub struct Store {
+pub(crate) struct Store {
     pub dir: PathBuf,
     pub index: Index,
     // Held for the life of the store: a second sweep on DIR is refused.
@@ -167,7 +167,7 @@ pub struct Store {
 impl Store {
     /// Opens DIR for `plan`: creates it, or resumes the runs of the same plan.
     /// A directory holding another plan's sweep, or other files, is refused.
-    pub fn open(dir: &Path, plan: &Plan, runs: &[PlannedRun]) -> Result<Store> {
+    pub(crate) fn open(dir: &Path, plan: &Plan, runs: &[PlannedRun]) -> Result<Store> {
         std::fs::create_dir_all(dir.join(RUNS_DIR)).map_err(|e| {
             usage_error(format!(
                 "--output {}: cannot create the results directory: {e}",
@@ -200,20 +200,20 @@ impl Store {
         Ok(store)
     }
 
-    pub fn save(&self) -> Result<()> {
+    pub(crate) fn save(&self) -> Result<()> {
         let mut text = serde_json::to_string_pretty(&self.index)?;
         text.push('\n');
         write_atomic(&self.dir.join(INDEX_FILE), text.as_bytes())
     }
 
-    pub fn result_path(&self, entry: &RunEntry) -> PathBuf {
+    pub(crate) fn result_path(&self, entry: &RunEntry) -> PathBuf {
         self.dir.join(&entry.result)
     }
 
     /// Where the child writes before the result is checked and renamed; the
     /// pid keeps an orphaned child of a killed sweep from writing into the
     /// file of its successor.
-    pub fn temp_path(&self, entry: &RunEntry) -> PathBuf {
+    pub(crate) fn temp_path(&self, entry: &RunEntry) -> PathBuf {
         self.dir
             .join(RUNS_DIR)
             .join(format!(".{}.{}.tmp", entry.id, std::process::id()))
@@ -222,7 +222,7 @@ impl Store {
 
 /// The index of DIR if it holds a sweep of `plan`; `None` for a new or
 /// empty directory; a usage error for anything else.
-pub fn existing_index(dir: &Path, plan: &Plan) -> Result<Option<Index>> {
+pub(crate) fn existing_index(dir: &Path, plan: &Plan) -> Result<Option<Index>> {
     if !dir.join(INDEX_FILE).exists() {
         let foreign: Vec<String> = match std::fs::read_dir(dir) {
             Ok(rd) => rd
@@ -324,7 +324,7 @@ fn lock_dir(dir: &Path) -> Result<File> {
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so that
 /// readers see the old file or the whole new one.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

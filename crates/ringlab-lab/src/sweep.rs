@@ -252,7 +252,7 @@ fn last_line(text: &str) -> String {
 }
 
 /// `3m20s`, `12s`, `0.4s`.
-pub fn human_duration(d: Duration) -> String {
+pub(crate) fn human_duration(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s < 10.0 {
         format!("{s:.1}s")
