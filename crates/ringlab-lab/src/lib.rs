@@ -3,10 +3,11 @@
 //! plots in `plot`) and comparisons ([`compare`]).
 //!
 //! Files depend one way: `metric` <- `plot` <- `report`; `plan` <- `store`
-//! <- `sweep`. Only what the binary uses is public.
+//! <- `sweep`; every input file is read through `input`. Only what the binary uses is public.
 #![warn(unreachable_pub)]
 
 pub mod compare;
+mod input;
 mod metric;
 mod plan;
 mod plot;

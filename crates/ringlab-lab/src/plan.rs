@@ -7,6 +7,7 @@
 //! file. The child rejects what it does not know (exit 2), and the sweep names
 //! the run.
 
+use crate::input::{read_text_limited, PLAN_MAX_BYTES};
 use anyhow::Result;
 use indexmap::IndexMap;
 use rand::{Rng, SeedableRng};
@@ -140,7 +141,7 @@ struct RawPlan {
 /// Reads and validates a plan file. Every error is a [`ringlab_core::UsageError`]
 /// of one line: `PLAN:LINE: what is wrong; how to fix it`.
 pub fn load_plan(path: &Path) -> Result<Plan> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = read_text_limited(path, PLAN_MAX_BYTES).map_err(|e| {
         usage_error(format!(
             "plan {}: {e}: name a readable plan file (TOML, see README 'Sweeps')",
             path.display()

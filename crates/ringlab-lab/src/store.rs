@@ -5,6 +5,8 @@
 //! DIR/plan.toml         the plan as written
 //! DIR/runs/<id>.json    one result each (schema/result.schema.json)
 //! DIR/.lock             held (flock) while a sweep writes
+//! DIR/.scratch/         data files of runs that name no target, removed
+//!                       after each run and when a sweep opens DIR
 //! ```
 //!
 //! Every file is written to a temporary name and renamed, so a file that
@@ -12,6 +14,7 @@
 //! done: a sweep killed between storing a result and updating the index
 //! loses nothing on resume.
 
+use crate::input::{read_limited, read_text_limited, INDEX_MAX_BYTES, RESULT_MAX_BYTES};
 use crate::plan::{Plan, PlannedRun};
 use anyhow::{Context, Result};
 use ringlab_core::usage_error;
@@ -24,6 +27,7 @@ pub(crate) const INDEX_FILE: &str = "index.json";
 pub(crate) const PLAN_FILE: &str = "plan.toml";
 pub(crate) const RUNS_DIR: &str = "runs";
 const LOCK_FILE: &str = ".lock";
+const SCRATCH_DIR: &str = ".scratch";
 const INDEX_FORMAT: &str = "ringlab-sweep-index";
 const INDEX_VERSION: u32 = 1;
 
@@ -133,7 +137,7 @@ impl Index {
 /// Reads `DIR/index.json` (for reports and dry runs; takes no lock).
 pub(crate) fn read_index(dir: &Path) -> Result<Index> {
     let path = dir.join(INDEX_FILE);
-    let text = std::fs::read_to_string(&path).map_err(|e| {
+    let text = read_text_limited(&path, INDEX_MAX_BYTES).map_err(|e| {
         usage_error(format!(
             "{}: {e}: name a directory written by 'ringlab sweep PLAN --output DIR'",
             path.display()
@@ -168,7 +172,9 @@ impl Store {
     /// Opens DIR for `plan`: creates it, or resumes the runs of the same plan.
     /// A directory holding another plan's sweep, or other files, is refused.
     pub(crate) fn open(dir: &Path, plan: &Plan, runs: &[PlannedRun]) -> Result<Store> {
-        std::fs::create_dir_all(dir.join(RUNS_DIR)).map_err(|e| {
+        let made = std::fs::create_dir_all(dir.join(RUNS_DIR))
+            .and_then(|()| std::fs::create_dir_all(dir.join(SCRATCH_DIR)));
+        made.map_err(|e| {
             usage_error(format!(
                 "--output {}: cannot create the results directory: {e}",
                 dir.display()
@@ -183,13 +189,14 @@ impl Store {
             // The result file decides: it is renamed into place only when
             // complete. Refresh args from the plan (same plan, same args).
             let path = dir.join(&entry.result);
-            if is_result(&path) {
+            if read_result(&path, &plan.command).is_ok() {
                 entry.status = Status::Done;
             } else if entry.status == Status::Done {
                 entry.status = Status::Pending;
             }
         }
         remove_temp_files(&dir.join(RUNS_DIR));
+        clean_scratch(&dir.join(SCRATCH_DIR));
         write_atomic(&dir.join(PLAN_FILE), plan.text.as_bytes())?;
         let store = Store {
             dir: dir.to_path_buf(),
@@ -210,13 +217,10 @@ impl Store {
         self.dir.join(&entry.result)
     }
 
-    /// Where the child writes before the result is checked and renamed; the
-    /// pid keeps an orphaned child of a killed sweep from writing into the
-    /// file of its successor.
-    pub(crate) fn temp_path(&self, entry: &RunEntry) -> PathBuf {
-        self.dir
-            .join(RUNS_DIR)
-            .join(format!(".{}.{}.tmp", entry.id, std::process::id()))
+    /// Removes the data files runs left in the scratch directory (a run
+    /// killed by a signal cannot remove its own).
+    pub(crate) fn clean_scratch(&self) {
+        clean_scratch(&scratch_dir(&self.dir));
     }
 }
 
@@ -228,7 +232,7 @@ pub(crate) fn existing_index(dir: &Path, plan: &Plan) -> Result<Option<Index>> {
             Ok(rd) => rd
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n != RUNS_DIR && n != LOCK_FILE && n != PLAN_FILE)
+                .filter(|n| ![RUNS_DIR, LOCK_FILE, PLAN_FILE, SCRATCH_DIR].contains(&n.as_str()))
                 .collect(),
             Err(_) => Vec::new(),
         };
@@ -282,12 +286,26 @@ fn differences(a: &Json, b: &Json) -> Vec<String> {
     out
 }
 
-/// A complete result: parses, and holds the figures a report reads.
-fn is_result(path: &Path) -> bool {
-    std::fs::read(path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Json>(&b).ok())
-        .is_some_and(|v| v["total"].is_object())
+/// A result of `command` that a report can read: JSON with the `total`
+/// figures, of the sweep's command. The error says what the bytes are
+/// instead.
+pub(crate) fn parse_result(bytes: &[u8], command: &str) -> std::result::Result<Json, String> {
+    let v: Json = serde_json::from_slice(bytes).map_err(|e| format!("not JSON ({e})"))?;
+    if !v["total"].is_object() {
+        return Err("JSON without 'total' figures: not a ringlab result".to_string());
+    }
+    if v["command"].as_str() != Some(command) {
+        return Err(format!(
+            "a result of command {}, the sweep's is {command}",
+            v["command"]
+        ));
+    }
+    Ok(v)
+}
+
+/// The result stored at `path` (bounded read, see [`parse_result`]).
+pub(crate) fn read_result(path: &Path, command: &str) -> std::result::Result<Json, String> {
+    parse_result(&read_limited(path, RESULT_MAX_BYTES)?, command)
 }
 
 fn remove_temp_files(runs: &Path) {
@@ -297,6 +315,27 @@ fn remove_temp_files(runs: &Path) {
             if name.starts_with('.') && name.ends_with(".tmp") {
                 // A leftover of a killed sweep; a failure to remove it only
                 // leaves a hidden file behind.
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
+/// Where `io` runs of the sweep in `dir` that name no target create their
+/// data file.
+pub(crate) fn scratch_dir(dir: &Path) -> PathBuf {
+    dir.join(SCRATCH_DIR)
+}
+
+/// Removes `ringlab-io-*.dat` files (what `ringlab io` creates without a
+/// target) from the scratch directory, and nothing else.
+fn clean_scratch(scratch: &Path) {
+    if let Ok(rd) = std::fs::read_dir(scratch) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let is_file = e.file_type().is_ok_and(|t| t.is_file());
+            if is_file && name.starts_with("ringlab-io-") && name.ends_with(".dat") {
+                // A failure to remove it leaves it for the next sweep.
                 let _ = std::fs::remove_file(e.path());
             }
         }
@@ -364,17 +403,25 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let store = open(tmp.path(), PLAN).unwrap();
         let first = store.index.runs[0].clone();
-        std::fs::write(store.result_path(&first), "{\"total\": {}}").unwrap();
+        std::fs::write(
+            store.result_path(&first),
+            "{\"command\": \"io\", \"total\": {}}",
+        )
+        .unwrap();
         // A torn write (not JSON) does not count.
         let second = store.index.runs[1].clone();
         std::fs::write(store.result_path(&second), "{\"tot").unwrap();
-        std::fs::write(store.temp_path(&second), "partial").unwrap();
+        let temp = tmp.path().join("runs/.0001.json.4242.tmp");
+        std::fs::write(&temp, "partial").unwrap();
+        let data = tmp.path().join(".scratch/ringlab-io-4243.dat");
+        std::fs::write(&data, "data").unwrap();
         drop(store);
         let store = open(tmp.path(), PLAN).unwrap();
         assert_eq!(store.index.runs[0].status, Status::Done);
         assert_eq!(store.index.runs[1].status, Status::Pending);
         assert_eq!(store.index.done(), 1);
-        assert!(!store.temp_path(&second).exists(), "stale temp removed");
+        assert!(!temp.exists(), "stale temp removed");
+        assert!(!data.exists(), "a killed run's data file removed");
     }
 
     #[test]

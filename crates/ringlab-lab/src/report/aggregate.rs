@@ -71,6 +71,7 @@ impl Report {
             plan_text,
             entries,
             results,
+            ..
         } = loaded;
         let command = index.command().to_string();
         let axes = index.axes();

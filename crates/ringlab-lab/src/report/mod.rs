@@ -52,12 +52,23 @@ const OUTPUTS: [Output; 4] = [
 ];
 
 /// Writes one SVG per plotted figure, then report.md, summary.csv, runs.csv
-/// and report.html into `out`.
-pub fn write_report(dir: &Path, out: &Path) -> Result<Written> {
-    let report = Report::new(dir, load::load(dir)?);
+/// and report.html into `out`. `warn` gets one line per input file that was
+/// skipped (not a result, unreadable), as it is found.
+pub fn write_report(dir: &Path, out: &Path, mut warn: impl FnMut(&str)) -> Result<Written> {
+    let mut loaded = load::load(dir)?;
+    let skipped = loaded.warnings.len();
+    for w in loaded.warnings.drain(..) {
+        warn(&w);
+    }
+    let report = Report::new(dir, loaded);
     if report.results.is_empty() {
+        let why = if skipped > 0 {
+            format!("no readable results ({skipped} skipped, see the warnings above)")
+        } else {
+            "no finished runs to report yet".to_string()
+        };
         return Err(usage_error(format!(
-            "{}: no finished runs to report yet; run 'ringlab sweep PLAN --output {}' first",
+            "{}: {why}; run 'ringlab sweep PLAN --output {}' first",
             dir.display(),
             dir.display()
         )));
