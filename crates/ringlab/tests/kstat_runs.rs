@@ -145,14 +145,17 @@ fn no_kstat_turns_collection_off() {
 fn without_permission_counters_are_unavailable_with_the_reason() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: dropping privileges needs root");
+        skip(&current_test(), "dropping privileges needs root");
         return;
     }
     let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .map(|s| s.trim().parse::<i32>().unwrap_or(2))
         .unwrap_or(2);
     if paranoid < 0 {
-        eprintln!("skipped: kernel.perf_event_paranoid=-1 lets everyone count tracepoints");
+        skip(
+            &current_test(),
+            "kernel.perf_event_paranoid=-1 lets everyone count tracepoints",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
