@@ -3,6 +3,7 @@
 //! so that `/dev/zero`, a FIFO or a runaway file named by mistake is refused
 //! in a moment with a message instead of filling memory or blocking.
 
+use rustix::fs::OFlags;
 use std::fs::{File, Metadata};
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -27,7 +28,7 @@ pub(crate) fn read_limited(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
     // wait for a writer; on a regular file it changes nothing.
     let file = std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .custom_flags((OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32)
         .open(path)
         .map_err(|e| e.to_string())?;
     check_kind(&file.metadata().map_err(|e| e.to_string())?, limit)?;
@@ -97,9 +98,7 @@ mod tests {
         let d = read_limited(dir.path(), 1 << 20).unwrap_err();
         assert!(d.contains("a directory"), "{d}");
         let fifo = dir.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: mkfifo with a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        rustix::fs::mkfifoat(rustix::fs::CWD, &fifo, rustix::fs::Mode::RUSR).unwrap();
         // Would block forever if it were opened for reading without a writer.
         let f = read_limited(&fifo, 1 << 20).unwrap_err();
         assert!(f.contains("a FIFO"), "{f}");

@@ -343,22 +343,18 @@ fn clean_scratch(scratch: &Path) {
 }
 
 fn lock_dir(dir: &Path) -> Result<File> {
-    use std::os::fd::AsRawFd;
+    use rustix::fs::{flock, FlockOperation};
     let path = dir.join(LOCK_FILE);
     let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
-    // SAFETY: flock on a descriptor we own; no memory is passed.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(usage_error(format!(
-                "--output {}: another sweep is writing to this directory; wait for it or use another directory",
-                dir.display()
-            )));
-        }
-        return Err(anyhow::Error::new(err).context(format!("locking {}", path.display())));
+    match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(file),
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(usage_error(format!(
+            "--output {}: another sweep is writing to this directory; wait for it or use another directory",
+            dir.display()
+        ))),
+        Err(e) => Err(anyhow::Error::new(std::io::Error::from(e))
+            .context(format!("locking {}", path.display()))),
     }
-    Ok(file)
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so that

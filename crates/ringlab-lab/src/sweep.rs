@@ -10,6 +10,7 @@ use crate::store::{
 };
 use anyhow::{Context, Result};
 use ringlab_core::usage_error;
+use rustix::process::{getppid, kill_process, set_parent_process_death_signal, Pid, Signal};
 use serde_json::Value as Json;
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -213,19 +214,17 @@ fn spawn_run(store: &Store, entry: &RunEntry, plan: &Plan, opts: &SweepOptions) 
         // only, which then stops the child once, so that the child can end
         // its run cleanly (a second signal would end it at once).
         .process_group(0);
-    let sweep = std::process::id() as libc::pid_t;
-    // SAFETY: prctl and getppid only, both async-signal-safe, between fork
-    // and exec: when the sweep dies (even by SIGKILL) the child gets SIGTERM,
-    // ends its run and removes the files it created, instead of running on
-    // orphaned. A sweep that died before prctl took effect sent no signal:
-    // then the child is not started at all.
+    let sweep = Pid::from_raw(std::process::id() as i32);
+    // SAFETY: between fork and exec only two raw system calls (rustix makes
+    // them without allocating or locking): when the sweep dies (even by
+    // SIGKILL) the child gets SIGTERM, ends its run and removes the files it
+    // created, instead of running on orphaned. A sweep that died before
+    // prctl took effect sent no signal: then the child is not started.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != sweep {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            set_parent_process_death_signal(Some(Signal::TERM))?;
+            if getppid() != sweep {
+                return Err(rustix::io::Errno::SRCH.into());
             }
             Ok(())
         });
@@ -255,8 +254,9 @@ fn wait_for(child: &mut Child, interrupted: &AtomicBool) -> Result<(ExitStatus, 
             return Ok((status, signalled));
         }
         if !signalled && interrupted.load(Ordering::Relaxed) {
-            // SAFETY: kill(2) on the pid of our own child, not yet reaped.
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            // Our own child, not yet reaped: its pid is still its own. Gone
+            // already, it has nothing left to stop.
+            let _ = kill_process(Pid::from_child(child), Signal::INT);
             signalled = true;
         }
         std::thread::sleep(Duration::from_millis(10));
