@@ -14,12 +14,13 @@ use rustix::process::{getppid, kill_process, set_parent_process_death_signal, Pi
 use serde_json::Value as Json;
 use std::ffi::OsString;
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
 /// Enough of a failed run's stderr for its last line.
 const STDERR_KEEP_BYTES: usize = 64 << 10;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -165,14 +166,35 @@ fn sleep_unless_interrupted(d: Duration, flag: &AtomicBool) {
 fn run_one(store: &Store, entry: &RunEntry, plan: &Plan, opts: &SweepOptions) -> Result<Outcome> {
     let mut child = spawn_run(store, entry, plan, opts)?;
     // Both pipes are drained while the child runs, so that it never blocks
-    // on a full pipe; each keeps a bounded part.
-    let stdout = child.stdout.take().context("child stdout")?;
-    let stdout = std::thread::spawn(move || read_head(stdout, RESULT_MAX_BYTES));
-    let stderr = child.stderr.take().context("child stderr")?;
-    let stderr = std::thread::spawn(move || read_tail(stderr, STDERR_KEEP_BYTES));
-    let (status, signalled) = wait_for(&mut child, &opts.interrupted)?;
-    let result = stdout.join().unwrap_or_default();
-    let err_text = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned();
+    // on a full pipe; each keeps a bounded part. No reader threads: the
+    // sweep stays single-threaded while a run goes on, because Linux sends
+    // the parent-death signal again each time a dying parent's threads hand
+    // the child on to one another, and a second SIGTERM ends a ringlab run
+    // at once, before it removes its data file.
+    let mut stdout = Drain::new(child.stdout.take().context("child stdout")?, Keep::Head)?;
+    let mut stderr = Drain::new(child.stderr.take().context("child stderr")?, Keep::Tail)?;
+    let mut signalled = false;
+    let status = loop {
+        stdout.pump();
+        stderr.pump();
+        if let Some(status) = child.try_wait().context("waiting for a run")? {
+            stdout.pump();
+            stderr.pump();
+            break status;
+        }
+        if !signalled && opts.interrupted.load(Ordering::Relaxed) {
+            // Our own child, not yet reaped: its pid is still its own. Gone
+            // already, it has nothing left to stop.
+            let _ = kill_process(Pid::from_child(&child), Signal::INT);
+            signalled = true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let result = Captured {
+        truncated: stdout.dropped > 0,
+        bytes: stdout.kept,
+    };
+    let err_text = String::from_utf8_lossy(&stderr.kept).into_owned();
     store.clean_scratch();
     Ok(if signalled || opts.interrupted.load(Ordering::Relaxed) {
         // A run cut short measured something else than planned: not stored.
@@ -245,57 +267,73 @@ fn scratch_args(plan: &Plan, dir: &Path) -> Vec<OsString> {
     vec!["--directory".into(), scratch_dir(dir).into_os_string()]
 }
 
-/// Waits for the child; on SIGINT/SIGTERM of the sweep, stops it once with
-/// SIGINT (so that it ends its run cleanly). Returns whether it was stopped.
-fn wait_for(child: &mut Child, interrupted: &AtomicBool) -> Result<(ExitStatus, bool)> {
-    let mut signalled = false;
-    loop {
-        if let Some(status) = child.try_wait().context("waiting for a run")? {
-            return Ok((status, signalled));
-        }
-        if !signalled && interrupted.load(Ordering::Relaxed) {
-            // Our own child, not yet reaped: its pid is still its own. Gone
-            // already, it has nothing left to stop.
-            let _ = kill_process(Pid::from_child(child), Signal::INT);
-            signalled = true;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// What a child printed on its standard output: the first `limit` bytes,
-/// and whether there was more (the rest is read and dropped).
-#[derive(Default)]
+/// What a child printed on its standard output: the first
+/// [`RESULT_MAX_BYTES`], and whether there was more.
 struct Captured {
     bytes: Vec<u8>,
     truncated: bool,
 }
 
-fn read_head(pipe: impl Read, limit: u64) -> Captured {
-    let mut pipe = pipe;
-    let mut bytes = Vec::new();
-    let _ = (&mut pipe).take(limit).read_to_end(&mut bytes);
-    let rest = std::io::copy(&mut pipe, &mut std::io::sink()).unwrap_or(0);
-    Captured {
-        bytes,
-        truncated: rest > 0,
-    }
+/// Which part of a pipe's output is kept.
+#[derive(Clone, Copy, PartialEq)]
+enum Keep {
+    /// The first [`RESULT_MAX_BYTES`] (a result).
+    Head,
+    /// About the last [`STDERR_KEEP_BYTES`] (its last line is the message a
+    /// failed run is stored with).
+    Tail,
 }
 
-/// The last `keep` bytes (about) of what a child printed on stderr: its
-/// last line is the message a failed run is stored with.
-fn read_tail(mut pipe: impl Read, keep: usize) -> Vec<u8> {
-    let mut tail = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        match pipe.read(&mut buf) {
-            Ok(0) => return tail,
-            Ok(n) => tail.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => return tail,
+/// One of a child's output pipes, read without blocking on each tick of the
+/// wait loop until its end; what is not kept is read and dropped.
+struct Drain<R> {
+    pipe: Option<R>,
+    keep: Keep,
+    kept: Vec<u8>,
+    dropped: u64,
+}
+
+impl<R: Read + AsFd> Drain<R> {
+    fn new(pipe: R, keep: Keep) -> Result<Drain<R>> {
+        rustix::io::ioctl_fionbio(&pipe, true).context("making a run's pipe non-blocking")?;
+        Ok(Drain {
+            pipe: Some(pipe),
+            keep,
+            kept: Vec::new(),
+            dropped: 0,
+        })
+    }
+
+    /// Reads what the pipe holds now.
+    fn pump(&mut self) {
+        let mut buf = [0u8; 16384];
+        while let Some(pipe) = &mut self.pipe {
+            match pipe.read(&mut buf) {
+                Ok(0) => self.pipe = None,
+                Ok(n) => self.take(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(_) => self.pipe = None,
+            }
         }
-        if tail.len() > 2 * keep {
-            tail.drain(..tail.len() - keep);
+    }
+
+    fn take(&mut self, bytes: &[u8]) {
+        match self.keep {
+            Keep::Head => {
+                let room = (RESULT_MAX_BYTES as usize).saturating_sub(self.kept.len());
+                let n = room.min(bytes.len());
+                self.kept.extend_from_slice(&bytes[..n]);
+                self.dropped += (bytes.len() - n) as u64;
+            }
+            Keep::Tail => {
+                self.kept.extend_from_slice(bytes);
+                if self.kept.len() > 2 * STDERR_KEEP_BYTES {
+                    let cut = self.kept.len() - STDERR_KEEP_BYTES;
+                    self.kept.drain(..cut);
+                    self.dropped += cut as u64;
+                }
+            }
         }
     }
 }

@@ -172,7 +172,8 @@ fn processes_with(needle: &str) -> Vec<u32> {
             .rsplit(')')
             .next()
             .is_some_and(|s| s.trim_start().starts_with('Z'));
-        if !zombie && String::from_utf8_lossy(&cmdline).contains(needle) {
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if !zombie && cmdline.contains(needle) {
             pids.push(pid);
         }
     }
@@ -203,8 +204,10 @@ fn a_sweep_killed_by_sigkill_leaves_no_data_file_in_the_current_directory_nor_a_
     .unwrap();
     let out = cwd.join("sweep");
     let scratch = out.join(".scratch");
+    // An absolute --output: the run's --directory names it, so the run can
+    // be found by its command line.
     let mut sweep = Command::new(BIN)
-        .args(["sweep", "plan.toml", "--output", "sweep"])
+        .args(["sweep", "plan.toml", "--output", p(&out)])
         .current_dir(cwd)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -227,7 +230,7 @@ fn a_sweep_killed_by_sigkill_leaves_no_data_file_in_the_current_directory_nor_a_
     sweep.kill().unwrap();
     sweep.wait().unwrap();
     // The orphaned run gets SIGTERM (PDEATHSIG) and ends by itself.
-    let needle = scratch.to_str().unwrap().to_string();
+    let needle = format!("--directory {}", scratch.display());
     let start = Instant::now();
     while !processes_with(&needle).is_empty() {
         assert!(
@@ -237,6 +240,9 @@ fn a_sweep_killed_by_sigkill_leaves_no_data_file_in_the_current_directory_nor_a_
         std::thread::sleep(Duration::from_millis(10));
     }
     assert_eq!(files_in(cwd), ["plan.toml", "sweep"], "left in the cwd");
+    // The run got one SIGTERM (the sweep keeps no threads that would pass
+    // it on, and signal it again, as they die) and removed its file itself.
+    assert!(files_in(&scratch).is_empty(), "{:?}", files_in(&scratch));
     let runs = files_in(&out.join("runs"));
     assert!(
         runs.iter().all(|n| !n.starts_with('.')),
@@ -248,7 +254,7 @@ fn a_sweep_killed_by_sigkill_leaves_no_data_file_in_the_current_directory_nor_a_
     }
     // Whatever a killed run could not remove, the next sweep does.
     std::fs::write(scratch.join("ringlab-io-999999.dat"), "left").unwrap();
-    let again = run_in(cwd, &["sweep", "plan.toml", "--output", "sweep"]);
+    let again = run_in(cwd, &["sweep", "plan.toml", "--output", p(&out)]);
     assert!(
         again.status.success(),
         "{}",
