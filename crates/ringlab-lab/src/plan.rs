@@ -153,19 +153,7 @@ pub fn load_plan(path: &Path) -> Result<Plan> {
 /// Parses plan text; `name` is how errors refer to the file.
 pub(crate) fn parse_plan(text: &str, name: &str) -> Result<Plan> {
     let at = |span: std::ops::Range<usize>| format!("{name}:{}", line_of(text, span.start));
-    let raw: RawPlan = toml::from_str(text).map_err(|e| {
-        let place = match e.span() {
-            Some(span) => at(span),
-            None => name.to_string(),
-        };
-        let msg = e.message().trim().replace('\n', " ");
-        let hint = if msg.contains("missing field `command`") {
-            "; add command = \"io\" or \"http\""
-        } else {
-            ""
-        };
-        usage_error(format!("{place}: {msg}{hint}"))
-    })?;
+    let raw = parse_toml(text, name, &at)?;
 
     let command = raw.command.get_ref().clone();
     if !COMMANDS.contains(&command.as_str()) {
@@ -232,6 +220,28 @@ pub(crate) fn parse_plan(text: &str, name: &str) -> Result<Plan> {
         )));
     }
     Ok(plan)
+}
+
+/// The plan's TOML, its syntax and field types checked; an error names
+/// the line.
+fn parse_toml(
+    text: &str,
+    name: &str,
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<RawPlan> {
+    toml::from_str(text).map_err(|e| {
+        let place = match e.span() {
+            Some(span) => at(span),
+            None => name.to_string(),
+        };
+        let msg = e.message().trim().replace('\n', " ");
+        let hint = if msg.contains("missing field `command`") {
+            "; add command = \"io\" or \"http\""
+        } else {
+            ""
+        };
+        usage_error(format!("{place}: {msg}{hint}"))
+    })
 }
 
 /// `[options]`: each flag fixed to one value, or a list of values for a flag
