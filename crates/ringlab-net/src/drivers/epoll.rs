@@ -265,3 +265,55 @@ impl Driver for EpollDriver {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ClientConfig;
+    use std::time::Instant;
+
+    fn client() -> Client {
+        Client::new(ClientConfig {
+            connections: 1,
+            request: b"GET / HTTP/1.1\r\n\r\n".to_vec(),
+            head_request: false,
+            pipeline: 1,
+            interval_ns: None,
+            timeout_ns: 1_000_000_000,
+            per_write: 1,
+            limit: None,
+        })
+    }
+
+    /// Both ways of waiting (epoll_pwait2, and the timerfd used before
+    /// Linux 5.11) wait out their deadline and leave nothing pending.
+    #[test]
+    fn precise_waits_reach_their_deadline_and_leave_no_event() {
+        for fallback in [false, true] {
+            let mut d = EpollDriver::new(1).unwrap();
+            if fallback {
+                let t = TimerFd::new().unwrap();
+                d.ep.ctl(libc::EPOLL_CTL_ADD, t.0, libc::EPOLLIN as u32, TIMER_TOKEN)
+                    .unwrap();
+                d.timer = Some(t);
+            }
+            let mut c = client();
+            let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 4];
+            let start = Instant::now();
+            let n = d.wait(&mut c, &mut events, 1_500_000).unwrap();
+            let waited = start.elapsed();
+            assert!(n <= 1, "fallback {fallback}: {n} events");
+            assert!(
+                n == 0 || events[0].u64 == TIMER_TOKEN,
+                "only the timer may fire"
+            );
+            assert!(
+                waited.as_nanos() >= 1_500_000,
+                "fallback {fallback}: woke after {waited:?}, before the deadline"
+            );
+            // Nothing is left readable: the timer's expiry was consumed.
+            assert_eq!(d.wait(&mut c, &mut events, 0).unwrap(), 0);
+            assert!(c.stats.syscalls >= 2);
+        }
+    }
+}
