@@ -518,5 +518,13 @@ fn http_figures(plan: &HttpPlan, s: &ClientStats, total: &Figures) -> HttpFigure
         cpu_ns_per_request: (responses > 0).then(|| cpu as f64 / responses as f64),
         syscalls_per_request,
         syscalls_source,
+        lat_ns_percentiles: plan.percentiles.as_ref().map(|ps| {
+            ps.iter()
+                .filter_map(|&p| {
+                    let v = s.responses.lat.quantile(p / 100.0)?;
+                    Some((format!("{p}"), v))
+                })
+                .collect()
+        }),
     }
 }

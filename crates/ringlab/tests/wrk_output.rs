@@ -349,6 +349,21 @@ fn json_alias_and_n_total_requests() {
         assert_eq!(v["total"]["ops"], 301, "{io}");
         assert_eq!(v["config"]["requests"], 301);
     }
+    // --percentile-list reaches the JSON too (oha's p95).
+    let out = ringlab(&format!(
+        "http {} -t 1 -c 2 -d 200ms --percentile-list 50,95,99.9 --json",
+        srv.url()
+    ));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    common::assert_schema_valid(&v);
+    let ps = &v["http"]["lat_ns_percentiles"];
+    let (p50, p95, p999) = (
+        ps["50"].as_u64().unwrap(),
+        ps["95"].as_u64().unwrap(),
+        ps["99.9"].as_u64().unwrap(),
+    );
+    assert!(p50 > 0 && p50 <= p95 && p95 <= p999, "{ps}");
+    assert_eq!(v["total"]["lat_ns"]["p50"].as_u64().unwrap(), p50);
     let out = ringlab(&format!(
         "http {} -d 100ms --json --output-format text",
         srv.url()
