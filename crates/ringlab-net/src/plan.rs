@@ -61,11 +61,11 @@ pub struct HttpArgs {
     pub duration: String,
     /// A request without its response after this long counts as a timeout
     /// error and its connection is reopened.
-    #[arg(long, value_name = "TIME", default_value = "2s")]
+    #[arg(short = 'T', long, value_name = "TIME", default_value = "2s")]
     pub timeout: String,
     /// Print the latency distribution (wrk's; with -R, wrk2's HdrHistogram
     /// block and percentile spectrum).
-    #[arg(long)]
+    #[arg(short = 'L', long)]
     pub latency: bool,
     /// With -R: also print the uncorrected latency distribution (wrk2's
     /// -U), measured from when each request was sent.

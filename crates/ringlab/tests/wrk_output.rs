@@ -217,7 +217,7 @@ fn a_wrk_parser_reads_ringlabs_closed_loop_output() {
     let srv = Server::start("--body-size 1k");
     for io in IOS {
         let out = ringlab(&format!(
-            "http {} -t 2 -c 4 -d 300ms --latency --io {io}",
+            "http {} -t 2 -c 4 -d 300ms -L -T 2s --io {io}",
             srv.url()
         ));
         assert!(out.status.success(), "{io}: {out:?}");
