@@ -113,6 +113,19 @@ struct OutputArgs {
     /// Write the result to FILE instead of standard output.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Same as --output-format json (oha's --json).
+    #[arg(long, conflicts_with = "output_format")]
+    json: bool,
+}
+
+impl OutputArgs {
+    fn format(&self) -> OutputFormat {
+        if self.json {
+            OutputFormat::Json
+        } else {
+            self.output_format
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -218,7 +231,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Serve { serve, output } => run_serve_command(&serve, &output),
         Command::Features { target, output } => {
             let f = ringlab_io::features::features(target.as_deref())?;
-            let text = match output.output_format {
+            let text = match output.format() {
                 OutputFormat::Text => ringlab_io::features::render(&f),
                 OutputFormat::Json => serde_json::to_string_pretty(&f)? + "\n",
             };
@@ -271,15 +284,17 @@ fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result
     let mut out_file = open_output(output)?;
     let interrupted = ringlab_core::interrupt_flag()?;
     let outcome = ringlab_net::run::run_http(&plan, interrupted)?;
-    let rendered = match output.output_format {
-        OutputFormat::Text => outcome.text,
+    let rendered = match output.format() {
+        OutputFormat::Text => outcome.text.clone(),
         OutputFormat::Json => {
             let mut s = serde_json::to_string_pretty(&outcome.result)?;
             s.push('\n');
             s
         }
     };
-    emit(&mut out_file, &rendered)
+    emit(&mut out_file, &rendered)?;
+    // A script's done() writes after the report, as in wrk.
+    outcome.script_done()
 }
 
 fn run_serve_command(args: &ringlab_net::ServeArgs, output: &OutputArgs) -> Result<()> {
@@ -289,7 +304,7 @@ fn run_serve_command(args: &ringlab_net::ServeArgs, output: &OutputArgs) -> Resu
         // On stderr, so that stdout holds only the summary (text or JSON).
         say(&format!("ringlab serve: listening on {addr}"));
     })?;
-    let rendered = match output.output_format {
+    let rendered = match output.format() {
         OutputFormat::Text => summary.text(),
         OutputFormat::Json => summary.json(),
     };
@@ -312,7 +327,7 @@ fn run_io_command(args: &IoArgs, output: &OutputArgs) -> Result<()> {
         interrupted,
     };
     let result = run_io(&plan, &opts)?;
-    let rendered = render(&result, output.output_format)?;
+    let rendered = render(&result, output.format())?;
     match &mut out_file {
         Some(f) => f
             .write_all(rendered.as_bytes())
