@@ -35,7 +35,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     // threads they cause, inherit the counters.
     let mut kstat = plan.kstat.then(|| {
         let disk = (plan.rw != crate::workload::Rw::Nop)
-            .then(|| ringlab_kstat::device::disk_of_path(&target.path))
+            .then(|| ringlab_kstat::device::disk_of_path(&target.access_path()))
             .flatten();
         ringlab_kstat::Collector::open(disk)
     });

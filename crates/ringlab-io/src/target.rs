@@ -30,19 +30,15 @@ pub enum TargetKind {
     Block,
 }
 
-/// A file ringlab created; removed when dropped unless kept.
+/// A file ringlab created. Without --keep its name is unlinked right after
+/// it is created and the file lives on through `fd` alone: no exit, not
+/// even SIGKILL, can leave it behind. With --keep it stays.
 #[derive(Debug)]
 pub struct CreatedFile {
-    path: PathBuf,
     keep: bool,
-}
-
-impl Drop for CreatedFile {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = fs::remove_file(&self.path);
-        }
-    }
+    /// Held open for the whole run; the jobs reopen the file through
+    /// `/proc/self/fd/N` (see [`Target::access_path`]).
+    fd: OwnedFd,
 }
 
 /// A target checked and ready for the jobs to open.
@@ -78,10 +74,20 @@ impl Target {
         }
     }
 
+    /// A path that opens the target: its own path, or for a created file
+    /// whose name is already unlinked, `/proc/self/fd/N` of the descriptor
+    /// ringlab holds.
+    pub fn access_path(&self) -> PathBuf {
+        match &self.created {
+            Some(c) if !c.keep => fd_path(&c.fd),
+            _ => self.path.clone(),
+        }
+    }
+
     /// Opens the target for one job with the flags the plan needs.
     pub fn open(&self, plan: &IoPlan) -> Result<OwnedFd> {
         let direct = plan.direct && plan.rw != Rw::Nop;
-        open_target(&self.path, plan.writes(), direct)
+        open_target(&self.access_path(), plan.writes(), direct)
             .with_context(|| format!("cannot open {}", self.path.display()))
     }
 
@@ -97,6 +103,12 @@ impl Target {
             (0, blocks)
         }
     }
+}
+
+/// The `/proc/self/fd` path of an open descriptor: opening it opens the
+/// same file (with new flags, e.g. O_DIRECT) even once its name is gone.
+fn fd_path(fd: &impl AsRawFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
 fn open_target(path: &Path, write: bool, direct: bool) -> io::Result<OwnedFd> {
@@ -144,7 +156,7 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
         );
     }
     // Start from a cold cache, as fio's invalidate=1 does.
-    if let Ok(f) = File::open(&target.path) {
+    if let Ok(f) = File::open(target.access_path()) {
         // SAFETY: a valid fd; fadvise only drops clean cached pages.
         unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     }
@@ -224,7 +236,7 @@ fn existing(plan: &IoPlan, path: &Path) -> Result<Target> {
             format_bytes(plan.bs)
         );
     }
-    check_direct(plan, path, lbs, fs_type.as_deref())?;
+    check_direct(plan, path, path, lbs, fs_type.as_deref())?;
     if kind == TargetKind::Block && plan.writes() && !plan.allow_destructive {
         if let Some(why) = block_device_in_use(path, dev) {
             usage!(
@@ -247,7 +259,13 @@ fn existing(plan: &IoPlan, path: &Path) -> Result<Target> {
 
 /// Refuses a block size O_DIRECT cannot use, and a file system that refuses
 /// O_DIRECT, with the fix for each.
-fn check_direct(plan: &IoPlan, path: &Path, lbs: u32, fs_type: Option<&str>) -> Result<()> {
+fn check_direct(
+    plan: &IoPlan,
+    path: &Path,
+    access: &Path,
+    lbs: u32,
+    fs_type: Option<&str>,
+) -> Result<()> {
     if !plan.direct {
         return Ok(());
     }
@@ -258,7 +276,7 @@ fn check_direct(plan: &IoPlan, path: &Path, lbs: u32, fs_type: Option<&str>) -> 
             path.display()
         );
     }
-    if let Err(e) = open_target(path, false, true) {
+    if let Err(e) = open_target(access, false, true) {
         if e.raw_os_error() == Some(libc::EINVAL) {
             usage!(
                 "{} refuses O_DIRECT (its file system, {}, does not support it): drop --direct, or put the target on a file system that supports it",
@@ -293,6 +311,7 @@ fn create(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Tar
     }
     let path = dir.join(format!("ringlab-io-{}.dat", std::process::id()));
     let mut file = match OpenOptions::new()
+        .read(true)
         .write(true)
         .create_new(true)
         .mode(0o644)
@@ -301,13 +320,32 @@ fn create(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Tar
         Ok(f) => f,
         Err(e) => usage!("cannot create {}: {e}", path.display()),
     };
+    // Canonical while the name still exists (the result names it).
+    let shown = path.canonicalize().unwrap_or_else(|_| path.clone());
+    if !plan.keep {
+        // From here on the file exists only through our descriptors: it
+        // goes away with the process, however the process ends.
+        if let Err(e) = fs::remove_file(&path) {
+            usage!(
+                "cannot unlink {} after creating it: {e}; pass --keep to keep it instead",
+                path.display()
+            );
+        }
+    }
     let guard = CreatedFile {
-        path: path.clone(),
         keep: plan.keep,
+        fd: OwnedFd::from(file.try_clone().with_context(|| {
+            format!("duplicating the descriptor of {}", path.display())
+        })?),
+    };
+    let access = if plan.keep {
+        path.clone()
+    } else {
+        fd_path(&guard.fd)
     };
     let fs_type = fs_type_of(&file);
-    let lbs = file_dio_align(&path).unwrap_or(512);
-    check_direct(plan, &path, lbs, fs_type.as_deref())?;
+    let lbs = file_dio_align(&access).unwrap_or(512);
+    check_direct(plan, &path, &access, lbs, fs_type.as_deref())?;
     if announce {
         eprintln!(
             "ringlab: laying out {} at {}",
@@ -317,9 +355,9 @@ fn create(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Tar
     }
     lay_out(&mut file, size, plan, interrupted)
         .with_context(|| format!("laying out {}", path.display()))?;
-    let dev = fs::metadata(&path).map(|m| m.dev()).unwrap_or(0);
+    let dev = file.metadata().map(|m| m.dev()).unwrap_or(0);
     Ok(Target {
-        path: path.canonicalize().unwrap_or(path),
+        path: shown,
         kind: TargetKind::File,
         size,
         region: size / plan.bs * plan.bs,
@@ -338,7 +376,10 @@ fn lay_out(file: &mut File, size: u64, plan: &IoPlan, interrupted: &AtomicBool) 
     let mut written = 0u64;
     while written < size {
         if interrupted.load(Ordering::Relaxed) {
-            anyhow::bail!("interrupted");
+            return Err(ringlab_core::error::Interrupted(
+                "interrupted before the run: nothing was measured".to_string(),
+            )
+            .into());
         }
         let n = chunk_len.min((size - written) as usize);
         let buf = &mut chunk[..n];

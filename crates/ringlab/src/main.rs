@@ -128,7 +128,9 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("ringlab: {e:#}");
-            if e.downcast_ref::<ringlab_lab::Interrupted>().is_some() {
+            if e.downcast_ref::<ringlab_lab::Interrupted>().is_some()
+                || e.downcast_ref::<ringlab_core::error::Interrupted>().is_some()
+            {
                 ExitCode::from(130)
             } else if e.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)
