@@ -18,17 +18,39 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>> {
             Some((a, b)) => (a.trim(), b.trim()),
             None => (part, part),
         };
-        let lo: u32 = lo.parse().map_err(|_| bad())?;
-        let hi: u32 = hi.parse().map_err(|_| bad())?;
-        if hi < lo || hi - lo > 4096 {
-            return Err(bad());
+        let number = |n: &str| -> Result<u64> {
+            if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad());
+            }
+            // All digits: only a number too large for u64 fails here.
+            n.parse::<u64>().or(Ok(u64::MAX))
+        };
+        let hi_text = hi;
+        let (lo, hi) = (number(lo)?, number(hi)?);
+        if hi < lo {
+            return Err(usage_error(format!(
+                "--cpus {text}: the range {lo}-{hi_text} is backwards: write the lower CPU first"
+            )));
         }
-        cpus.extend(lo..=hi);
+        if hi >= libc::CPU_SETSIZE as u64 {
+            return Err(usage_error(format!(
+                "--cpus {text}: CPU {hi_text} does not exist: Linux numbers CPUs below {} and this machine has {} (see 'ringlab features' or lscpu)",
+                libc::CPU_SETSIZE,
+                configured_cpus()
+            )));
+        }
+        cpus.extend(lo as u32..=hi as u32);
     }
     if cpus.is_empty() {
         return Err(bad());
     }
     Ok(cpus)
+}
+
+/// CPUs the system has (configured, online or not).
+fn configured_cpus() -> i64 {
+    // SAFETY: sysconf reads a system value.
+    unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }
 }
 
 /// CPUs this process may run on (its affinity mask).
@@ -84,6 +106,16 @@ pub fn pin_to_cpu(cpu: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_lists_too_large_or_backwards_say_so() {
+        let msg = |t: &str| format!("{:#}", parse_cpu_list(t).unwrap_err());
+        assert!(msg("0-100000000").contains("CPU 100000000 does not exist"));
+        assert!(msg("99999999999999999999999").contains("does not exist"));
+        assert!(msg("3-1").contains("backwards"));
+        assert!(msg("1,a").contains("not a CPU list"));
+        assert_eq!(parse_cpu_list("0,2-3").unwrap(), vec![0, 2, 3]);
+    }
 
     #[test]
     fn cpu_lists() {

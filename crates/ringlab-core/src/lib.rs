@@ -6,6 +6,7 @@
 pub mod cpus;
 pub mod error;
 pub mod gate;
+pub mod limits;
 pub mod output;
 
 pub use error::{usage_error, UsageError};

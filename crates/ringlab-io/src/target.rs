@@ -130,6 +130,10 @@ fn open_target(path: &Path, write: bool, direct: bool) -> io::Result<OwnedFd> {
 
 /// Checks (and, without a TARGET, creates) the target of `plan`.
 pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Target> {
+    // Each job holds the target and a ring or AIO context; kernel evidence
+    // holds a few dozen counters. Raise the descriptor limit now (or say
+    // how) rather than fail in a job thread.
+    ringlab_core::limits::ensure_fd_limit(128 + plan.numjobs as u64 * 4, "--numjobs")?;
     if plan.rw == Rw::Nop {
         // NOPs touch no file; the jobs get /dev/null as a descriptor to
         // hold, and the result names no target.
