@@ -263,7 +263,10 @@ mod tests {
         let out = Output::open(Some(&f), &[]).unwrap();
         out.finish(b"new").unwrap();
         assert_eq!(fs::read_to_string(&f).unwrap(), "new");
-        let names: Vec<_> = fs::read_dir(&d).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 1, "{names:?}");
         fs::remove_dir_all(&d).unwrap();
     }
@@ -294,8 +297,14 @@ mod tests {
         fs::write(&real, "old").unwrap();
         let link = d.join("link.json");
         std::os::unix::fs::symlink(&real, &link).unwrap();
-        Output::open(Some(&link), &[]).unwrap().finish(b"new").unwrap();
-        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        Output::open(Some(&link), &[])
+            .unwrap()
+            .finish(b"new")
+            .unwrap();
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         assert_eq!(fs::read_to_string(&real).unwrap(), "new");
         fs::remove_dir_all(&d).unwrap();
     }

@@ -18,7 +18,8 @@ struct Lib {
     enable_partitions: unsafe extern "C" fn(Probe, c_int) -> c_int,
     enable_superblocks: unsafe extern "C" fn(Probe, c_int) -> c_int,
     do_safeprobe: unsafe extern "C" fn(Probe) -> c_int,
-    lookup_value: unsafe extern "C" fn(Probe, *const c_char, *mut *const c_char, *mut usize) -> c_int,
+    lookup_value:
+        unsafe extern "C" fn(Probe, *const c_char, *mut *const c_char, *mut usize) -> c_int,
     free_probe: unsafe extern "C" fn(Probe),
 }
 
@@ -30,7 +31,8 @@ fn lib() -> Option<&'static Lib> {
 fn load() -> Option<Lib> {
     // SAFETY: dlopen of a shared library by its soname; the handle is never
     // closed, so the symbols stay valid for the life of the process.
-    let handle = unsafe { libc::dlopen(c"libblkid.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+    let handle =
+        unsafe { libc::dlopen(c"libblkid.so.1".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     if handle.is_null() {
         return None;
     }
@@ -43,9 +45,15 @@ fn load() -> Option<Lib> {
     // blkid.h declares for it.
     unsafe {
         Some(Lib {
-            new_probe: std::mem::transmute::<*mut c_void, _>(sym(c"blkid_new_probe_from_filename")?),
-            enable_partitions: std::mem::transmute::<*mut c_void, _>(sym(c"blkid_probe_enable_partitions")?),
-            enable_superblocks: std::mem::transmute::<*mut c_void, _>(sym(c"blkid_probe_enable_superblocks")?),
+            new_probe: std::mem::transmute::<*mut c_void, _>(sym(
+                c"blkid_new_probe_from_filename",
+            )?),
+            enable_partitions: std::mem::transmute::<*mut c_void, _>(sym(
+                c"blkid_probe_enable_partitions",
+            )?),
+            enable_superblocks: std::mem::transmute::<*mut c_void, _>(sym(
+                c"blkid_probe_enable_superblocks",
+            )?),
             do_safeprobe: std::mem::transmute::<*mut c_void, _>(sym(c"blkid_do_safeprobe")?),
             lookup_value: std::mem::transmute::<*mut c_void, _>(sym(c"blkid_probe_lookup_value")?),
             free_probe: std::mem::transmute::<*mut c_void, _>(sym(c"blkid_free_probe")?),
@@ -87,7 +95,9 @@ pub fn probe(path: &Path) -> Option<Found> {
                 let value = |key: &CStr| {
                     let mut data: *const c_char = std::ptr::null();
                     let mut len = 0usize;
-                    if (lib.lookup_value)(pr, key.as_ptr(), &mut data, &mut len) == 0 && !data.is_null() {
+                    if (lib.lookup_value)(pr, key.as_ptr(), &mut data, &mut len) == 0
+                        && !data.is_null()
+                    {
                         Some(CStr::from_ptr(data).to_string_lossy().into_owned())
                     } else {
                         None

@@ -342,9 +342,10 @@ fn create(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Tar
     }
     let guard = CreatedFile {
         keep: plan.keep,
-        fd: OwnedFd::from(file.try_clone().with_context(|| {
-            format!("duplicating the descriptor of {}", path.display())
-        })?),
+        fd: OwnedFd::from(
+            file.try_clone()
+                .with_context(|| format!("duplicating the descriptor of {}", path.display()))?,
+        ),
     };
     let access = if plan.keep {
         path.clone()
@@ -761,7 +762,11 @@ pub fn signature(head: &[u8]) -> Option<&'static str> {
         (0, &[0x45, 0x3d, 0xcd, 0x28], "a cramfs file system"),
         (512, &[0x45, 0x3d, 0xcd, 0x28], "a cramfs file system"),
         (1024, &[0xe2, 0xe1, 0xf5, 0xe0], "an EROFS file system"),
-        (0x1000, &[0xfc, 0x4e, 0x2b, 0xa9], "a Linux RAID member (md 1.2)"),
+        (
+            0x1000,
+            &[0xfc, 0x4e, 0x2b, 0xa9],
+            "a Linux RAID member (md 1.2)",
+        ),
         (0x1018, b"ReIsEr", "a ReiserFS file system"),
         (0x8000, b"JFS1", "a JFS file system"),
         (0, b"BCH ", "a bcachefs file system"),

@@ -406,8 +406,13 @@ impl<E: Engine> Job<'_, E> {
             );
         }
         if result as u64 != bs {
+            let why = if s.dir == Dir::Read {
+                " (the end of the file came early: was the target truncated during the run?)"
+            } else {
+                ""
+            };
             bail!(
-                "job {}: short {what} at offset {}: {result} of {bs} bytes",
+                "job {}: short {what} at offset {}: {result} of {bs} bytes{why}",
                 self.ctx.job,
                 s.offset
             );

@@ -6,10 +6,10 @@
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use ringlab_core::output::Output;
 use ringlab_io::run::{run_io, RunOptions};
 use ringlab_io::{IoArgs, IoPlan, UsageError};
 use ringlab_stats::RunResult;
-use ringlab_core::output::Output;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -130,7 +130,8 @@ fn main() -> ExitCode {
         Err(e) => {
             eprintln!("ringlab: {e:#}");
             if e.downcast_ref::<ringlab_lab::Interrupted>().is_some()
-                || e.downcast_ref::<ringlab_core::error::Interrupted>().is_some()
+                || e.downcast_ref::<ringlab_core::error::Interrupted>()
+                    .is_some()
             {
                 ExitCode::from(130)
             } else if e.downcast_ref::<UsageError>().is_some() {
