@@ -13,14 +13,20 @@ use std::sync::OnceLock;
 
 type Probe = *mut c_void;
 
+type NewProbe = unsafe extern "C" fn(*const c_char) -> Probe;
+type Enable = unsafe extern "C" fn(Probe, c_int) -> c_int;
+type DoProbe = unsafe extern "C" fn(Probe) -> c_int;
+type LookupValue =
+    unsafe extern "C" fn(Probe, *const c_char, *mut *const c_char, *mut usize) -> c_int;
+type FreeProbe = unsafe extern "C" fn(Probe);
+
 struct Lib {
-    new_probe: unsafe extern "C" fn(*const c_char) -> Probe,
-    enable_partitions: unsafe extern "C" fn(Probe, c_int) -> c_int,
-    enable_superblocks: unsafe extern "C" fn(Probe, c_int) -> c_int,
-    do_safeprobe: unsafe extern "C" fn(Probe) -> c_int,
-    lookup_value:
-        unsafe extern "C" fn(Probe, *const c_char, *mut *const c_char, *mut usize) -> c_int,
-    free_probe: unsafe extern "C" fn(Probe),
+    new_probe: NewProbe,
+    enable_partitions: Enable,
+    enable_superblocks: Enable,
+    do_safeprobe: DoProbe,
+    lookup_value: LookupValue,
+    free_probe: FreeProbe,
 }
 
 fn lib() -> Option<&'static Lib> {
@@ -45,18 +51,20 @@ fn load() -> Option<Lib> {
     // blkid.h declares for it.
     unsafe {
         Some(Lib {
-            new_probe: std::mem::transmute::<*mut c_void, _>(sym(
+            new_probe: std::mem::transmute::<*mut c_void, NewProbe>(sym(
                 c"blkid_new_probe_from_filename",
             )?),
-            enable_partitions: std::mem::transmute::<*mut c_void, _>(sym(
+            enable_partitions: std::mem::transmute::<*mut c_void, Enable>(sym(
                 c"blkid_probe_enable_partitions",
             )?),
-            enable_superblocks: std::mem::transmute::<*mut c_void, _>(sym(
+            enable_superblocks: std::mem::transmute::<*mut c_void, Enable>(sym(
                 c"blkid_probe_enable_superblocks",
             )?),
-            do_safeprobe: std::mem::transmute::<*mut c_void, _>(sym(c"blkid_do_safeprobe")?),
-            lookup_value: std::mem::transmute::<*mut c_void, _>(sym(c"blkid_probe_lookup_value")?),
-            free_probe: std::mem::transmute::<*mut c_void, _>(sym(c"blkid_free_probe")?),
+            do_safeprobe: std::mem::transmute::<*mut c_void, DoProbe>(sym(c"blkid_do_safeprobe")?),
+            lookup_value: std::mem::transmute::<*mut c_void, LookupValue>(sym(
+                c"blkid_probe_lookup_value",
+            )?),
+            free_probe: std::mem::transmute::<*mut c_void, FreeProbe>(sym(c"blkid_free_probe")?),
         })
     }
 }

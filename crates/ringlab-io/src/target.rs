@@ -694,7 +694,7 @@ pub fn file_in_use(path: &Path, meta: &fs::Metadata) -> Option<String> {
     if is_swap(meta) {
         return Some("it is an active swap file".to_string());
     }
-    for (loop_dev, devno) in loop_devices_backed_by(path, meta) {
+    if let Some((loop_dev, devno)) = loop_devices_backed_by(path, meta).into_iter().next() {
         let state = if let Some(at) = mount_point_of(&devno) {
             format!("mounted at {at}")
         } else if claimed_by_someone(&loop_dev) {
