@@ -126,23 +126,31 @@ pub fn run_job<E: Engine>(
     let result = job.run();
     let mut warnings = Vec::new();
     // Whatever ended the loop, nothing leaves here with I/O in flight: the
-    // kernel may still write into the buffers.
+    // kernel (or glibc's AIO threads) may still write into the buffers and
+    // use the descriptor.
     if job.inflight > 0 {
         match job.drain() {
             Ok(Drain::Done) => {}
             Ok(Drain::Abandoned) => {
                 warnings.push(format!(
-                    "job {}: {} I/O still in flight were abandoned after a second interrupt",
-                    ctx.job, job.inflight
+                    "job {}: {} I/O still in flight were abandoned after a second interrupt{}",
+                    ctx.job,
+                    job.inflight,
+                    if plan.verify {
+                        "; no verify read-back"
+                    } else {
+                        ""
+                    }
                 ));
-                let measurements = std::mem::take(&mut job.measurements);
-                let elapsed_ns = job.clock.elapsed().as_nanos() as u64;
-                // The kernel may still complete these requests into the
-                // buffers and the engine's rings: leak both, never free them.
+                let mut measurements = std::mem::take(&mut job.measurements);
+                measurements.elapsed_ns = job.clock.elapsed().as_nanos() as u64;
+                // Leak the buffers, the engine's rings and the descriptor
+                // (whose number must not be reused under a request still
+                // running): never free what may still be written.
                 std::mem::forget(job);
+                std::mem::forget(fd);
                 result?;
-                let mut measurements = measurements;
-                measurements.elapsed_ns = elapsed_ns;
+                record_usage(&mut measurements, &usage_start)?;
                 return Ok(JobOutcome {
                     job: ctx.job,
                     cpu,
@@ -152,6 +160,7 @@ pub fn run_job<E: Engine>(
             }
             Err(e) => {
                 std::mem::forget(job);
+                std::mem::forget(fd);
                 result?;
                 return Err(e.context("could not wait for I/O still in flight"));
             }
@@ -159,11 +168,7 @@ pub fn run_job<E: Engine>(
     }
     result?;
     job.measurements.elapsed_ns = job.clock.elapsed().as_nanos() as u64;
-    let used = ThreadUsage::now()?.since(&usage_start);
-    job.measurements.cpu_user_ns = used.user_ns;
-    job.measurements.cpu_sys_ns = used.sys_ns;
-    job.measurements.ctx_voluntary = used.voluntary_switches;
-    job.measurements.ctx_involuntary = used.involuntary_switches;
+    record_usage(&mut job.measurements, &usage_start)?;
     if let Some(v) = job.verify.take() {
         let back = v.read_back(fd.as_raw_fd(), &mut job.buffers, &plan, ctx.job)?;
         if back.to_check > back.read_back {
@@ -180,6 +185,16 @@ pub fn run_job<E: Engine>(
         measurements: job.measurements,
         warnings,
     })
+}
+
+/// The CPU time and context switches of this thread since `start`.
+fn record_usage(m: &mut ThreadMeasurements, start: &ThreadUsage) -> Result<()> {
+    let used = ThreadUsage::now()?.since(start);
+    m.cpu_user_ns = used.user_ns;
+    m.cpu_sys_ns = used.sys_ns;
+    m.ctx_voluntary = used.voluntary_switches;
+    m.ctx_involuntary = used.involuntary_switches;
+    Ok(())
 }
 
 /// How a drain ended.
@@ -252,6 +267,16 @@ impl<E: Engine> Job<'_, E> {
                 self.engine.commit()?;
             }
             if self.inflight > 0 {
+                // Ending (stopped or failed) and a second interrupt came:
+                // stop waiting for what is in flight; the caller abandons it.
+                if (self.failure.is_some() || self.ctx.stop.load(Ordering::Relaxed))
+                    && ringlab_core::gate::signals_received() >= 2
+                {
+                    return match self.failure.take() {
+                        Some(f) => Err(f),
+                        None => Ok(()),
+                    };
+                }
                 completions.clear();
                 self.engine.reap(1, &mut completions)?;
                 let now = self.now_ns();
