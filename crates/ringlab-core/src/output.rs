@@ -102,6 +102,13 @@ impl PendingFile {
     fn finish(mut self, bytes: &[u8]) -> Result<()> {
         let what = || format!("writing --output {}", self.named.display());
         self.file.write_all(bytes).with_context(what)?;
+        // A file replaced keeps its permissions (a private result stays
+        // private).
+        if let Ok(old) = fs::metadata(&self.dest) {
+            self.file
+                .set_permissions(old.permissions())
+                .with_context(what)?;
+        }
         self.file.sync_all().with_context(what)?;
         let from = match self.temp_name.take() {
             Some(name) => name,
@@ -261,8 +268,12 @@ mod tests {
         drop(out); // a failed run
         assert_eq!(fs::read_to_string(&f).unwrap(), "old");
         let out = Output::open(Some(&f), &[]).unwrap();
+        fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
         out.finish(b"new").unwrap();
         assert_eq!(fs::read_to_string(&f).unwrap(), "new");
+        let mode =
+            std::os::unix::fs::PermissionsExt::mode(&fs::metadata(&f).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o600);
         let names: Vec<_> = fs::read_dir(&d)
             .unwrap()
             .map(|e| e.unwrap().file_name())

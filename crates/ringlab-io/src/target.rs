@@ -697,6 +697,8 @@ pub fn file_in_use(path: &Path, meta: &fs::Metadata) -> Option<String> {
     if let Some((loop_dev, devno)) = loop_devices_backed_by(path, meta).into_iter().next() {
         let state = if let Some(at) = mount_point_of(&devno) {
             format!("mounted at {at}")
+        } else if fs::metadata(&loop_dev).is_ok_and(|m| is_swap(&m)) {
+            "in use as swap".to_string()
         } else if claimed_by_someone(&loop_dev) {
             "in use: mounted in another mount namespace, or held".to_string()
         } else {
