@@ -391,7 +391,9 @@ fn interrupt_during_the_run_reports_what_was_measured() {
                 v["warnings"]
             );
             assert!(v["warnings"].to_string().contains("interrupted"), "{v}");
-            assert!(v["total"]["ops"].as_u64().unwrap() > 0, "{v}");
+            // On a loaded machine the signal may come before the first I/O:
+            // then zero operations is the honest figure.
+            assert!(v["total"]["ops"].as_u64().is_some(), "{v}");
             assert!(listing(fs.path()).is_empty(), "{:?}", listing(fs.path()));
         }
     }
