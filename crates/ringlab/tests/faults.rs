@@ -58,12 +58,25 @@ fn sh(cmd: &str, args: &[&str]) -> Result<String, String> {
 }
 
 /// A tmpfs of `size` mounted on a temporary directory, unmounted when
-/// dropped.
+/// dropped; without root, a plain temporary directory (`mounted` false).
 struct Tmpfs {
     dir: tempfile::TempDir,
+    mounted: bool,
 }
 
 impl Tmpfs {
+    /// Scratch space: a tmpfs as root (fast, and off the disk), else a
+    /// temporary directory.
+    fn scratch(size: &str) -> Tmpfs {
+        if is_root() {
+            return Tmpfs::mount(size);
+        }
+        Tmpfs {
+            dir: tempfile::tempdir().unwrap(),
+            mounted: false,
+        }
+    }
+
     fn mount(size: &str) -> Tmpfs {
         let dir = tempfile::tempdir().unwrap();
         sh(
@@ -78,7 +91,7 @@ impl Tmpfs {
             ],
         )
         .expect("mounting a tmpfs as root");
-        Tmpfs { dir }
+        Tmpfs { dir, mounted: true }
     }
 
     fn path(&self) -> &Path {
@@ -88,7 +101,9 @@ impl Tmpfs {
 
 impl Drop for Tmpfs {
     fn drop(&mut self) {
-        let _ = sh("umount", &["-l", self.dir.path().to_str().unwrap()]);
+        if self.mounted {
+            let _ = sh("umount", &["-l", self.dir.path().to_str().unwrap()]);
+        }
     }
 }
 
@@ -247,10 +262,7 @@ fn enospc_ends_the_job_with_its_error_at_every_depth() {
 
 #[test]
 fn a_file_truncated_during_a_run_ends_it_with_a_short_read() {
-    if skip_unless_root("a_file_truncated_during_a_run_ends_it_with_a_short_read") {
-        return;
-    }
-    let fs = Tmpfs::mount("64m");
+    let fs = Tmpfs::scratch("64m");
     let f = fs.path().join("shrinks.dat");
     for (engine, extra, depth) in MATRIX {
         fs::write(&f, data(4 << 20)).unwrap();
@@ -287,10 +299,7 @@ fn a_file_truncated_during_a_run_ends_it_with_a_short_read() {
 
 #[test]
 fn corruption_under_verify_names_the_block_at_every_depth() {
-    if skip_unless_root("corruption_under_verify_names_the_block_at_every_depth") {
-        return;
-    }
-    let fs = Tmpfs::mount("16m");
+    let fs = Tmpfs::scratch("16m");
     let good = fs.path().join("good.dat");
     let bad = fs.path().join("bad.dat");
     let mut blocks = vec![0u8; 1 << 20];
@@ -366,10 +375,7 @@ fn interrupt_during_layout_exits_130_and_leaves_nothing() {
 /// engine: the figures measured so far are printed, and nothing is left.
 #[test]
 fn interrupt_during_the_run_reports_what_was_measured() {
-    if skip_unless_root("interrupt_during_the_run_reports_what_was_measured") {
-        return;
-    }
-    let fs = Tmpfs::mount("64m");
+    let fs = Tmpfs::scratch("64m");
     for (engine, extra, depth) in MATRIX {
         for signals in [1, 2] {
             let child = spawn(&format!(
@@ -403,10 +409,7 @@ fn interrupt_during_the_run_reports_what_was_measured() {
 /// says how far it got, and nothing is left.
 #[test]
 fn interrupt_during_verify_read_back_says_how_far_it_got() {
-    if skip_unless_root("interrupt_during_verify_read_back_says_how_far_it_got") {
-        return;
-    }
-    let fs = Tmpfs::mount("64m");
+    let fs = Tmpfs::scratch("64m");
     for signals in [1, 2] {
         // io_uring writes without read system calls: the first burst of
         // them is the read-back (pread per block).
