@@ -5,6 +5,7 @@
 //! loop that owns offsets, timestamps, verification and think time) →
 //! [`engines`] (the mechanics of one interface each) → `RunResult`.
 
+pub mod blkid;
 pub mod buffers;
 pub mod engines;
 pub mod evidence;

@@ -35,7 +35,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     // threads they cause, inherit the counters.
     let mut kstat = plan.kstat.then(|| {
         let disk = (plan.rw != crate::workload::Rw::Nop)
-            .then(|| ringlab_kstat::device::disk_of_path(&target.path))
+            .then(|| ringlab_kstat::device::disk_of_path(&target.access_path()))
             .flatten();
         ringlab_kstat::Collector::open(disk)
     });
@@ -138,6 +138,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     if opts.interrupted.load(Ordering::SeqCst) {
         warnings.push("interrupted: the figures cover the run up to the interruption".to_string());
     }
+    warnings.extend(jobs.iter().flat_map(|j| j.warnings.iter().cloned()));
     if !plan.engine.is_async() && plan.iodepth > 1 {
         warnings.push(format!(
             "--iodepth {} has no effect on the {} engine: it has one I/O in flight per job",
