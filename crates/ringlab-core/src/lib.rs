@@ -1,10 +1,12 @@
 //! What every ringlab command shares, at the bottom of the crate graph:
 //! usage errors and the exit-code contract ([`error`]), the start gate and
-//! the signal flag ([`gate`]), CPU lists and pinning ([`cpus`]).
+//! the signal flag ([`gate`]), CPU lists and pinning ([`cpus`]), and the
+//! io_uring knob table with the one ring builder ([`uring`]).
 
 pub mod cpus;
 pub mod error;
 pub mod gate;
+pub mod uring;
 
 pub use error::{usage_error, UsageError};
 pub use gate::{interrupt_flag, StartGate};

@@ -1,6 +1,6 @@
 //! The flags of `ringlab io` and the validated plan they resolve to.
 
-use crate::engines::EngineKind;
+use crate::engine_kind::EngineKind;
 use crate::knobs::{PlanFacts, UringArgs, UringOptions};
 use crate::workload::Rw;
 use anyhow::Result;
@@ -248,7 +248,7 @@ impl IoPlan {
                 "--keep only applies to a file ringlab creates; a TARGET you name is never removed"
             );
         }
-        let uring = UringOptions::resolve(
+        let uring = crate::knobs::resolve(
             &args.uring,
             &PlanFacts {
                 engine: args.engine,

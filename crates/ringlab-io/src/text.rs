@@ -5,6 +5,13 @@ use ringlab_stats::{DirectionFigures, Figures, LatencySummary, RunResult};
 use serde_json::Value;
 use std::fmt::Write;
 
+/// The io_uring knobs of a result's `config` as flags (defaults left out).
+fn describe_config(c: &serde_json::Map<String, Value>) -> String {
+    serde_json::from_value::<crate::knobs::UringOptions>(Value::Object(c.clone()))
+        .map(|o| o.describe())
+        .unwrap_or_else(|e| format!("(knobs unreadable: {e})"))
+}
+
 /// Renders `r` for people: what ran, then each job, then the total.
 pub fn render(r: &RunResult) -> String {
     let mut out = String::new();
@@ -46,7 +53,7 @@ pub fn render(r: &RunResult) -> String {
     out.push_str(&line);
     out.push('\n');
     if get("engine").as_str() == Some("uring") {
-        let knobs = crate::knobs::describe_config(c);
+        let knobs = describe_config(c);
         let preset = get("mode")
             .as_str()
             .map(|m| format!("--mode {m} = "))
@@ -54,7 +61,7 @@ pub fn render(r: &RunResult) -> String {
         let _ = writeln!(out, "io_uring: {preset}{knobs}");
     }
     if get("engine").as_str() == Some("libaio") {
-        let knobs = crate::knobs::describe_config(c);
+        let knobs = describe_config(c);
         if !knobs.is_empty() {
             let _ = writeln!(out, "libaio: {knobs}");
         }

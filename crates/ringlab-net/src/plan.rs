@@ -2,6 +2,8 @@
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
+use ringlab_core::uring::cli::HttpKnobArgs;
+use ringlab_core::uring::knobs::{Offered, UringOptions, KNOBS};
 use ringlab_core::usage;
 use ringlab_core::usage_error;
 use ringlab_stats::units::parse_duration;
@@ -86,50 +88,13 @@ pub struct HttpArgs {
     /// Interface under test: epoll, uring-nb, uring, uring-mshot.
     #[arg(long, value_enum, default_value_t = IoKind::Epoll)]
     pub io: IoKind,
-    /// IORING_SETUP_SQPOLL: a kernel thread polls the submission queue.
-    #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
-    pub sqpoll: bool,
-    /// IORING_SETUP_COOP_TASKRUN (Linux 5.19).
-    #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
-    pub coop_taskrun: bool,
-    /// IORING_SETUP_DEFER_TASKRUN (Linux 6.1); needs --single-issuer.
-    #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
-    pub defer_taskrun: bool,
-    /// IORING_SETUP_SINGLE_ISSUER (Linux 6.0).
-    #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
-    pub single_issuer: bool,
-    /// Register each socket in the ring's file table (IOSQE_FIXED_FILE).
-    #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
-    pub fixed_files: bool,
+    /// The io_uring knobs of the knob table that apply to socket rings.
+    #[command(flatten)]
+    pub ring: HttpKnobArgs,
     /// Do not collect kernel evidence (tracepoint counters, IPIs, helper
     /// threads) during the run.
     #[arg(long)]
     pub no_kstat: bool,
-}
-
-/// Ring setup of the uring drivers, as it will be applied.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RingKnobs {
-    pub sqpoll: bool,
-    pub coop_taskrun: bool,
-    pub defer_taskrun: bool,
-    pub single_issuer: bool,
-    pub fixed_files: bool,
-}
-
-impl RingKnobs {
-    fn names(&self) -> Vec<&'static str> {
-        [
-            (self.sqpoll, "sqpoll"),
-            (self.coop_taskrun, "coop-taskrun"),
-            (self.defer_taskrun, "defer-taskrun"),
-            (self.single_issuer, "single-issuer"),
-            (self.fixed_files, "fixed-files"),
-        ]
-        .into_iter()
-        .filter_map(|(on, n)| on.then_some(n))
-        .collect()
-    }
 }
 
 /// The parts of the URL a request needs.
@@ -158,7 +123,8 @@ pub struct HttpPlan {
     pub pipeline: u32,
     pub rate: Option<f64>,
     pub io: IoKind,
-    pub ring: RingKnobs,
+    /// Ring setup of the uring drivers, as it will be applied.
+    pub ring: UringOptions,
     /// Collect kernel evidence (not --no-kstat).
     pub kstat: bool,
     /// The bytes of one request, sent as they are.
@@ -267,14 +233,7 @@ impl HttpPlan {
                 _ => usage!("--header '{h}': write it as 'Name: value'"),
             }
         }
-        let ring = RingKnobs {
-            sqpoll: args.sqpoll,
-            coop_taskrun: args.coop_taskrun,
-            defer_taskrun: args.defer_taskrun,
-            single_issuer: args.single_issuer,
-            fixed_files: args.fixed_files,
-        };
-        let ring = check_ring(args.io, ring)?;
+        let ring = check_ring(args.io, &args.ring)?;
         let addr = resolve(&target)?;
         let request = build_request(&method, &target, &args.header, args.body.as_deref());
         Ok(HttpPlan {
@@ -324,15 +283,16 @@ impl HttpPlan {
             "pipeline": self.pipeline,
             "rate": self.rate,
             "io": self.io.name(),
-            "sqpoll": self.ring.sqpoll,
-            "coop-taskrun": self.ring.coop_taskrun,
-            "defer-taskrun": self.ring.defer_taskrun,
-            "single-issuer": self.ring.single_issuer,
-            "fixed-files": self.ring.fixed_files,
             "no-kstat": !self.kstat,
         });
         match v {
-            Value::Object(m) => m,
+            Value::Object(mut m) => {
+                // The knobs `ringlab http` offers, from the knob table.
+                for k in KNOBS.iter().filter(|k| k.offered == Offered::IoAndHttp) {
+                    m.insert(k.flag.to_string(), (k.get)(&self.ring));
+                }
+                m
+            }
             _ => unreachable!("json! of an object literal is an object"),
         }
     }
@@ -341,35 +301,24 @@ impl HttpPlan {
 /// Refuses knob combinations the kernel (or the driver) cannot honour and
 /// returns the knobs in effect (uring-mshot always runs single-issuer,
 /// defer-taskrun and fixed files).
-fn check_ring(io: IoKind, k: RingKnobs) -> Result<RingKnobs> {
-    if io == IoKind::Epoll && k != RingKnobs::default() {
+fn check_ring(io: IoKind, given: &HttpKnobArgs) -> Result<UringOptions> {
+    if let (IoKind::Epoll, Some(first)) = (io, given.given().first()) {
         usage!(
-            "--{} is an io_uring setting and --io epoll does not use io_uring: drop it or pick --io uring, uring-nb or uring-mshot",
-            k.names()[0]
+            "--{first} is an io_uring setting and --io epoll does not use io_uring: drop it or pick --io uring, uring-nb or uring-mshot"
         );
     }
+    let mut k = given.apply()?;
     if io == IoKind::UringMshot && (k.sqpoll || k.coop_taskrun) {
         usage!(
             "--io uring-mshot runs with DEFER_TASKRUN, which the kernel does not combine with --{}: drop it",
             if k.sqpoll { "sqpoll" } else { "coop-taskrun" }
         );
     }
-    if k.defer_taskrun && !k.single_issuer {
-        usage!("--defer-taskrun needs --single-issuer (the kernel refuses it alone): add --single-issuer");
-    }
-    if k.sqpoll && (k.coop_taskrun || k.defer_taskrun) {
-        usage!(
-            "--{} does not apply with --sqpoll (the SQPOLL thread runs the completion work): drop one of them",
-            if k.defer_taskrun { "defer-taskrun" } else { "coop-taskrun" }
-        );
-    }
+    ringlab_core::uring::knobs::check_combinations(&k, &|f| format!("--{f}"))?;
     if io == IoKind::UringMshot {
-        return Ok(RingKnobs {
-            single_issuer: true,
-            defer_taskrun: true,
-            fixed_files: true,
-            ..k
-        });
+        k.single_issuer = true;
+        k.defer_taskrun = true;
+        k.fixed_files = true;
     }
     Ok(k)
 }
@@ -485,30 +434,20 @@ mod tests {
 
     #[test]
     fn ring_knobs_that_contradict_are_refused() {
-        let k = |f: fn(&mut RingKnobs)| {
-            let mut r = RingKnobs::default();
-            f(&mut r);
-            r
-        };
-        assert!(check_ring(IoKind::Epoll, k(|r| r.sqpoll = true)).is_err());
-        assert!(check_ring(IoKind::Uring, k(|r| r.defer_taskrun = true)).is_err());
+        let k = |given: &[(&'static str, Option<&str>)]| HttpKnobArgs::of(given);
+        assert!(check_ring(IoKind::Epoll, &k(&[("sqpoll", None)])).is_err());
+        assert!(check_ring(IoKind::Uring, &k(&[("defer-taskrun", None)])).is_err());
         assert!(check_ring(
             IoKind::Uring,
-            k(|r| {
-                r.sqpoll = true;
-                r.coop_taskrun = true
-            })
+            &k(&[("sqpoll", None), ("coop-taskrun", None)])
         )
         .is_err());
-        assert!(check_ring(IoKind::UringMshot, k(|r| r.sqpoll = true)).is_err());
-        let m = check_ring(IoKind::UringMshot, RingKnobs::default()).unwrap();
+        assert!(check_ring(IoKind::UringMshot, &k(&[("sqpoll", None)])).is_err());
+        let m = check_ring(IoKind::UringMshot, &k(&[])).unwrap();
         assert!(m.defer_taskrun && m.single_issuer && m.fixed_files);
         assert!(check_ring(
             IoKind::Uring,
-            k(|r| {
-                r.defer_taskrun = true;
-                r.single_issuer = true
-            })
+            &k(&[("defer-taskrun", None), ("single-issuer", None)])
         )
         .is_ok());
     }

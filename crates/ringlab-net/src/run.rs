@@ -185,14 +185,19 @@ fn client_thread(
     let mut client = Client::new(cfg);
     let driver: std::io::Result<Box<dyn Driver>> = match plan.io {
         IoKind::Epoll => EpollDriver::new(connections as usize).map(|d| Box::new(d) as _),
-        kind => UringDriver::new(kind, plan.ring, connections as usize).map(|d| Box::new(d) as _),
+        kind => UringDriver::new(kind, &plan.ring, connections as usize).map(|d| Box::new(d) as _),
     };
     let mut driver = match driver {
         Ok(d) => Some(d),
         Err(e) => {
             let mut f = failed.lock().unwrap_or_else(|p| p.into_inner());
             if f.is_none() {
-                *f = Some(crate::drivers::uring::explain_setup_error(plan, &e));
+                *f = Some(match plan.io {
+                    IoKind::Epoll => format!(
+                        "epoll setup for --io epoll: {e}; if descriptors ran out, raise 'ulimit -n' or lower --connections"
+                    ),
+                    _ => crate::drivers::uring::explain_setup_error(plan, &e),
+                });
             }
             None
         }

@@ -26,6 +26,18 @@ fn verified_run(dir: &str, knobs: &str) -> Value {
     r
 }
 
+/// The setup flags `ringlab features` found this kernel refuses.
+fn refused_setup_flags() -> Vec<String> {
+    let f = json_run("features");
+    f["setup_flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["supported"] == false)
+        .map(|k| k["flag"].as_str().unwrap().to_string())
+        .collect()
+}
+
 fn poll_queues_available(dir: &std::path::Path) -> bool {
     let out = ringlab(&format!(
         "io --directory {} --size 1m --runtime 20ms --direct --iopoll",
@@ -88,6 +100,9 @@ fn every_knob_moves_the_right_bytes_and_is_recorded() {
             1.into(),
         ),
         ("--register-ring", "register-ring", Value::Bool(true)),
+        ("--submit-all", "submit-all", Value::Bool(true)),
+        ("--no-sqarray", "no-sqarray", Value::Bool(true)),
+        ("--no-sqarray --sqpoll", "no-sqarray", Value::Bool(true)),
         ("--cq-size 64", "cq-size", 64.into()),
         (
             "--iowq-max-workers 2,0 --force-async",
@@ -107,9 +122,17 @@ fn every_knob_moves_the_right_bytes_and_is_recorded() {
         ),
     ];
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let refused = refused_setup_flags();
     for (flags, key, want) in cases {
         if cpus < 2 && flags.contains("--completion-thread 1") {
             eprintln!("skipped {flags}: this machine has one CPU");
+            continue;
+        }
+        if let Some(f) = refused
+            .iter()
+            .find(|f| flags.split(' ').any(|w| w == format!("--{f}")))
+        {
+            eprintln!("skipped {flags}: this kernel refuses --{f} (ringlab features)");
             continue;
         }
         let r = verified_run(&d, flags);
@@ -123,6 +146,12 @@ fn every_knob_moves_the_right_bytes_and_is_recorded() {
         let r = verified_run(&d, "--iopoll");
         assert_eq!(r["config"]["iopoll"], true);
         verified_run(&d, "--iopoll --sqpoll");
+        if refused.iter().any(|f| f == "hybrid-iopoll") {
+            eprintln!("skipped --hybrid-iopoll: this kernel refuses it (ringlab features)");
+        } else {
+            let r = verified_run(&d, "--iopoll --hybrid-iopoll");
+            assert_eq!(r["config"]["hybrid-iopoll"], true);
+        }
     } else {
         eprintln!(
             "skipped --iopoll runs: the device under {d} has no poll queues (queue/io_poll is 0); \
@@ -245,6 +274,9 @@ fn features_reports_what_the_kernel_accepts_and_the_device() {
         "single-issuer",
         "defer-taskrun",
         "attach-wq",
+        "submit-all",
+        "no-sqarray",
+        "hybrid-iopoll",
     ] {
         let k = flags
             .iter()
