@@ -1,11 +1,13 @@
 //! What every ringlab command shares, at the bottom of the crate graph:
 //! usage errors and the exit-code contract ([`error`]), the start gate and
 //! the signal flag ([`gate`]), CPU lists and pinning ([`cpus`]), and the
-//! io_uring knob table with the one ring builder ([`uring`]).
+//! io_uring knob table with the one ring builder ([`uring`]), and the run
+//! harness that starts, supervises and collects job threads ([`harness`]).
 
 pub mod cpus;
 pub mod error;
 pub mod gate;
+pub mod harness;
 pub mod uring;
 
 pub use error::{usage_error, UsageError};

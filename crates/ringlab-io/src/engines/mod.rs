@@ -30,7 +30,6 @@ pub use uring::{probe_io_uring, UringEngine, UringShared};
 
 use crate::buffers::BufferPool;
 use crate::plan::IoPlan;
-use crate::worker::{self, JobContext, JobOutcome};
 use crate::workload::Dir;
 use anyhow::Result;
 use std::os::fd::RawFd;
@@ -118,17 +117,6 @@ impl EngineKind {
                 _ => None,
             },
         })
-    }
-
-    /// Sets up the engine on the calling (job) thread, reports setup through
-    /// `ready`, and runs the job's worker loop with it.
-    pub fn run_job(self, ctx: JobContext, ready: impl FnOnce(bool) -> bool) -> Result<JobOutcome> {
-        match self {
-            EngineKind::Sync => worker::run_job(ctx, ready, |s| Ok(SyncEngine::new(s))),
-            EngineKind::Uring => worker::run_job(ctx, ready, UringEngine::new),
-            EngineKind::Libaio => worker::run_job(ctx, ready, LibaioEngine::new),
-            EngineKind::Posixaio => worker::run_job(ctx, ready, PosixAioEngine::new),
-        }
     }
 }
 
