@@ -4,7 +4,8 @@
 use clap::ValueEnum;
 
 /// The engines `--engine` names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum EngineKind {
     /// pread/pwrite, one I/O at a time per job.
     Sync,

@@ -6,6 +6,7 @@
 //! [`engines`] (the mechanics of one interface each) → `RunResult`.
 
 pub mod buffers;
+pub mod config;
 pub mod engine_kind;
 pub mod engines;
 pub mod evidence;

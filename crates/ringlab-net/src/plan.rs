@@ -1,13 +1,14 @@
 //! The flags of `ringlab http` and the validated plan they resolve to.
 
+use crate::config::{HttpConfig, HttpRing};
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use ringlab_core::uring::cli::HttpKnobArgs;
-use ringlab_core::uring::knobs::{Offered, UringOptions, KNOBS};
+use ringlab_core::uring::knobs::UringOptions;
 use ringlab_core::usage;
 use ringlab_core::usage_error;
 use ringlab_stats::units::parse_duration;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
@@ -17,7 +18,8 @@ pub const THREADS_MAX: u32 = 1024;
 pub const PIPELINE_MAX: u32 = 1024;
 
 /// How a client thread drives its sockets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum IoKind {
     /// wrk's design: non-blocking sockets and epoll_wait.
     Epoll,
@@ -269,32 +271,28 @@ impl HttpPlan {
         base + u32::from(t < self.connections % self.threads)
     }
 
-    pub fn config_map(&self) -> Map<String, Value> {
-        let v = json!({
-            "url": self.url,
-            "threads": self.threads,
-            "connections": self.connections,
-            "duration": self.duration.as_secs_f64(),
-            "timeout": self.timeout.as_secs_f64(),
-            "latency": self.latency,
-            "header": self.headers,
-            "method": self.method,
-            "body": self.body,
-            "pipeline": self.pipeline,
-            "rate": self.rate,
-            "io": self.io.name(),
-            "no-kstat": !self.kstat,
-        });
-        match v {
-            Value::Object(mut m) => {
-                // The knobs `ringlab http` offers, from the knob table.
-                for k in KNOBS.iter().filter(|k| k.offered == Offered::IoAndHttp) {
-                    m.insert(k.flag.to_string(), (k.get)(&self.ring));
-                }
-                m
-            }
-            _ => unreachable!("json! of an object literal is an object"),
+    /// The resolved options as a result's typed `config`.
+    pub fn config(&self) -> HttpConfig {
+        HttpConfig {
+            url: self.url.clone(),
+            threads: self.threads,
+            connections: self.connections,
+            duration: self.duration.as_secs_f64(),
+            timeout: self.timeout.as_secs_f64(),
+            latency: self.latency,
+            header: self.headers.clone(),
+            method: self.method.clone(),
+            body: self.body.clone(),
+            pipeline: self.pipeline,
+            rate: self.rate,
+            io: self.io,
+            ring: HttpRing(self.ring.clone()),
+            no_kstat: !self.kstat,
         }
+    }
+
+    pub fn config_map(&self) -> Map<String, Value> {
+        self.config().to_map()
     }
 }
 

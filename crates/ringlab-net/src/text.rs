@@ -1,9 +1,9 @@
 //! The text report of `ringlab http`, in wrk's layout, then the client's
 //! own cost per request, which wrk never shows.
 
+use crate::config::HttpConfig;
 use ringlab_stats::units::format_bytes;
 use ringlab_stats::{Figures, HttpFigures, KstatReport, LatencyRecorder, RunResult};
-use serde_json::Value;
 use std::fmt::Write;
 
 /// wrk's time format: 635.91us, 12.92ms, 1.20s.
@@ -32,41 +32,38 @@ fn fmt_count(n: f64) -> String {
 /// percentiles and the "+/- Stdev" column the JSON summary does not hold).
 pub fn render(r: &RunResult, lat: &LatencyRecorder, uncorrected: &LatencyRecorder) -> String {
     let mut o = String::new();
-    let c = &r.config;
-    let get = |k: &str| c.get(k).cloned().unwrap_or(Value::Null);
     let t = &r.total;
-    let _ = writeln!(
-        o,
-        "Running {} test @ {}",
-        fmt_time(get("duration").as_f64().unwrap_or(0.0) * 1e9).replace(".00", ""),
-        get("url").as_str().unwrap_or("?")
-    );
-    let mut line = format!(
-        "  {} threads and {} connections, io {}",
-        get("threads"),
-        get("connections"),
-        get("io").as_str().unwrap_or("?")
-    );
-    let knobs: Vec<&str> = [
-        "sqpoll",
-        "coop-taskrun",
-        "defer-taskrun",
-        "single-issuer",
-        "fixed-files",
-    ]
-    .into_iter()
-    .filter(|k| get(k).as_bool() == Some(true))
-    .collect();
-    if !knobs.is_empty() {
-        let _ = write!(line, " ({})", knobs.join("+"));
+    let cfg = HttpConfig::from_map(&r.config);
+    match &cfg {
+        Ok(c) => {
+            let _ = writeln!(
+                o,
+                "Running {} test @ {}",
+                fmt_time(c.duration * 1e9).replace(".00", ""),
+                c.url
+            );
+            let mut line = format!(
+                "  {} threads and {} connections, io {}",
+                c.threads,
+                c.connections,
+                c.io.name()
+            );
+            let knobs = c.ring.on();
+            if !knobs.is_empty() {
+                let _ = write!(line, " ({})", knobs.join("+"));
+            }
+            if c.pipeline > 1 {
+                let _ = write!(line, ", pipeline {}", c.pipeline);
+            }
+            if let Some(rate) = c.rate {
+                let _ = write!(line, ", rate {rate} req/s (open loop)");
+            }
+            let _ = writeln!(o, "{line}");
+        }
+        Err(e) => {
+            let _ = writeln!(o, "ringlab http: (config unreadable: {e})");
+        }
     }
-    if let Some(p) = get("pipeline").as_u64().filter(|&p| p > 1) {
-        let _ = write!(line, ", pipeline {p}");
-    }
-    if let Some(rate) = get("rate").as_f64() {
-        let _ = write!(line, ", rate {rate} req/s (open loop)");
-    }
-    let _ = writeln!(o, "{line}");
     let _ = writeln!(o, "  Thread Stats   Avg      Stdev     Max   +/- Stdev");
     match &t.lat_ns {
         Some(l) => {
@@ -97,14 +94,15 @@ pub fn render(r: &RunResult, lat: &LatencyRecorder, uncorrected: &LatencyRecorde
             rs.within_stdev_pct
         );
     }
-    if get("latency").as_bool() == Some(true) && t.lat_ns.is_some() {
-        let heading = if get("rate").is_null() {
+    let open_loop = cfg.as_ref().is_ok_and(|c| c.rate.is_some());
+    if cfg.as_ref().is_ok_and(|c| c.latency) && t.lat_ns.is_some() {
+        let heading = if !open_loop {
             "  Latency Distribution"
         } else {
             "  Latency Distribution (from when each request was due)"
         };
         percentiles(&mut o, heading, lat);
-        if !get("rate").is_null() {
+        if open_loop {
             percentiles(
                 &mut o,
                 "  Uncorrected Latency (from when each request was sent)",
