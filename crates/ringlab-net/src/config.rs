@@ -2,10 +2,40 @@
 //! read back by the text report. Keys are the long flag names; durations in
 //! seconds.
 
-use crate::plan::IoKind;
+use clap::ValueEnum;
 use ringlab_core::uring::knobs::{Offered, UringOptions, KNOBS};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
+
+/// How a client thread drives its sockets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IoKind {
+    /// wrk's design: non-blocking sockets and epoll_wait.
+    Epoll,
+    /// io_uring, each operation submitted as it is prepared and each
+    /// completion waited for on its own (the thesis's io_uring-nb).
+    #[value(name = "uring-nb")]
+    UringNb,
+    /// io_uring, operations of all connections submitted and reaped in
+    /// batches once per loop turn (the thesis's io_uring).
+    Uring,
+    /// uring plus multishot receive into a provided buffer ring, registered
+    /// socket descriptors, SINGLE_ISSUER and DEFER_TASKRUN.
+    #[value(name = "uring-mshot")]
+    UringMshot,
+}
+
+impl IoKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            IoKind::Epoll => "epoll",
+            IoKind::UringNb => "uring-nb",
+            IoKind::Uring => "uring",
+            IoKind::UringMshot => "uring-mshot",
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]

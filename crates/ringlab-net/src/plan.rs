@@ -1,8 +1,9 @@
 //! The flags of `ringlab http` and the validated plan they resolve to.
 
+pub use crate::config::IoKind;
 use crate::config::{HttpConfig, HttpRing};
 use anyhow::Result;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use ringlab_core::uring::cli::HttpKnobArgs;
 use ringlab_core::uring::knobs::UringOptions;
 use ringlab_core::usage;
@@ -16,36 +17,6 @@ use std::time::Duration;
 pub const CONNECTIONS_MAX: u32 = 1_000_000;
 pub const THREADS_MAX: u32 = 1024;
 pub const PIPELINE_MAX: u32 = 1024;
-
-/// How a client thread drives its sockets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum IoKind {
-    /// wrk's design: non-blocking sockets and epoll_wait.
-    Epoll,
-    /// io_uring, each operation submitted as it is prepared and each
-    /// completion waited for on its own (the thesis's io_uring-nb).
-    #[value(name = "uring-nb")]
-    UringNb,
-    /// io_uring, operations of all connections submitted and reaped in
-    /// batches once per loop turn (the thesis's io_uring).
-    Uring,
-    /// uring plus multishot receive into a provided buffer ring, registered
-    /// socket descriptors, SINGLE_ISSUER and DEFER_TASKRUN.
-    #[value(name = "uring-mshot")]
-    UringMshot,
-}
-
-impl IoKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            IoKind::Epoll => "epoll",
-            IoKind::UringNb => "uring-nb",
-            IoKind::Uring => "uring",
-            IoKind::UringMshot => "uring-mshot",
-        }
-    }
-}
 
 /// `ringlab http URL`: wrk's options, wrk2's -R, and the interface under test.
 #[derive(Args, Debug, Clone)]
