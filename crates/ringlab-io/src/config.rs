@@ -36,6 +36,10 @@ pub struct IoConfig {
     /// The io_uring knobs, one key per flag (see the knob table).
     #[serde(flatten)]
     pub uring: UringOptions,
+    /// Which of those knobs ringlab chose by default (the default ring),
+    /// rather than the command line; empty in results made before.
+    #[serde(default)]
+    pub default_knobs: Vec<String>,
 }
 
 impl IoConfig {
@@ -78,6 +82,7 @@ mod tests {
             assert_eq!(back.get(k), Some(v), "{k}");
         }
         assert_eq!(back["submit-all"], false);
+        assert!(c.default_knobs.is_empty());
     }
 
     #[test]

@@ -6,6 +6,7 @@
 use crate::engine_kind::EngineKind;
 use anyhow::Result;
 pub use ringlab_core::uring::cli::IoKnobArgs as UringArgs;
+use ringlab_core::uring::knobs::{apply_default_ring, RingUse};
 pub use ringlab_core::uring::knobs::{
     since, Mode, ReapMode, UringOptions, CQ_SIZE_MAX, MAX_REGISTERED_BUFFERS,
 };
@@ -20,13 +21,25 @@ pub struct PlanFacts {
     pub engine: EngineKind,
     pub iodepth: u32,
     pub direct: bool,
+    /// Whether the kernel accepts a setup flag (for the default ring).
+    pub kernel_has: fn(&str) -> bool,
 }
 
-/// Expands the preset, fills defaults and refuses what the kernel would
-/// refuse or what makes no sense, with the reason and the fix.
-pub fn resolve(a: &UringArgs, facts: &PlanFacts) -> Result<UringOptions> {
+/// The resolved knobs, and which of them were chosen by default.
+pub struct Resolved {
+    pub options: UringOptions,
+    pub defaults: Vec<&'static str>,
+}
+
+/// Expands the preset, chooses the default ring, fills defaults and
+/// refuses what the kernel would refuse or what makes no sense, with the
+/// reason and the fix.
+pub fn resolve(a: &UringArgs, facts: &PlanFacts) -> Result<Resolved> {
     if facts.engine != EngineKind::Uring {
-        return resolve_other_engine(a, facts);
+        return Ok(Resolved {
+            options: resolve_other_engine(a, facts)?,
+            defaults: Vec::new(),
+        });
     }
     let mut o = a.apply()?;
     if !a.has("complete-batch") {
@@ -49,6 +62,13 @@ pub fn resolve(a: &UringArgs, facts: &PlanFacts) -> Result<UringOptions> {
             _ => format!("--{flag}"),
         }
     };
+    let given = a.given();
+    let ring_use = RingUse {
+        given: &given,
+        completion_thread: o.completion_thread.is_some(),
+        spins: o.reap == Some(ReapMode::Spin),
+    };
+    let defaults = apply_default_ring(&mut o, &ring_use, &facts.kernel_has);
     ringlab_core::uring::knobs::check_combinations(&o, &via)?;
     if let Some(cpu) = o.sqpoll_cpu {
         check_cpu("sqpoll-cpu", cpu)?;
@@ -111,7 +131,10 @@ pub fn resolve(a: &UringArgs, facts: &PlanFacts) -> Result<UringOptions> {
     }
     // With a completion thread the job thread does not reap at all.
     o.reap = o.completion_thread.is_none().then_some(reap);
-    Ok(o)
+    Ok(Resolved {
+        options: o,
+        defaults,
+    })
 }
 
 /// Engines other than uring: refuse io_uring knobs; libaio takes the batch
@@ -184,6 +207,7 @@ mod tests {
             engine: EngineKind::Uring,
             iodepth: 8,
             direct: true,
+            kernel_has: |_| true,
         }
     }
 
@@ -192,12 +216,16 @@ mod tests {
     }
 
     fn resolve_args(given: &[(&'static str, Option<&str>)]) -> Result<UringOptions> {
-        resolve(&args(given), &facts())
+        resolve(&args(given), &facts()).map(|r| r.options)
     }
 
     #[test]
     fn presets_expand_and_add_to_explicit_knobs() {
         let o = resolve_args(&[("mode", Some("enhanced")), ("register-ring", None)]).unwrap();
+        assert!(
+            o.defer_taskrun,
+            "presets other than iou get the default ring"
+        );
         assert!(o.fixed_files && o.fixed_buffers && o.register_ring && !o.sqpoll);
         let k = resolve_args(&[("mode", Some("iou+k"))]).unwrap();
         assert!(k.sqpoll);
@@ -267,17 +295,35 @@ mod tests {
             &[("iopoll", None)][..],
             &[("iopoll", None), ("hybrid-iopoll", None)][..],
         ] {
-            let err = resolve(&args(given), &buffered).unwrap_err();
+            let err = resolve(&args(given), &buffered).err().unwrap();
             assert!(err.to_string().contains("needs --direct"), "{err}");
         }
         let sync = PlanFacts {
             engine: EngineKind::Sync,
             ..facts()
         };
-        let err = resolve(&args(&[("fixed-buffers", None)]), &sync).unwrap_err();
+        let err = resolve(&args(&[("fixed-buffers", None)]), &sync)
+            .err()
+            .unwrap();
         assert!(err
             .to_string()
             .contains("--fixed-buffers is an io_uring knob"));
+    }
+
+    #[test]
+    fn the_default_ring_is_recorded_and_mode_iou_is_bare() {
+        let r = resolve(&args(&[]), &facts()).unwrap();
+        assert_eq!(
+            r.defaults,
+            ["coop-taskrun", "single-issuer", "defer-taskrun"]
+        );
+        assert!(r.options.defer_taskrun);
+        let bare = resolve(&args(&[("mode", Some("iou"))]), &facts()).unwrap();
+        assert!(bare.defaults.is_empty() && !bare.options.coop_taskrun);
+        let ct = resolve(&args(&[("completion-thread", Some("0"))]), &facts()).unwrap();
+        assert_eq!(ct.defaults, ["coop-taskrun"]);
+        let sq = resolve(&args(&[("sqpoll", None)]), &facts()).unwrap();
+        assert!(sq.defaults.is_empty());
     }
 
     #[test]

@@ -150,6 +150,8 @@ pub struct IoPlan {
     pub directory: PathBuf,
     pub allow_destructive: bool,
     pub uring: UringOptions,
+    /// The io_uring knobs chosen by default, not given (the default ring).
+    pub uring_defaults: Vec<&'static str>,
     /// Collect kernel evidence (not --no-kstat).
     pub kstat: bool,
 }
@@ -249,12 +251,13 @@ impl IoPlan {
                 "--keep only applies to a file ringlab creates; a TARGET you name is never removed"
             );
         }
-        let uring = crate::knobs::resolve(
+        let resolved = crate::knobs::resolve(
             &args.uring,
             &PlanFacts {
                 engine: args.engine,
                 iodepth: args.iodepth,
                 direct: args.direct,
+                kernel_has: ringlab_core::uring::ring::kernel_has,
             },
         )?;
         check_engine_and_pattern(args)?;
@@ -277,7 +280,8 @@ impl IoPlan {
             keep: args.keep,
             directory,
             allow_destructive: args.allow_destructive,
-            uring,
+            uring: resolved.options,
+            uring_defaults: resolved.defaults,
             kstat: !args.no_kstat,
         })
     }
@@ -326,6 +330,7 @@ impl IoPlan {
             allow_destructive: self.allow_destructive,
             no_kstat: !self.kstat,
             uring: self.uring.clone(),
+            default_knobs: self.uring_defaults.iter().map(|s| s.to_string()).collect(),
         }
     }
 

@@ -185,7 +185,20 @@ fn render_config(out: &mut String, c: &IoConfig) {
                 .mode
                 .map(|m| format!("--mode {} = ", m.name()))
                 .unwrap_or_default();
-            let _ = writeln!(out, "io_uring: {preset}{knobs}");
+            let mut line = format!("io_uring: {preset}{knobs}");
+            if knobs.is_empty() && c.uring.mode == Some(crate::knobs::Mode::Iou) {
+                line.push_str("(the bare kernel ring)");
+            }
+            if !c.default_knobs.is_empty() {
+                let chosen: Vec<String> =
+                    c.default_knobs.iter().map(|k| format!("--{k}")).collect();
+                let _ = write!(
+                    line,
+                    " ({} chosen by default; --mode iou for the bare kernel ring)",
+                    chosen.join(" ")
+                );
+            }
+            let _ = writeln!(out, "{line}");
         }
         EngineKind::Libaio if !knobs.is_empty() => {
             let _ = writeln!(out, "libaio: {knobs}");

@@ -3,7 +3,7 @@
 //! seconds.
 
 use clap::ValueEnum;
-use ringlab_core::uring::knobs::{Offered, UringOptions, KNOBS};
+use ringlab_core::uring::knobs::{Kind, Offered, UringOptions, KNOBS};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
@@ -59,6 +59,10 @@ pub struct HttpConfig {
     #[serde(flatten)]
     pub ring: HttpRing,
     pub no_kstat: bool,
+    /// Which ring knobs ringlab chose by default (the default ring), rather
+    /// than the command line; empty in results made before.
+    #[serde(default)]
+    pub default_knobs: Vec<String>,
 }
 
 /// The ring of the uring drivers; serialized as the knobs of the table
@@ -71,7 +75,8 @@ impl HttpRing {
     pub fn on(&self) -> Vec<&'static str> {
         KNOBS
             .iter()
-            .filter(|k| k.offered == Offered::IoAndHttp && k.is_on(&self.0))
+            .filter(|k| k.offered == Offered::IoAndHttp && k.kind != Kind::Preset)
+            .filter(|k| k.is_on(&self.0))
             .map(|k| k.flag)
             .collect()
     }

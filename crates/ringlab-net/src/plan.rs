@@ -5,7 +5,8 @@ use crate::config::{HttpConfig, HttpRing};
 use anyhow::Result;
 use clap::Args;
 use ringlab_core::uring::cli::HttpKnobArgs;
-use ringlab_core::uring::knobs::UringOptions;
+use ringlab_core::uring::knobs::{apply_default_ring, Mode, RingUse, UringOptions};
+use ringlab_core::uring::ring::kernel_has;
 use ringlab_core::usage;
 use ringlab_core::usage_error;
 use ringlab_stats::units::parse_duration;
@@ -98,6 +99,8 @@ pub struct HttpPlan {
     pub io: IoKind,
     /// Ring setup of the uring drivers, as it will be applied.
     pub ring: UringOptions,
+    /// The ring knobs chosen by default, not given (the default ring).
+    pub ring_defaults: Vec<&'static str>,
     /// Collect kernel evidence (not --no-kstat).
     pub kstat: bool,
     /// The bytes of one request, sent as they are.
@@ -206,7 +209,7 @@ impl HttpPlan {
                 _ => usage!("--header '{h}': write it as 'Name: value'"),
             }
         }
-        let ring = check_ring(args.io, &args.ring)?;
+        let (ring, ring_defaults) = check_ring(args.io, &args.ring)?;
         let addr = resolve(&target)?;
         let request = build_request(&method, &target, &args.header, args.body.as_deref());
         Ok(HttpPlan {
@@ -225,6 +228,7 @@ impl HttpPlan {
             rate: args.rate,
             io: args.io,
             ring,
+            ring_defaults,
             kstat: !args.no_kstat,
             request,
         })
@@ -259,6 +263,7 @@ impl HttpPlan {
             io: self.io,
             ring: HttpRing(self.ring.clone()),
             no_kstat: !self.kstat,
+            default_knobs: self.ring_defaults.iter().map(|s| s.to_string()).collect(),
         }
     }
 
@@ -270,17 +275,30 @@ impl HttpPlan {
 /// Refuses knob combinations the kernel (or the driver) cannot honour and
 /// returns the knobs in effect (uring-mshot always runs single-issuer,
 /// defer-taskrun and fixed files).
-fn check_ring(io: IoKind, given: &HttpKnobArgs) -> Result<UringOptions> {
+fn check_ring(io: IoKind, given: &HttpKnobArgs) -> Result<(UringOptions, Vec<&'static str>)> {
     if let (IoKind::Epoll, Some(first)) = (io, given.given().first()) {
         usage!(
             "--{first} is an io_uring setting and --io epoll does not use io_uring: drop it or pick --io uring, uring-nb or uring-mshot"
         );
     }
     let mut k = given.apply()?;
-    if io == IoKind::UringMshot && (k.sqpoll || k.coop_taskrun) {
+    match k.mode {
+        None | Some(Mode::Iou) => {}
+        Some(m) => usage!(
+            "--mode {} is a storage preset of ringlab io; ringlab http takes --mode iou (the bare kernel ring) or the knobs themselves",
+            m.name()
+        ),
+    }
+    if io == IoKind::UringMshot && (k.sqpoll || k.coop_taskrun || k.mode.is_some()) {
         usage!(
             "--io uring-mshot runs with DEFER_TASKRUN, which the kernel does not combine with --{}: drop it",
-            if k.sqpoll { "sqpoll" } else { "coop-taskrun" }
+            if k.sqpoll {
+                "sqpoll"
+            } else if k.coop_taskrun {
+                "coop-taskrun"
+            } else {
+                "mode iou (the bare ring)"
+            }
         );
     }
     ringlab_core::uring::knobs::check_combinations(&k, &|f| format!("--{f}"))?;
@@ -288,8 +306,21 @@ fn check_ring(io: IoKind, given: &HttpKnobArgs) -> Result<UringOptions> {
         k.single_issuer = true;
         k.defer_taskrun = true;
         k.fixed_files = true;
+        return Ok((k, Vec::new()));
     }
-    Ok(k)
+    if io == IoKind::Epoll {
+        return Ok((k, Vec::new()));
+    }
+    // Each client thread owns its ring: the default ring of fio and
+    // t/io_uring, where the kernel has it.
+    let names = given.given();
+    let ring_use = RingUse {
+        given: &names,
+        completion_thread: false,
+        spins: false,
+    };
+    let defaults = apply_default_ring(&mut k, &ring_use, &kernel_has);
+    Ok((k, defaults))
 }
 
 fn resolve(t: &Target) -> Result<SocketAddr> {
@@ -412,8 +443,11 @@ mod tests {
         )
         .is_err());
         assert!(check_ring(IoKind::UringMshot, &k(&[("sqpoll", None)])).is_err());
-        let m = check_ring(IoKind::UringMshot, &k(&[])).unwrap();
+        let (m, _) = check_ring(IoKind::UringMshot, &k(&[])).unwrap();
         assert!(m.defer_taskrun && m.single_issuer && m.fixed_files);
+        assert!(check_ring(IoKind::Uring, &k(&[("mode", Some("iou+k"))])).is_err());
+        let (bare, none) = check_ring(IoKind::Uring, &k(&[("mode", Some("iou"))])).unwrap();
+        assert!(none.is_empty() && !bare.coop_taskrun && !bare.defer_taskrun);
         assert!(check_ring(
             IoKind::Uring,
             &k(&[("defer-taskrun", None), ("single-issuer", None)])

@@ -50,7 +50,12 @@ pub fn render(r: &RunResult, lat: &LatencyRecorder, uncorrected: &LatencyRecorde
             );
             let knobs = c.ring.on();
             if !knobs.is_empty() {
-                let _ = write!(line, " ({})", knobs.join("+"));
+                let default = if c.default_knobs.is_empty() {
+                    ""
+                } else {
+                    ", default ring"
+                };
+                let _ = write!(line, " ({}{default})", knobs.join("+"));
             }
             if c.pipeline > 1 {
                 let _ = write!(line, ", pipeline {}", c.pipeline);

@@ -310,3 +310,68 @@ fn features_reports_what_the_kernel_accepts_and_the_device() {
         &["does not exist"],
     );
 }
+
+#[test]
+fn the_default_ring_is_the_peers_and_mode_iou_is_bare() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let refused = refused_setup_flags();
+    let want: Vec<&str> = ["coop-taskrun", "single-issuer", "defer-taskrun"]
+        .into_iter()
+        .filter(|f| !refused.iter().any(|r| r == f))
+        .filter(|f| *f != "defer-taskrun" || !refused.iter().any(|r| r == "single-issuer"))
+        .collect();
+    let r = verified_run(&d, "");
+    assert_eq!(r["config"]["default-knobs"], serde_json::json!(want));
+    for k in &want {
+        assert_eq!(r["config"][*k], true, "{k}");
+    }
+    let bare = verified_run(&d, "--mode iou");
+    assert_eq!(bare["config"]["default-knobs"], serde_json::json!([]));
+    for k in ["coop-taskrun", "single-issuer", "defer-taskrun"] {
+        assert_eq!(bare["config"][k], false, "{k}");
+    }
+    // What the user chose stays as chosen; SQPOLL gets none of them.
+    let given = verified_run(&d, "--coop-taskrun");
+    assert_eq!(given["config"]["default-knobs"], serde_json::json!([]));
+    assert_eq!(given["config"]["defer-taskrun"], false);
+    let sq = verified_run(&d, "--sqpoll");
+    assert_eq!(sq["config"]["default-knobs"], serde_json::json!([]));
+    assert_eq!(sq["config"]["coop-taskrun"], false);
+    // The text says which were chosen by default.
+    let out = ringlab(&format!(
+        "io --directory {d} --size 2m --direct --runtime 50ms"
+    ));
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !want.is_empty() {
+        assert!(text.contains("chosen by default"), "{text}");
+    }
+}
+
+#[test]
+fn http_uring_drivers_get_the_default_ring_too() {
+    let refused = refused_setup_flags();
+    if ["coop-taskrun", "single-issuer", "defer-taskrun"]
+        .iter()
+        .any(|f| refused.iter().any(|r| r == f))
+    {
+        eprintln!("skipped http_uring_drivers_get_the_default_ring_too: this kernel lacks part of the default ring");
+        return;
+    }
+    let server = Server::start("");
+    let url = server.url();
+    for (io, extra, want) in [
+        ("uring", "", true),
+        ("uring-nb", "", true),
+        ("uring", "--mode iou", false),
+        ("uring", "--sqpoll", false),
+    ] {
+        let r = json_run(&format!("http {url} -d 100ms -t 1 -c 2 --io {io} {extra}"));
+        let c = &r["config"];
+        assert!(r["total"]["ops"].as_u64().unwrap() > 0, "{io} {extra}");
+        assert_eq!(c["defer-taskrun"], want, "{io} {extra}: {c}");
+        let defaults = c["default-knobs"].as_array().unwrap();
+        assert_eq!(defaults.len(), if want { 3 } else { 0 }, "{io} {extra}");
+    }
+    server.stop();
+}

@@ -313,8 +313,8 @@ const NO_EVIDENCE: &str = "no counter shows it; the ring was set up with it";
 knob_table! {
     mode: Option<Mode> = "mode" {
         kernel_name: "", since: "-", kind: Kind::Preset, arg: Arg::Choice("MODE", Mode::NAMES),
-        offered: Offered::Io, needs: &[],
-        help: "Preset of the seeds: iou (the bare kernel ring), iou+p (--iopoll), iou+k (--sqpoll), enhanced (--fixed-files --fixed-buffers). Other knobs add to it.",
+        offered: Offered::IoAndHttp, needs: &[],
+        help: "Preset of the seeds: iou (the bare kernel ring, without the default COOP_TASKRUN, SINGLE_ISSUER and DEFER_TASKRUN), iou+p (--iopoll), iou+k (--sqpoll), enhanced (--fixed-files --fixed-buffers). Other knobs add to it. ringlab http takes iou only.",
         evidence: "the knobs it turns on", refused: "",
     }
     iopoll: bool = "iopoll" {
@@ -590,6 +590,59 @@ pub fn check_combinations(o: &UringOptions, via: &dyn Fn(&str) -> String) -> any
     Ok(())
 }
 
+/// The knobs of the default ring, where the kernel has them: what fio
+/// (3.33+) and t/io_uring set up, and the seeds' advice for a ring one
+/// thread owns.
+pub const DEFAULT_RING: &[&str] = &["coop-taskrun", "single-issuer", "defer-taskrun"];
+
+/// Who drives the ring, for choosing its default knobs.
+pub struct RingUse<'a> {
+    /// The flags the user gave.
+    pub given: &'a [&'static str],
+    /// A second thread enters the ring to wait (`--completion-thread`).
+    pub completion_thread: bool,
+    /// The job reaps by spinning on the completion ring without entering.
+    pub spins: bool,
+}
+
+/// Turns on, in `o`, the default-ring knobs that fit this use and that
+/// `kernel_has`; returns them (recorded in the result as chosen by
+/// default). None with `--mode iou` (the bare kernel ring), with SQPOLL
+/// (the kernel refuses task-run flags with it), when the user chose any of
+/// them, or when the job spins (completion work would wait for an entry
+/// that never comes); COOP_TASKRUN alone with a completion thread (the
+/// kernel refuses SINGLE_ISSUER and DEFER_TASKRUN when two threads enter).
+pub fn apply_default_ring(
+    o: &mut UringOptions,
+    u: &RingUse,
+    kernel_has: &dyn Fn(&str) -> bool,
+) -> Vec<&'static str> {
+    let chose = u
+        .given
+        .iter()
+        .any(|g| DEFAULT_RING.contains(g) || *g == "taskrun-flag");
+    if o.mode == Some(Mode::Iou) || o.sqpoll || chose || u.spins {
+        return Vec::new();
+    }
+    let wanted: &[&'static str] = if u.completion_thread {
+        &["coop-taskrun"]
+    } else {
+        DEFAULT_RING
+    };
+    let mut on = Vec::new();
+    for &flag in wanted {
+        let fits = knob(flag).is_some_and(|k| k.needs.iter().all(|n| on.contains(n)));
+        if fits && kernel_has(flag) {
+            if let Some(k) = knob(flag) {
+                if (k.set)(o, None).is_ok() {
+                    on.push(flag);
+                }
+            }
+        }
+    }
+    on
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -615,6 +668,56 @@ mod tests {
                 assert_eq!(one.setup_bits() & bit, bit, "{}", k.flag);
             }
         }
+    }
+
+    #[test]
+    fn the_default_ring_fits_the_use_and_the_kernel() {
+        let all = |_: &str| true;
+        let use_ = |given: &'static [&'static str], completion_thread, spins| RingUse {
+            given,
+            completion_thread,
+            spins,
+        };
+        let mut o = UringOptions::default();
+        assert_eq!(
+            apply_default_ring(&mut o, &use_(&[], false, false), &all),
+            DEFAULT_RING
+        );
+        assert!(o.coop_taskrun && o.single_issuer && o.defer_taskrun);
+        let mut o = UringOptions::default();
+        let only_coop = apply_default_ring(&mut o, &use_(&[], true, false), &all);
+        assert_eq!(only_coop, ["coop-taskrun"]);
+        for (mut o, given) in [
+            (
+                UringOptions {
+                    sqpoll: true,
+                    ..Default::default()
+                },
+                &[][..],
+            ),
+            (
+                UringOptions {
+                    mode: Some(Mode::Iou),
+                    ..Default::default()
+                },
+                &[][..],
+            ),
+            (UringOptions::default(), &["single-issuer"][..]),
+        ] {
+            let g: &'static [&'static str] = given;
+            assert!(apply_default_ring(&mut o, &use_(g, false, false), &all).is_empty());
+        }
+        let mut o = UringOptions::default();
+        assert!(apply_default_ring(&mut o, &use_(&[], false, true), &all).is_empty());
+        // A kernel without SINGLE_ISSUER gets COOP_TASKRUN, and no
+        // DEFER_TASKRUN (it needs SINGLE_ISSUER).
+        let mut o = UringOptions::default();
+        let old = |f: &str| f == "coop-taskrun" || f == "defer-taskrun";
+        assert_eq!(
+            apply_default_ring(&mut o, &use_(&[], false, false), &old),
+            ["coop-taskrun"]
+        );
+        assert!(!o.defer_taskrun);
     }
 
     #[test]

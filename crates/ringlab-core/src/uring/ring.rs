@@ -120,6 +120,19 @@ pub fn try_setup_flag(flag: &str) -> Option<io::Result<()>> {
     Some(build_ring(4, &one, None).map(drop))
 }
 
+/// Whether this kernel accepts setup flag `flag`, asked once per flag
+/// and process (for choosing the default ring).
+pub fn kernel_has(flag: &str) -> bool {
+    use std::collections::BTreeMap;
+    use std::sync::{Mutex, OnceLock};
+    static SEEN: OnceLock<Mutex<BTreeMap<String, bool>>> = OnceLock::new();
+    let seen = SEEN.get_or_init(|| Mutex::new(BTreeMap::new()));
+    let mut seen = seen.lock().unwrap_or_else(|p| p.into_inner());
+    *seen
+        .entry(flag.to_string())
+        .or_insert_with(|| try_setup_flag(flag).is_some_and(|r| r.is_ok()))
+}
+
 /// Tries a registration on a fresh default ring; `None` for a knob that is
 /// not a registration.
 pub fn try_registration(flag: &str) -> Option<io::Result<()>> {
