@@ -4,7 +4,7 @@
 //!
 //! Loaded with dlopen rather than linked, so that ringlab builds without
 //! libblkid's headers and runs where the library is missing; there the
-//! built-in table of [`crate::target::signature`] is used, and the caller
+//! `signature` table in target.rs is used, and the caller
 //! says so.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};

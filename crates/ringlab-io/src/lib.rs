@@ -7,6 +7,8 @@
 
 pub mod blkid;
 pub mod buffers;
+pub mod config;
+pub mod engine_kind;
 pub mod engines;
 pub mod evidence;
 pub mod features;

@@ -90,7 +90,7 @@ enum Command {
     /// HTTP/1.1 load generator on epoll or io_uring (wrk's options, wrk2's -R).
     Http {
         #[command(flatten)]
-        http: ringlab_net::HttpArgs,
+        http: Box<ringlab_net::HttpArgs>,
         #[command(flatten)]
         output: OutputArgs,
     },
