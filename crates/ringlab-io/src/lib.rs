@@ -9,6 +9,7 @@ pub mod buffers;
 pub mod engines;
 pub mod evidence;
 pub mod features;
+pub mod fio;
 pub mod knobs;
 pub mod plan;
 pub mod run;

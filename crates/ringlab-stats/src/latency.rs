@@ -90,6 +90,15 @@ impl LatencyRecorder {
         Some(within as f64 * 100.0 / self.count as f64)
     }
 
+    /// Every recorded histogram bucket as (highest value in nanoseconds,
+    /// count), in ascending order.
+    pub fn recorded(&self) -> Vec<(u64, u64)> {
+        self.hist
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect()
+    }
+
     /// The value at quantile `q` (0..=1), clamped to the exact min and max.
     pub fn quantile(&self, q: f64) -> Option<u64> {
         if self.count == 0 {
