@@ -11,6 +11,7 @@ pub mod evidence;
 pub mod features;
 pub mod fio;
 pub mod knobs;
+pub mod named;
 pub mod plan;
 pub mod run;
 pub mod target;

@@ -25,6 +25,9 @@ const ROUTED: &[&str] = &[
     "engine",
 ];
 
+/// ringlab's own options that apply to every job of a job file.
+const BESIDE_JOB_FILE: &[&str] = &["output", "output-format", "no-kstat", "allow-destructive"];
+
 /// What the command line asks for once fio's spellings are translated.
 #[derive(Debug)]
 pub enum Preprocessed {
@@ -215,6 +218,16 @@ pub fn preprocess(argv: Vec<OsString>, io: &clap::Command) -> Result<Preprocesse
             )));
         }
         let rest = out.split_off(2);
+        for a in &rest {
+            let a = a.to_string_lossy();
+            let key = a.trim_start_matches('-').split('=').next().unwrap_or("");
+            if a.starts_with("--") && !BESIDE_JOB_FILE.contains(&key) {
+                return Err(usage_error(format!(
+                    "--{key} with a job file: write it in the job file (beside --fio ringlab takes only --{})",
+                    BESIDE_JOB_FILE.join(", --")
+                )));
+            }
+        }
         return Ok(Preprocessed::JobFile { path, rest });
     }
     let names = fio.iter().filter(|o| o.key == "name").count();

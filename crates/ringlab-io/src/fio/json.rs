@@ -38,10 +38,17 @@ pub fn render(jobs: &[FioJob], global: &[(String, String)], plus: bool) -> Value
     for j in jobs {
         let r = j.result;
         if j.group_reporting {
-            entries.push(entry(j, &r.total, r.jobs.len().max(1), None, plus));
+            entries.push(entry(j, global, &r.total, r.jobs.len().max(1), None, plus));
         } else {
             for jf in &r.jobs {
-                entries.push(entry(j, &jf.figures, 1, Some((jf.job, jf.cpu)), plus));
+                entries.push(entry(
+                    j,
+                    global,
+                    &jf.figures,
+                    1,
+                    Some((jf.job, jf.cpu)),
+                    plus,
+                ));
             }
         }
         evidence.push(json!({
@@ -74,15 +81,16 @@ fn options_map(opts: &[(String, String)]) -> Map<String, Value> {
 /// numjobs and ioengine when they were not written (fio-plot and other
 /// consumers select runs by these keys, and ringlab's defaults differ from
 /// fio's where ringlab has its own, so the resolved value is the truth).
-fn job_options(j: &FioJob) -> Map<String, Value> {
+fn job_options(j: &FioJob, global: &[(String, String)]) -> Map<String, Value> {
     let mut m = options_map(&j.options);
+    let in_global = |k: &str| global.iter().any(|(g, _)| g == k);
     let c = &j.result.config;
     let text = |k: &str| {
         c.get(k)
             .map(|v| v.as_str().map_or(v.to_string(), str::to_string))
     };
     let mut fill = |key: &str, v: Option<String>| {
-        if let Some(v) = v {
+        if let (Some(v), false) = (v, in_global(key)) {
             m.entry(key.to_string()).or_insert(Value::String(v));
         }
     };
@@ -112,6 +120,7 @@ fn job_options(j: &FioJob) -> Map<String, Value> {
 
 fn entry(
     j: &FioJob,
+    global: &[(String, String)],
     f: &Figures,
     threads: usize,
     job: Option<(u32, Option<u32>)>,
@@ -133,7 +142,7 @@ fn entry(
         "error": 0,
         "eta": 0,
         "elapsed": (f.elapsed_ns as f64 / 1e9).round() as u64,
-        "job options": job_options(j),
+        "job options": job_options(j, global),
         "read": direction(&f.read, f.elapsed_ns, group.read.bw_bytes_per_s, plus),
         "write": direction(&f.write, f.elapsed_ns, group.write.bw_bytes_per_s, plus),
         // ringlab issues no trims and no syncs.

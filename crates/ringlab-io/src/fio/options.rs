@@ -281,6 +281,8 @@ struct Gathered {
     cpus_given: bool,
     randrepeat: Option<bool>,
     seed_given: bool,
+    rwmixread: Option<String>,
+    rwmixwrite: Option<(Written, u32)>,
     /// An option only fio spells this way was used (not just ringlab's).
     fio_spelling: bool,
 }
@@ -333,6 +335,7 @@ fn apply(rec: &FioOption, o: &Written, t: &mut Translated, g: &mut Gathered) -> 
             match flag {
                 "io-size" => g.io_size_given = true,
                 "runtime" => g.runtime = Some(v.clone()),
+                "rwmixread" => g.rwmixread = Some(v.clone()),
                 "iodepth" => g.iodepth = Some(v.clone()),
                 "cpus" => g.cpus_given = true,
                 "seed" => g.seed_given = true,
@@ -417,8 +420,7 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
                 .ok()
                 .filter(|p| *p <= 100)
                 .ok_or_else(|| refuse(o, "a percentage from 0 to 100"))?;
-            t.args
-                .extend(["--rwmixread".to_string(), (100 - pct).to_string()]);
+            g.rwmixwrite = Some((o.clone(), pct));
         }
         "filename" => {
             let v = value_of(o)?;
@@ -528,6 +530,21 @@ fn finish(t: &mut Translated, g: Gathered, in_file: bool) -> Result<()> {
                 "without --time_based fio stops each job after --size ({s}); ringlab runs for --runtime (add --io-size {s} for fio's stop)"
             )),
             _ => {}
+        }
+    }
+    if let Some((o, w)) = &g.rwmixwrite {
+        // fio takes both when they add up to 100 (its examples give both).
+        match g.rwmixread.as_deref().map(str::parse::<u32>) {
+            None => t
+                .args
+                .extend(["--rwmixread".to_string(), (100 - w).to_string()]),
+            Some(Ok(r)) if r + w == 100 => {}
+            Some(_) => {
+                return Err(refuse(
+                    o,
+                    "rwmixread and rwmixwrite must add up to 100; give one of them",
+                ))
+            }
         }
     }
     if g.cpus_given && !g.cpus_policy_split {
