@@ -22,7 +22,6 @@ const ROUTED: &[&str] = &[
     "io-size",
     "directory",
     "direct",
-    "engine",
 ];
 
 /// ringlab's own options that apply to every job of a job file.
@@ -47,6 +46,8 @@ pub enum Preprocessed {
 pub struct Native {
     pub long: String,
     pub takes_value: bool,
+    /// The value must follow `=` (an optional value, as --force-async[=N]).
+    pub require_equals: bool,
 }
 
 /// The long options of the `io` subcommand (its flags, aliases included).
@@ -54,22 +55,26 @@ pub fn natives(io: &clap::Command) -> Vec<Native> {
     let mut out = Vec::new();
     for a in io.get_arguments() {
         let takes_value = a.get_action().takes_values();
+        let require_equals = a.is_require_equals_set();
         let mut names: Vec<String> = a.get_long().map(str::to_string).into_iter().collect();
         if let Some(aliases) = a.get_all_aliases() {
             names.extend(aliases.into_iter().map(str::to_string));
         }
         for long in names {
-            out.push(Native { long, takes_value });
+            out.push(Native {
+                long,
+                takes_value,
+                require_equals,
+            });
         }
     }
-    out.push(Native {
-        long: "help".to_string(),
-        takes_value: false,
-    });
-    out.push(Native {
-        long: "version".to_string(),
-        takes_value: false,
-    });
+    for long in ["help", "version"] {
+        out.push(Native {
+            long: long.to_string(),
+            takes_value: false,
+            require_equals: false,
+        });
+    }
     out
 }
 
@@ -149,16 +154,15 @@ pub fn preprocess(argv: Vec<OsString>, io: &clap::Command) -> Result<Preprocesse
                     None if !n.takes_value => None,
                     None => next_value(&mut i, &|_| true),
                 };
-                let key = if key == "engine" {
-                    "ioengine".to_string()
-                } else {
-                    key
-                };
                 fio.push(Written {
                     key,
                     value,
                     origin: Origin::Cli,
                 });
+                continue;
+            }
+            if n.require_equals {
+                out.push(tok);
                 continue;
             }
             if n.takes_value {
@@ -291,6 +295,9 @@ fn unknown(key: &str, natives: &[Native]) -> anyhow::Error {
             usage_error(format!("--{key}: unknown option; did you mean --{n}?"))
         }
         (Some(n), None) => usage_error(format!("--{key}: unknown option; did you mean --{n}?")),
+        (None, None) => usage_error(format!(
+            "unexpected argument '--{key}': ringlab has no equivalent of this option (it knows ringlab's options and the fio options listed in 'ringlab io --help')"
+        )),
         _ => options::unknown(key, &Origin::Cli),
     }
 }

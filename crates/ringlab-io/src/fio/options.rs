@@ -75,7 +75,7 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("filename", Kind::Special),
     opt!("directory", Kind::Special),
     opt!("name", Kind::Special),
-    opt!("ioengine", ["engine"], Kind::Special),
+    opt!("ioengine", Kind::Special),
     opt!("direct", Kind::Special),
     opt!("buffered", Kind::Special),
     opt!("cpus_allowed", ["cpus-allowed"], Kind::Value("cpus")),
@@ -449,7 +449,7 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
                 "posixaio" => "posixaio",
                 _ => return Err(refuse(o, "ringlab has no equivalent of this engine: its engines are psync/sync (ringlab's sync), io_uring, libaio and posixaio")),
             };
-            if v == "sync" || v == "pvsync" {
+            if o.key == "ioengine" && (v == "sync" || v == "pvsync") {
                 t.notes.push(format!(
                     "ioengine={v}: ringlab's sync engine issues pread/pwrite (fio's psync); fio's {v} uses {} per I/O",
                     if v == "sync" { "lseek and read/write" } else { "preadv/pwritev" }
