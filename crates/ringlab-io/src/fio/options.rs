@@ -78,7 +78,7 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("ioengine", Kind::Special),
     opt!("direct", Kind::Special),
     opt!("buffered", Kind::Special),
-    opt!("cpus_allowed", ["cpus-allowed"], Kind::Value("cpus")),
+    opt!("cpus_allowed", Kind::Value("cpus")),
     opt!("cpus_allowed_policy", Kind::Special),
     opt!("thinkcycles", Kind::Value("thinkcycles")),
     opt!("thinktime", Kind::Fixed("0", "not yet supported by ringlab (a sleep between I/Os needs the worker loop); for pure CPU work between I/Os use --thinkcycles")),
@@ -827,6 +827,23 @@ mod tests {
         assert!(err("rw=randread:8").contains("offset modifiers"));
         assert!(err("thinktime=10").contains("--thinkcycles"));
         assert_eq!(args("bsrange=4k-4k", true), "--bs 4k");
+    }
+
+    #[test]
+    fn readme_and_help_list_every_fio_option() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+                .unwrap();
+        let help = help_text();
+        for o in FIO_OPTIONS {
+            for n in std::iter::once(o.name).chain(o.aliases.iter().copied()) {
+                assert!(
+                    readme.contains(&format!("| `{n}`")) || readme.contains(&format!(", `{n}`")),
+                    "README lacks {n}"
+                );
+                assert!(help.contains(n), "help lacks {n}");
+            }
+        }
     }
 
     #[test]
