@@ -259,6 +259,8 @@ fn job_files_like_fios_examples_run_unchanged() {
     assert_eq!(doc["global options"]["size"], "512k", "${{SIZE}} expanded");
     assert_fio_plot_reads(&doc, &[]);
     assert!(dir.path().join("steps.test.file").exists());
+    // fio's default iodepth_batch_submit=1: one request per io_submit.
+    assert_eq!(doc["ringlab"][0]["config"]["submit-batch"], 1);
 
     // A job file as TARGET is recognised by its content, run, and never
     // written to; the groups that fio runs at once are said to run in turn.

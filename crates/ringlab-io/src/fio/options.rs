@@ -283,6 +283,7 @@ struct Gathered {
     seed_given: bool,
     rwmixread: Option<String>,
     rwmixwrite: Option<(Written, u32)>,
+    rw_given: bool,
     /// An option only fio spells this way was used (not just ringlab's).
     fio_spelling: bool,
 }
@@ -383,6 +384,7 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
             if v.contains("trim") {
                 return Err(refuse(o, "ringlab has no equivalent of trim workloads: its patterns are read, write, randread, randwrite, randrw, rw"));
             }
+            g.rw_given = true;
             t.args.extend(["--rw".to_string(), v]);
         }
         "bs" => {
@@ -547,6 +549,32 @@ fn finish(t: &mut Translated, g: Gathered, in_file: bool) -> Result<()> {
             }
         }
     }
+    if in_file {
+        // A job file means what it means to fio: fio's defaults where
+        // ringlab's differ (engine psync, pattern read).
+        if g.engine.is_none() {
+            t.args.extend(["--engine".to_string(), "sync".to_string()]);
+        }
+        if !g.rw_given {
+            t.args.extend(["--rw".to_string(), "read".to_string()]);
+        }
+        // Without size, fio moves the whole file once.
+        if !g.time_based && !g.io_size_given && size.is_none() {
+            let len = t
+                .target
+                .as_ref()
+                .and_then(|p| std::fs::metadata(p).ok())
+                .filter(|m| m.is_file() && m.len() > 0)
+                .map(|m| m.len());
+            match len {
+                Some(n) => t.args.extend(["--io-size".to_string(), n.to_string()]),
+                None => t.notes.push(
+                    "no size and no time_based: fio would move the whole target once; ringlab runs for --runtime (10s unless given)"
+                        .to_string(),
+                ),
+            }
+        }
+    }
     if g.cpus_given && !g.cpus_policy_split {
         t.notes.push("cpus_allowed: ringlab pins each job to one CPU of the list in turn (fio's cpus_allowed_policy=split); fio's default, shared, lets every job run on all of them".to_string());
     }
@@ -566,6 +594,12 @@ fn finish(t: &mut Translated, g: Gathered, in_file: bool) -> Result<()> {
         // fio: 0 means "the whole iodepth at once".
         let n = if *n == 0 { depth } else { *n };
         t.args.extend(["--submit-batch".to_string(), n.to_string()]);
+    } else if in_file && depth > 1 && matches!(g.engine.as_deref(), Some("uring" | "libaio")) {
+        // fio's default iodepth_batch_submit is 1: one request per
+        // io_submit or io_uring_enter. A job file means what it means to
+        // fio, so it gets fio's default, not ringlab's once-per-loop-turn.
+        t.args
+            .extend(["--submit-batch".to_string(), "1".to_string()]);
     }
     if let Some((o, n)) = &g.complete_min {
         if *n == 0 {
@@ -776,11 +810,14 @@ mod tests {
     fn job_files_without_time_based_stop_after_size() {
         assert_eq!(
             args("size=1m rw=read runtime=5", true),
-            "--rw read --runtime 5 --size 1m --io-size 1m"
+            "--rw read --runtime 5 --size 1m --io-size 1m --engine sync"
         );
         assert_eq!(
-            args("size=1m rw=read runtime=5 time_based=1", true),
-            "--rw read --runtime 5 --size 1m"
+            args(
+                "size=1m runtime=5 time_based=1 ioengine=libaio iodepth=4",
+                true
+            ),
+            "--runtime 5 --engine libaio --iodepth 4 --size 1m --rw read --submit-batch 1"
         );
         let t = translate(&w("size=1m runtime=5 thread"), false, None).unwrap();
         assert!(t.notes[0].contains("--io-size 1m"), "{:?}", t.notes);
@@ -817,7 +854,7 @@ mod tests {
     fn refusals_say_why_or_not_yet() {
         assert!(err("ramp_time=5").contains("not yet supported by ringlab"));
         assert_eq!(
-            args("ramp_time=0 loops=1 invalidate=1 thread norandommap", true),
+            args("ramp_time=0 loops=1 invalidate=1 thread norandommap", false),
             ""
         );
         assert!(err("rate_iops=100").contains("not yet supported"));
@@ -826,7 +863,7 @@ mod tests {
         assert!(err("verify=crc32c").contains("--verify"));
         assert!(err("rw=randread:8").contains("offset modifiers"));
         assert!(err("thinktime=10").contains("--thinkcycles"));
-        assert_eq!(args("bsrange=4k-4k", true), "--bs 4k");
+        assert_eq!(args("bsrange=4k-4k", false), "--bs 4k");
     }
 
     #[test]
