@@ -242,6 +242,12 @@ fn render_named(
     global: &[(String, String)],
     format: IoFormat,
 ) -> Result<String> {
+    let fio_shape = matches!(format, IoFormat::FioJson | IoFormat::FioJsonPlus);
+    if !fio_shape && runs.iter().any(|(w, _, _)| w.percentiles.is_some()) {
+        print_notes(&[
+            "percentile_list shapes only --output-format fio-json and json+; text and json show p50, p90, p99, p99.9 and p99.99".to_string(),
+        ]);
+    }
     Ok(match format {
         IoFormat::Text if runs.len() == 1 && names[0].1.jobname.is_none() => {
             ringlab_io::text::render(runs[0].2)
@@ -268,6 +274,7 @@ fn render_named(
                     groupid: *group,
                     options: w.options.clone(),
                     group_reporting: w.group_reporting,
+                    percentiles: w.percentiles.clone(),
                     result: r,
                 })
                 .collect();

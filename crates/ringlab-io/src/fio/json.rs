@@ -23,6 +23,8 @@ pub struct FioJob<'a> {
     /// One entry for the section's threads together (fio's
     /// group_reporting) instead of one per thread.
     pub group_reporting: bool,
+    /// fio's percentile_list; `None`: fio's default list.
+    pub percentiles: Option<Vec<f64>>,
     pub result: &'a RunResult,
 }
 
@@ -126,6 +128,7 @@ fn entry(
     job: Option<(u32, Option<u32>)>,
     plus: bool,
 ) -> Value {
+    let pcts: &[f64] = j.percentiles.as_deref().unwrap_or(&FIO_PERCENTILES);
     let run_ns = f.elapsed_ns.max(1) as f64 * threads as f64;
     let cpu_pct = |ns: u64| ns as f64 * 100.0 / run_ns;
     // fio's bw_agg: this entry's share of its group's bandwidth.
@@ -143,10 +146,10 @@ fn entry(
         "eta": 0,
         "elapsed": (f.elapsed_ns as f64 / 1e9).round() as u64,
         "job options": job_options(j, global),
-        "read": direction(&f.read, f.elapsed_ns, group.read.bw_bytes_per_s, plus),
-        "write": direction(&f.write, f.elapsed_ns, group.write.bw_bytes_per_s, plus),
+        "read": direction(&f.read, f.elapsed_ns, group.read.bw_bytes_per_s, pcts, plus),
+        "write": direction(&f.write, f.elapsed_ns, group.write.bw_bytes_per_s, pcts, plus),
         // ringlab issues no trims and no syncs.
-        "trim": direction(&DirectionFigures::default(), 0, 0.0, plus),
+        "trim": direction(&DirectionFigures::default(), 0, 0.0, pcts, plus),
         "sync": {"total_ios": 0, "lat_ns": empty_lat()},
         "job_runtime": f.elapsed_ns / 1_000_000,
         "usr_cpu": cpu_pct(f.cpu_user_ns),
@@ -173,7 +176,13 @@ fn empty_lat() -> Value {
     json!({"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0})
 }
 
-fn direction(d: &DirectionFigures, elapsed_ns: u64, group_bw: f64, plus: bool) -> Value {
+fn direction(
+    d: &DirectionFigures,
+    elapsed_ns: u64,
+    group_bw: f64,
+    percentiles: &[f64],
+    plus: bool,
+) -> Value {
     if d.ops == 0 {
         return json!({
             "io_bytes": 0, "io_kbytes": 0, "bw_bytes": 0, "bw": 0, "iops": 0.0,
@@ -199,7 +208,7 @@ fn direction(d: &DirectionFigures, elapsed_ns: u64, group_bw: f64, plus: bool) -
     // in the worker loop.
     let mut clat = lat.clone();
     if let Some(r) = &d.lat_recorder {
-        let pct: Map<String, Value> = FIO_PERCENTILES
+        let pct: Map<String, Value> = percentiles
             .iter()
             .filter_map(|p| Some((format!("{p:.6}"), json!(r.quantile(p / 100.0)?))))
             .collect();
@@ -330,7 +339,13 @@ mod tests {
             m.read.record(4096, 10_000 + i);
         }
         let f = m.figures(m.elapsed_ns);
-        let d = direction(&f.read, f.elapsed_ns, f.read.bw_bytes_per_s, true);
+        let d = direction(
+            &f.read,
+            f.elapsed_ns,
+            f.read.bw_bytes_per_s,
+            &FIO_PERCENTILES,
+            true,
+        );
         assert_eq!(d["io_bytes"], 4_096_000);
         assert_eq!(d["io_kbytes"], 4000);
         assert_eq!(d["bw_bytes"], 2_048_000);

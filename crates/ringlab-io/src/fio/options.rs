@@ -126,7 +126,7 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("rate", Kind::Refused(NOT_YET)),
     opt!("rate_iops", Kind::Refused(NOT_YET)),
     opt!("rate_min", Kind::Refused(NOT_YET)),
-    opt!("percentile_list", Kind::Refused("not yet supported by ringlab; it reports p50, p90, p99, p99.9 and p99.99")),
+    opt!("percentile_list", Kind::Special),
     opt!("status_interval", Kind::Refused(NOT_YET)),
     opt!("write_lat_log", Kind::Refused(NOT_YET)),
     opt!("write_bw_log", Kind::Refused(NOT_YET)),
@@ -225,6 +225,9 @@ pub struct Translated {
     /// The file or device to run on (fio's filename, or the file fio would
     /// name after the job); the caller adds it as TARGET.
     pub target: Option<String>,
+    /// fio's percentile_list: the percentiles of fio-json's clat_ns (the
+    /// text and ringlab json outputs keep their fixed p50 to p99.99).
+    pub percentiles: Option<Vec<f64>>,
     /// `--output FILE` given as fio's `--output`.
     pub output: Option<String>,
     /// `--output-format` given with fio's values.
@@ -486,6 +489,22 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
         "iodepth_batch_submit" => g.submit_batch = Some(batch(o)?),
         "iodepth_batch_complete_min" => g.complete_min = Some(batch(o)?),
         "iodepth_batch_complete_max" => g.complete_max = Some(batch(o)?),
+        "percentile_list" => {
+            let v = value_of(o)?;
+            let list: Option<Vec<f64>> = v
+                .split(':')
+                .map(|p| {
+                    p.trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|p| *p > 0.0 && *p <= 100.0)
+                })
+                .collect();
+            match list {
+                Some(l) if !l.is_empty() && l.len() <= 20 => t.percentiles = Some(l),
+                _ => return Err(refuse(o, "fio's list is up to 20 percentages above 0 and up to 100, separated by ':' (99:99.9:99.99)")),
+            }
+        }
         "group_reporting" => t.group_reporting = bool_value(o)?,
         // Structure of a job file; on a command line with one job they
         // change nothing.
@@ -732,6 +751,9 @@ pub fn help_text() -> String {
             (Kind::Special, "randrepeat") => {
                 "=1: ringlab's fixed seed; =0: a seed from the clock".to_string()
             }
+            (Kind::Special, "percentile_list") => {
+                "the percentiles of fio-json's clat_ns (P:P:..); text and json keep p50 to p99.99".to_string()
+            }
             (Kind::Special, "force_async") => "--force-async=N".to_string(),
             (Kind::Special, "iodepth_batch_submit") => {
                 "--submit-batch N (0: iodepth)".to_string()
@@ -858,6 +880,9 @@ mod tests {
             ""
         );
         assert!(err("rate_iops=100").contains("not yet supported"));
+        assert!(err("percentile_list=99:x").contains("up to 20 percentages"));
+        let t = translate(&w("percentile_list=99:99.9"), false, None).unwrap();
+        assert_eq!(t.percentiles, Some(vec![99.0, 99.9]));
         assert!(err("ioengine=mmap").contains("no equivalent"));
         assert!(err("filename=a:b").contains("several files"));
         assert!(err("verify=crc32c").contains("--verify"));
