@@ -322,6 +322,12 @@ pub fn translate(
             "engine",
         ];
         g.fio_spelling |= !shared.contains(&o.key.as_str());
+        if in_file && matches!(rec.name, "output" | "output_format") {
+            return Err(refuse(
+                o,
+                "a command-line option, as in fio: give it beside the job file (ringlab io --fio JOBFILE --output FILE --output-format FORMAT)",
+            ));
+        }
         apply(rec, o, &mut t, &mut g)?;
     }
     if t.jobname.is_none() {
@@ -880,6 +886,7 @@ mod tests {
             ""
         );
         assert!(err("rate_iops=100").contains("not yet supported"));
+        assert!(err("output=x.json").contains("command-line option"));
         assert!(err("percentile_list=99:x").contains("up to 20 percentages"));
         let t = translate(&w("percentile_list=99:99.9"), false, None).unwrap();
         assert_eq!(t.percentiles, Some(vec![99.0, 99.9]));
