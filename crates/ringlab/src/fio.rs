@@ -47,7 +47,7 @@ pub enum IoFormat {
 /// fio words said on the command line), or exit with this code (a job file
 /// ran).
 pub enum Parsed {
-    Args(Vec<OsString>, Translated),
+    Args(Vec<OsString>, Box<Translated>),
     Done(ExitCode),
 }
 
@@ -58,7 +58,7 @@ pub fn preprocess() -> Result<Parsed> {
         .find_subcommand("io")
         .context("the io subcommand is defined")?;
     match ringlab_io::fio::cli::preprocess(std::env::args_os().collect(), io)? {
-        Preprocessed::Run { args, fio } => Ok(Parsed::Args(args, *fio)),
+        Preprocessed::Run { args, fio } => Ok(Parsed::Args(args, fio)),
         Preprocessed::JobFile { path, rest } => {
             let code = match run_job_file(&path, &rest) {
                 Ok(()) => ExitCode::SUCCESS,
