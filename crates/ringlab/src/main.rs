@@ -93,6 +93,9 @@ enum Command {
         #[command(flatten)]
         output: OutputArgs,
     },
+    /// RocksDB db_bench multireadrandom under the first study's backend
+    /// configurations, through ringlab's io_uring FileSystem plugin.
+    Rocksdb(Box<ringlab_rocksdb::RocksdbArgs>),
     /// Minimal HTTP/1.1 server on epoll or io_uring: 200 and a fixed body.
     Serve {
         #[command(flatten)]
@@ -181,6 +184,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Io { io, output } => run_io_command(&io, &output),
         Command::Http { http, output } => run_http_command(&http, &output),
         Command::Serve { serve, output } => run_serve_command(&serve, &output),
+        Command::Rocksdb(args) => ringlab_rocksdb::run_command(&args),
         Command::Features { target, output } => {
             let f = ringlab_io::features::features(target.as_deref())?;
             let text = match output.output_format {
