@@ -10,7 +10,9 @@ const INSTALL: &str = "apt-get install librocksdb-dev rocksdb-tools liburing-dev
 
 fn main() {
     let src = PathBuf::from("../../rocksdb-plugin/ringlab_fs.cc");
+    let check_src = PathBuf::from("../../rocksdb-plugin/ringlab_fs_check.cc");
     println!("cargo:rerun-if-changed={}", src.display());
+    println!("cargo:rerun-if-changed={}", check_src.display());
     println!("cargo:rerun-if-changed=build.rs");
     // A header that is missing now makes cargo rerun this script on every
     // build, so installing the packages later is picked up without `clean`.
@@ -23,12 +25,17 @@ fn main() {
     }
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     let so = out.join("libringlab_rocksdb_fs.so");
-    match build(&src, &so) {
+    let check = out.join("ringlab_fs_check");
+    let built = build(&src, &so, &["-fPIC", "-shared", "-luring"])
+        .and_then(|()| build(&check_src, &check, &[]));
+    match built {
         Ok(()) => {
             println!("cargo:rustc-env=RINGLAB_ROCKSDB_PLUGIN={}", so.display());
+            println!("cargo:rustc-env=RINGLAB_ROCKSDB_CHECK={}", check.display());
             println!("cargo:rustc-env=RINGLAB_ROCKSDB_PLUGIN_PROBLEM=");
         }
         Err(why) => {
+            println!("cargo:rustc-env=RINGLAB_ROCKSDB_CHECK=");
             println!("cargo:warning=ringlab-rocksdb: the RocksDB plugin is not built: {why}");
             println!("cargo:rustc-env=RINGLAB_ROCKSDB_PLUGIN=");
             println!("cargo:rustc-env=RINGLAB_ROCKSDB_PLUGIN_PROBLEM={why}");
@@ -36,17 +43,19 @@ fn main() {
     }
 }
 
-fn build(src: &Path, so: &Path) -> Result<(), String> {
+/// Compiles `src` into `out` (a shared library or a program, by `extra`).
+fn build(src: &Path, out: &Path, extra: &[&str]) -> Result<(), String> {
     let compiler = cc::Build::new()
         .cpp(true)
         .cargo_metadata(false)
         .try_get_compiler()
         .map_err(|e| format!("no C++ compiler found ({e}): {INSTALL}"))?;
     let mut cmd = compiler.to_command();
-    cmd.args(["-std=c++17", "-O2", "-g", "-fPIC", "-shared", "-Wall", "-o"])
-        .arg(so)
+    cmd.args(["-std=c++17", "-O2", "-g", "-Wall", "-o"])
+        .arg(out)
         .arg(src)
-        .args(["-lrocksdb", "-luring"]);
+        .arg("-lrocksdb")
+        .args(extra);
     let output = cmd.output().map_err(|e| {
         format!(
             "cannot run the C++ compiler {} ({e}): {INSTALL}",

@@ -58,3 +58,10 @@ pub fn find_plugin(explicit: Option<&std::path::Path>) -> Result<PathBuf, String
 }
 
 pub use runner::{run_command, RocksdbArgs};
+
+/// The checksum reader (`rocksdb-plugin/ringlab_fs_check.cc`) the build made
+/// beside the plugin, for tests; `None` where the plugin was not built.
+pub fn built_checker() -> Option<PathBuf> {
+    let path = env!("RINGLAB_ROCKSDB_CHECK");
+    (!path.is_empty()).then(|| PathBuf::from(path))
+}
