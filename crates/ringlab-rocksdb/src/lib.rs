@@ -45,7 +45,8 @@ pub fn find_plugin(explicit: Option<&std::path::Path>) -> Result<PathBuf, String
         }
     }
     let built = built_plugin().map_err(|why| {
-        format!("the RocksDB plugin was not built when ringlab was compiled ({why}); install the packages, then rebuild (cargo build): {INSTALL}")
+        let why = why.trim_end_matches(INSTALL).trim_end_matches(": ");
+        format!("the RocksDB plugin was not built when ringlab was compiled: {why}; install the packages and rebuild: {INSTALL} && cargo build")
     })?;
     if built.is_file() {
         Ok(built)
