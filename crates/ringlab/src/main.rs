@@ -101,6 +101,9 @@ enum Command {
         #[command(flatten)]
         output: OutputArgs,
     },
+    /// RocksDB db_bench multireadrandom under the first study's backend
+    /// configurations, through ringlab's io_uring FileSystem plugin.
+    Rocksdb(Box<ringlab_rocksdb::RocksdbArgs>),
     /// Minimal HTTP/1.1 server on epoll or io_uring: 200 and a fixed body.
     #[command(mut_arg("output_format", |a| a.help("text for people, json for programs (schema/serve.schema.json)")))]
     Serve {
@@ -265,6 +268,7 @@ fn run(cli: Cli, fio_words: &ringlab_io::fio::options::Translated) -> Result<()>
         },
         Command::Http { http, output } => run_http_command(&http, &output),
         Command::Serve { serve, output } => run_serve_command(&serve, &output),
+        Command::Rocksdb(args) => ringlab_rocksdb::run_command(&args),
         Command::Features { target, output } => {
             let f = ringlab_io::features::features(target.as_deref())?;
             let text = match output.format() {
