@@ -224,6 +224,14 @@ fn median(v: &mut [f64]) -> Option<f64> {
     })
 }
 
+/// File lookups per io_uring request (not per key): the figure registered
+/// files change. Read from the counters, since per-op figures are per key.
+pub fn file_get_per_request(k: &KstatReport) -> Option<f64> {
+    let get = *k.counters.get("io_uring:io_uring_file_get")?;
+    let sub = *k.counters.get("io_uring:io_uring_submit_req")?;
+    (sub > 0).then(|| get as f64 / sub as f64)
+}
+
 /// The kernel-evidence part of a result. `ops` are db_bench's operations
 /// (keys read); `knobs` the plugin knobs of the configuration (empty for
 /// RocksDB's own backend).
@@ -239,19 +247,6 @@ pub fn report(
     if ops > 0 {
         for (name, v) in &counters {
             per_op.insert(per_op_name(name), *v as f64 / ops as f64);
-        }
-        // The file lookups per read request, the figure registered files
-        // change.
-        if let (Some(get), Some(sub)) = (
-            counters.get("io_uring:io_uring_file_get"),
-            counters.get("io_uring:io_uring_submit_req"),
-        ) {
-            if *sub > 0 {
-                per_op.insert(
-                    "file_get_per_request".to_string(),
-                    *get as f64 / *sub as f64,
-                );
-            }
         }
     }
     // The disk's own counters (/sys/block) include other processes, so no
@@ -327,7 +322,8 @@ fn knob_evidence(
             _ => (None, "no counter tells this knob apart".into()),
         };
         out.push(ringlab_stats::KnobEvidence {
-            knob: k.clone(),
+            // Named as ringlab io's flags, the schema's form for knobs.
+            knob: format!("--{}", name.replace('_', "-")),
             in_effect,
             detail,
         });

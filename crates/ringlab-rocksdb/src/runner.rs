@@ -667,6 +667,8 @@ fn build_result(
             iops: bench.ops_per_s,
             bw_bytes_per_s: bytes_per_s,
             lat_ns: lat,
+            // db_bench's histogram, not a ringlab recorder.
+            lat_recorder: None,
         },
         write: DirectionFigures::default(),
         cpu_user_ns: user,
@@ -877,7 +879,14 @@ fn table(
             for (key, _) in keys {
                 let v: Vec<f64> = mine
                     .iter()
-                    .filter_map(|o| o.result.kstat.as_ref()?.per_op.get(key).copied())
+                    .filter_map(|o| {
+                        let k = o.result.kstat.as_ref()?;
+                        if key == "file_get_per_request" {
+                            evidence::file_get_per_request(k)
+                        } else {
+                            k.per_op.get(key).copied()
+                        }
+                    })
                     .collect();
                 let cell = if v.is_empty() {
                     "-".to_string()

@@ -201,9 +201,7 @@ fn registered_files_need_no_file_lookup_per_read() {
     let per_request = |name: &str| -> f64 {
         let o = outcomes.iter().find(|o| o.config.name == name).unwrap();
         let kstat = o.result.kstat.as_ref().expect("kstat");
-        *kstat
-            .per_op
-            .get("file_get_per_request")
+        ringlab_rocksdb::evidence::file_get_per_request(kstat)
             .unwrap_or_else(|| panic!("{name}: {:?}", kstat.unavailable))
     };
     let plain = per_request("L-DEF");
@@ -216,8 +214,26 @@ fn registered_files_need_no_file_lookup_per_read() {
     assert_eq!(index["plan"]["command"], "rocksdb");
     assert_eq!(index["runs"].as_array().unwrap().len(), 2);
     let first = results.join(index["runs"][0]["result"].as_str().unwrap());
-    let r: ringlab_stats::RunResult =
-        serde_json::from_slice(&std::fs::read(first).unwrap()).unwrap();
+    let bytes = std::fs::read(first).unwrap();
+    // Every result follows the committed schema, as io's and http's do.
+    let schema: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../schema/result.schema.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for run in index["runs"].as_array().unwrap() {
+        let v: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(results.join(run["result"].as_str().unwrap())).unwrap(),
+        )
+        .unwrap();
+        let errors: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{}: {errors:?}", run["result"]);
+    }
+    let r: ringlab_stats::RunResult = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(r.command, "rocksdb");
     assert!(r.total.ops > 0);
     let _ = String::from_utf8(text).unwrap();
