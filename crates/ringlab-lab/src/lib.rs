@@ -3,6 +3,7 @@
 //! comparisons ([`compare`]).
 
 pub mod compare;
+pub mod diagnose;
 pub mod plan;
 pub mod plot;
 pub mod report;

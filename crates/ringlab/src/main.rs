@@ -270,9 +270,12 @@ fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result
     let plan = ringlab_net::HttpPlan::from_args(args)?;
     let mut out_file = open_output(output)?;
     let interrupted = ringlab_core::interrupt_flag()?;
-    let outcome = ringlab_net::run::run_http(&plan, interrupted)?;
+    let mut outcome = ringlab_net::run::run_http(&plan, interrupted)?;
+    outcome.result.diagnoses = ringlab_lab::diagnose::diagnose(&outcome.result);
     let rendered = match output.output_format {
-        OutputFormat::Text => outcome.text,
+        OutputFormat::Text => {
+            outcome.text + &ringlab_lab::diagnose::render(&outcome.result.diagnoses)
+        }
         OutputFormat::Json => {
             let mut s = serde_json::to_string_pretty(&outcome.result)?;
             s.push('\n');
@@ -311,7 +314,8 @@ fn run_io_command(args: &IoArgs, output: &OutputArgs) -> Result<()> {
         progress: std::io::stdout().is_terminal(),
         interrupted,
     };
-    let result = run_io(&plan, &opts)?;
+    let mut result = run_io(&plan, &opts)?;
+    result.diagnoses = ringlab_lab::diagnose::diagnose(&result);
     let rendered = render(&result, output.output_format)?;
     match &mut out_file {
         Some(f) => f
@@ -330,7 +334,9 @@ fn run_io_command(args: &IoArgs, output: &OutputArgs) -> Result<()> {
 
 fn render(result: &RunResult, format: OutputFormat) -> Result<String> {
     Ok(match format {
-        OutputFormat::Text => ringlab_io::text::render(result),
+        OutputFormat::Text => {
+            ringlab_io::text::render(result) + &ringlab_lab::diagnose::render(&result.diagnoses)
+        }
         OutputFormat::Json => {
             let mut s = serde_json::to_string_pretty(result)?;
             s.push('\n');
