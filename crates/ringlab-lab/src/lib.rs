@@ -2,6 +2,7 @@
 //! running a sweep ([`sweep`]), reports ([`report`], plots in [`plot`]) and
 //! comparisons ([`compare`]).
 
+pub mod advise;
 pub mod compare;
 pub mod diagnose;
 pub mod plan;

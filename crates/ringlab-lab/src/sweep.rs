@@ -3,7 +3,7 @@
 //! a sweep is exactly the run a person would start by hand, and a crash or
 //! leak in one run cannot touch the next.
 
-use crate::plan::Plan;
+use crate::plan::{Plan, PlannedRun};
 use crate::store::{existing_index, RunEntry, Status, Store};
 use anyhow::{Context, Result};
 use ringlab_core::usage_error;
@@ -50,8 +50,18 @@ enum Outcome {
 
 /// Runs every run of `plan` not yet done in `dir`, in the plan's order.
 pub fn run_sweep(plan: &Plan, dir: &Path, opts: &SweepOptions) -> Result<SweepSummary> {
-    let runs = plan.runs();
-    let mut store = Store::open(dir, plan, &runs)?;
+    run_planned(plan, &plan.runs(), dir, opts)
+}
+
+/// Runs `runs` (made from `plan`, their arguments possibly rewritten, as
+/// `advise` does) in the sweep store layout of `dir`.
+pub fn run_planned(
+    plan: &Plan,
+    runs: &[PlannedRun],
+    dir: &Path,
+    opts: &SweepOptions,
+) -> Result<SweepSummary> {
+    let mut store = Store::open(dir, plan, runs)?;
     let total = store.index.runs.len();
     let done_before = store.index.done();
     let todo: Vec<usize> = (0..total)

@@ -69,6 +69,11 @@ enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         output_format: OutputFormat,
     },
+    /// Which io_uring setup to deploy for an I/O shape on this kernel and
+    /// device: a short calibration (or results on disk with --from), ranked,
+    /// with the evidence and the studies' guidelines it confirms.
+    #[command(display_order = 103)]
+    Advise(Box<lab::AdviseArgs>),
     /// Storage benchmark: one workload, one engine (fio's words for options).
     Io {
         #[command(flatten)]
@@ -213,6 +218,7 @@ fn run(cli: Cli) -> Result<()> {
             b,
             output_format,
         } => lab::compare(&a, &b, matches!(output_format, OutputFormat::Json)),
+        Command::Advise(args) => lab::advise(&args),
         Command::Io { io, output } => run_io_command(&io, &output),
         Command::Http { http, output } => run_http_command(&http, &output),
         Command::Serve { serve, output } => run_serve_command(&serve, &output),
