@@ -233,8 +233,29 @@ pub fn choose_setups(shape: &Shape, cpus: &[u32], probe: &Probe) -> (Vec<Setup>,
 /// advise's own saved calibration, or a `reproduce` output.
 pub fn advise_from(dir: &std::path::Path, goal: Goal) -> anyhow::Result<rank::Advice> {
     let dir = rank::find_results_dir(dir)?;
-    build(&dir, goal, "results", Vec::new(), None, Vec::new(), None)
+    // A calibration saved with --save keeps what it skipped and how it ran.
+    let saved: serde_json::Value = std::fs::read(dir.join(SAVED_ADVICE))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let skipped = saved["skipped"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| {
+                    Some(Skipped {
+                        setup: s["setup"].as_str()?.to_string(),
+                        reason: s["reason"].as_str()?.to_string(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    build(&dir, goal, "results", skipped, None, Vec::new(), None)
 }
+
+/// The advice of a saved calibration, beside its results.
+pub const SAVED_ADVICE: &str = "advise.json";
 
 /// Runs the calibration of `req` and advises from it.
 pub fn advise_calibrated(
@@ -250,7 +271,7 @@ pub fn advise_calibrated(
     } else {
         req.target.display().to_string()
     };
-    build(
+    let advice = build(
         &c.dir,
         goal,
         "calibration",
@@ -258,7 +279,13 @@ pub fn advise_calibrated(
         Some(c.info.clone()),
         c.warnings.clone(),
         Some(shown_target),
-    )
+    )?;
+    if req.save.is_some() {
+        let mut text = serde_json::to_string_pretty(&advice)?;
+        text.push('\n');
+        crate::store::write_atomic(&c.dir.join(SAVED_ADVICE), text.as_bytes())?;
+    }
+    Ok(advice)
 }
 
 fn build(
