@@ -279,14 +279,15 @@ fn knob_on(v: &Json) -> bool {
     }
 }
 
-/// How much a setup asks: one per knob, two for IOPOLL (a polled device),
-/// three for SQPOLL (a core given away).
+/// How much a setup asks: one per knob, two for IOPOLL (a polled device)
+/// and IOSQE_ASYNC (io-wq worker threads on other cores), three for SQPOLL
+/// (a core given away).
 pub fn complexity(knobs: &[String]) -> u32 {
     knobs
         .iter()
         .map(|k| match k.as_str() {
             "sqpoll" => 3,
-            "iopoll" => 2,
+            "iopoll" | "force-async" => 2,
             "attach-wq" => 0,
             _ => 1,
         })
