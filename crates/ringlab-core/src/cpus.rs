@@ -3,6 +3,7 @@
 
 use crate::error::usage_error;
 use anyhow::{bail, Result};
+use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet};
 
 /// Parses `0,2-3` into `[0, 2, 3]` (order kept, as jobs take CPUs in turn).
 pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>> {
@@ -33,15 +34,12 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>> {
 
 /// CPUs this process may run on (its affinity mask).
 pub fn allowed_cpus() -> Vec<u32> {
-    // SAFETY: sched_getaffinity fills the zeroed set we own.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
+    let Ok(set) = sched_getaffinity(None) else {
         return Vec::new();
-    }
-    (0..libc::CPU_SETSIZE as u32)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c as usize, &set) })
+    };
+    (0..CpuSet::MAX_CPU)
+        .filter(|&c| set.is_set(c))
+        .map(|c| c as u32)
         .collect()
 }
 
@@ -68,14 +66,18 @@ pub fn format_cpu_list(cpus: &[u32]) -> String {
 
 /// Pins the calling thread to `cpu`.
 pub fn pin_to_cpu(cpu: u32) -> Result<()> {
-    // SAFETY: the set is a zeroed local; sched_setaffinity reads it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if rc != 0 {
+    if cpu as usize >= CpuSet::MAX_CPU {
+        bail!(
+            "cannot pin job thread to CPU {cpu}: an affinity mask holds CPUs 0 to {}",
+            CpuSet::MAX_CPU - 1
+        );
+    }
+    let mut set = CpuSet::new();
+    set.set(cpu as usize);
+    if let Err(e) = sched_setaffinity(None, &set) {
         bail!(
             "cannot pin job thread to CPU {cpu}: {}",
-            std::io::Error::last_os_error()
+            std::io::Error::from(e)
         );
     }
     Ok(())
@@ -95,5 +97,20 @@ mod tests {
         }
         assert_eq!(format_cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
         assert_eq!(format_cpu_list(&[1]), "1");
+    }
+
+    #[test]
+    fn pinning_moves_the_thread_to_an_allowed_cpu() {
+        let allowed = allowed_cpus();
+        assert!(!allowed.is_empty());
+        let last = *allowed.last().unwrap();
+        std::thread::spawn(move || {
+            pin_to_cpu(last).unwrap();
+            assert_eq!(allowed_cpus(), [last]);
+            let e = pin_to_cpu(1 << 20).unwrap_err().to_string();
+            assert!(e.contains("affinity mask holds CPUs 0 to"), "{e}");
+        })
+        .join()
+        .unwrap();
     }
 }

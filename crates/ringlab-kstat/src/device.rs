@@ -103,7 +103,7 @@ pub fn disk_of_path(path: &Path) -> Option<String> {
     } else {
         meta.dev()
     };
-    disk_of_devno(libc::major(dev), libc::minor(dev))
+    disk_of_devno(rustix::fs::major(dev), rustix::fs::minor(dev))
 }
 
 fn read_trim(p: impl AsRef<Path>) -> Option<String> {

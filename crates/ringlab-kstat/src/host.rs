@@ -1,32 +1,23 @@
-//! Facts about the host that every result carries.
+//! Facts about the host that every result carries (uname through rustix;
+//! the online CPUs from sysfs, where glibc reads them too).
 
 use ringlab_stats::HostInfo;
+use std::ffi::CStr;
 use std::fs;
 
 /// Kernel release, CPU model, online CPUs and `kernel.io_uring_disabled`.
 pub fn host_info() -> HostInfo {
     HostInfo {
-        hostname: uname_field(|u| &u.nodename),
-        kernel: uname_field(|u| &u.release),
+        hostname: text(rustix::system::uname().nodename()),
+        kernel: text(rustix::system::uname().release()),
         cpu_model: cpu_model(),
-        cpus_online: online_cpus(),
+        cpus_online: online_cpu_list().len().max(1) as u32,
         io_uring_disabled: io_uring_disabled(),
     }
 }
 
-fn uname_field(pick: impl Fn(&libc::utsname) -> &[libc::c_char; 65]) -> String {
-    // SAFETY: uname fills the zeroed struct; its fields are NUL-terminated.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return "unknown".to_string();
-    }
-    let field = pick(&u);
-    let bytes: Vec<u8> = field
-        .iter()
-        .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
+fn text(field: &CStr) -> String {
+    field.to_string_lossy().into_owned()
 }
 
 fn cpu_model() -> Option<String> {
@@ -37,10 +28,18 @@ fn cpu_model() -> Option<String> {
         .map(|(_, v)| v.trim().to_string())
 }
 
-fn online_cpus() -> u32 {
-    // SAFETY: sysconf has no memory effects.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-    n.max(1) as u32
+/// CPUs online now (`/sys/devices/system/cpu/online`: `0-1,4`), the file
+/// glibc's `sysconf(_SC_NPROCESSORS_ONLN)` reads too.
+pub(crate) fn online_cpu_list() -> Vec<u32> {
+    let text = fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
+    let mut cpus = Vec::new();
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(lo), Ok(hi)) = (lo.parse::<u32>(), hi.parse::<u32>()) {
+            cpus.extend(lo..=hi);
+        }
+    }
+    cpus
 }
 
 /// `kernel.io_uring_disabled`: 0 enabled, 1 only for `kernel.io_uring_group`,
@@ -66,6 +65,21 @@ mod tests {
             h.kernel
         );
         assert!(h.cpus_online >= 1);
+        assert_eq!(
+            h.cpus_online as usize,
+            std::fs::read_dir("/sys/devices/system/cpu")
+                .unwrap()
+                .flatten()
+                .filter(|e| {
+                    let n = e.file_name().to_string_lossy().into_owned();
+                    n.strip_prefix("cpu")
+                        .is_some_and(|d| d.parse::<u32>().is_ok())
+                        && std::fs::read_to_string(e.path().join("online"))
+                            .map_or(true, |s| s.trim() == "1")
+                })
+                .count(),
+            "online CPUs: those whose online file says 1 (cpu0 may have none)"
+        );
         assert!(!h.hostname.is_empty());
     }
 }

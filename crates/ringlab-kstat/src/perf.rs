@@ -2,13 +2,21 @@
 //! sampling, no BPF): one descriptor per tracepoint for the process and the
 //! threads it creates afterwards (`inherit`), or one per CPU for
 //! system-wide events.
+//!
+//! perf_event_open and its ioctls stay hand-rolled (through
+//! perf-event-open-sys): rustix has no wrapper for them. Everything else
+//! here (mount, read, gettid) goes through rustix.
 
 use perf_event_open_sys::{bindings, ioctls, perf_event_open};
+use rustix::mount::MountFlags;
 use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// Where tracefs is found: its own mount point, or inside debugfs.
+const TRACEFS_ROOTS: [&str; 2] = [TRACEFS, "/sys/kernel/debug/tracing"];
 
 /// Why tracefs could not be made available, or `None` once its event
 /// directory is there. Like perf, which mounts tracefs on first use, ringlab
@@ -19,37 +27,59 @@ fn tracefs_problem() -> Option<String> {
     static PROBLEM: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
     PROBLEM
         .get_or_init(|| {
-            let mounted = |root: &str| std::path::Path::new(&format!("{root}/events")).is_dir();
-            if mounted(TRACEFS) || mounted("/sys/kernel/debug/tracing") {
+            let events = |root: &str| std::path::Path::new(&format!("{root}/events")).is_dir();
+            if TRACEFS_ROOTS.iter().any(|r| events(r)) {
                 return None;
             }
-            let source = c"nodev";
-            let target = c"/sys/kernel/tracing";
-            let fstype = c"tracefs";
-            // SAFETY: NUL-terminated strings that outlive the call; no data.
-            let rc = unsafe {
-                libc::mount(
-                    source.as_ptr(),
-                    target.as_ptr(),
-                    fstype.as_ptr(),
-                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                    std::ptr::null(),
-                )
-            };
-            if rc == 0 && mounted(TRACEFS) {
-                return None;
+            // Mounted, yet its events cannot be seen: the mount point is
+            // closed to this user (the kernel mounts it mode 0700).
+            if let Some(root) = TRACEFS_ROOTS.iter().find(|r| is_tracefs_mount(r)) {
+                return Some(unreadable_tracefs(root));
             }
-            let e = io::Error::last_os_error();
-            Some(match e.raw_os_error() {
-                Some(libc::EPERM) | Some(libc::EACCES) => format!(
-                    "tracefs is not mounted and mounting it needs root ({e}): run as root, or mount -t tracefs nodev {TRACEFS}"
-                ),
-                _ => format!(
-                    "tracefs is not mounted and mounting it at {TRACEFS} failed ({e}): kernel without CONFIG_TRACING, or mount it elsewhere and bind it there"
-                ),
-            })
+            let flags = MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+            let mounted = rustix::mount::mount("nodev", TRACEFS, "tracefs", flags, None);
+            match mounted {
+                Ok(()) if events(TRACEFS) => None,
+                Ok(()) => Some(format!(
+                    "mounted tracefs at {TRACEFS} but it has no events directory: kernel without CONFIG_TRACING?"
+                )),
+                Err(e) => Some(mount_failed(e.into())),
+            }
         })
         .clone()
+}
+
+/// Whether a tracefs is mounted at `root`, per /proc/self/mounts (which
+/// any user can read, unlike the mount point itself).
+fn is_tracefs_mount(root: &str) -> bool {
+    let mounts = fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    mounts.lines().any(|l| {
+        let mut f = l.split_whitespace();
+        let (point, fstype) = (f.nth(1), f.next());
+        point == Some(root) && fstype == Some("tracefs")
+    })
+}
+
+fn unreadable_tracefs(root: &str) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let how = match fs::metadata(root) {
+        Ok(m) => format!("mode {:04o}, owner uid {}", m.mode() & 0o7777, m.uid()),
+        Err(e) => e.to_string(),
+    };
+    format!(
+        "tracefs is mounted at {root} but this user cannot read it ({how}; the kernel's default lets only root in): run as root, or open it up (chmod 0755 {root}) and allow counting (CAP_PERFMON or kernel.perf_event_paranoid=-1)"
+    )
+}
+
+fn mount_failed(e: io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => format!(
+            "tracefs is not mounted and mounting it needs root ({e}): run as root, or mount -t tracefs nodev {TRACEFS}"
+        ),
+        _ => format!(
+            "tracefs is not mounted and mounting it at {TRACEFS} failed ({e}): kernel without CONFIG_TRACING, or mount it elsewhere and bind it there"
+        ),
+    }
 }
 
 /// The id of tracepoint `system:event`, from tracefs.
@@ -61,7 +91,7 @@ pub fn event_id(name: &str) -> Result<u64, String> {
         return Err(problem);
     }
     let mut last_err = String::new();
-    for root in [TRACEFS, "/sys/kernel/debug/tracing"] {
+    for root in TRACEFS_ROOTS {
         let path = format!("{root}/events/{system}/{event}/id");
         match fs::read_to_string(&path) {
             Ok(text) => {
@@ -125,8 +155,7 @@ impl TracepointCounter {
                 .collect()
         } else {
             // The calling thread, and every thread it creates from now on.
-            // SAFETY: gettid has no preconditions.
-            vec![(unsafe { libc::gettid() }, -1)]
+            vec![(rustix::thread::gettid().as_raw_nonzero().get(), -1)]
         };
         Self::open_on(name, &targets, !system_wide)
     }
@@ -204,27 +233,22 @@ impl TracepointCounter {
     pub fn read(&self) -> io::Result<u64> {
         let mut total = 0u64;
         for fd in &self.fds {
-            let mut v = 0u64;
-            // SAFETY: reading one u64 (read_format 0) into v.
-            let n = unsafe { libc::read(fd.as_raw_fd(), (&mut v as *mut u64).cast(), 8) };
+            // One u64 (read_format 0).
+            let mut v = [0u8; 8];
+            let n = rustix::io::read(fd, &mut v)?;
             if n != 8 {
-                return Err(io::Error::last_os_error());
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("a perf counter read gave {n} bytes, not 8"),
+                ));
             }
-            total += v;
+            total += u64::from_ne_bytes(v);
         }
         Ok(total)
     }
 }
 
-/// CPUs online now (`/sys/devices/system/cpu/online`: `0-1,4`).
+/// CPUs online now.
 pub fn online_cpus() -> Vec<u32> {
-    let text = fs::read_to_string("/sys/devices/system/cpu/online").unwrap_or_default();
-    let mut cpus = Vec::new();
-    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
-        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
-        if let (Ok(lo), Ok(hi)) = (lo.parse::<u32>(), hi.parse::<u32>()) {
-            cpus.extend(lo..=hi);
-        }
-    }
-    cpus
+    crate::host::online_cpu_list()
 }

@@ -1,4 +1,6 @@
 //! CPU time and context switches of the calling thread.
+//!
+//! getrusage(RUSAGE_THREAD) stays on libc: rustix has no getrusage.
 
 use std::io;
 

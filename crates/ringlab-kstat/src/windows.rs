@@ -140,8 +140,7 @@ impl Drop for Sampler {
 
 /// Every thread of this process but the calling one.
 fn other_threads() -> Vec<libc::pid_t> {
-    // SAFETY: gettid has no preconditions.
-    let me = unsafe { libc::gettid() };
+    let me = rustix::thread::gettid().as_raw_nonzero().get();
     fs::read_dir("/proc/self/task")
         .map(|dir| {
             dir.flatten()

@@ -4,6 +4,7 @@
 //! common figures compares; a figure one side lacks is shown as not
 //! measured, and gets no ratio.
 
+use crate::input::{read_limited, RESULT_MAX_BYTES};
 use anyhow::Result;
 use ringlab_core::usage_error;
 use ringlab_stats::units::{format_bandwidth, format_ns, format_rate};
@@ -56,13 +57,13 @@ fn fmt(kind: Kind, v: Option<f64>) -> String {
 }
 
 fn load(path: &Path) -> Result<Json> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let bytes = read_limited(path, RESULT_MAX_BYTES).map_err(|e| {
         usage_error(format!(
             "{}: {e}: name a result file (ringlab io ... --output-format json --output FILE)",
             path.display()
         ))
     })?;
-    let v: Json = serde_json::from_str(&text)
+    let v: Json = serde_json::from_slice(&bytes)
         .map_err(|e| usage_error(format!("{}: not a JSON result ({e})", path.display())))?;
     if !v["total"].is_object() {
         return Err(usage_error(format!(

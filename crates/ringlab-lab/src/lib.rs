@@ -1,15 +1,21 @@
-//! ringlab's lab: sweep plans ([`plan`]), the results store ([`store`]),
-//! running a sweep ([`sweep`]), reports ([`report`], plots in [`plot`]) and
-//! comparisons ([`compare`]).
+//! ringlab's lab: sweep plans (`plan`), the results store (`store`),
+//! running a sweep (`sweep`), reports ([`report`]: figures in `metric`,
+//! plots in `plot`) and comparisons ([`compare`]).
+//!
+//! Files depend one way: `metric` <- `plot` <- `report`; `plan` <- `store`
+//! <- `sweep`; every input file is read through `input`. Only what the binary uses is public.
+#![warn(unreachable_pub)]
 
 pub mod advise;
 pub mod compare;
 pub mod diagnose;
-pub mod plan;
-pub mod plot;
+mod input;
+mod metric;
+mod plan;
+mod plot;
 pub mod report;
-pub mod store;
-pub mod sweep;
+mod store;
+mod sweep;
 
-pub use plan::{load_plan, parse_plan, Plan, PlannedRun, Scalar};
+pub use plan::{load_plan, Plan};
 pub use sweep::{dry_run, run_sweep, Interrupted, SweepOptions, SweepSummary};

@@ -7,6 +7,7 @@
 //! file. The child rejects what it does not know (exit 2), and the sweep names
 //! the run.
 
+use crate::input::{read_text_limited, PLAN_MAX_BYTES};
 use anyhow::Result;
 use indexmap::IndexMap;
 use rand::{Rng, SeedableRng};
@@ -19,13 +20,13 @@ use std::time::Duration;
 use toml::Spanned;
 
 /// Commands a sweep can drive.
-pub const COMMANDS: [&str; 2] = ["io", "http"];
+pub(crate) const COMMANDS: [&str; 2] = ["io", "http"];
 /// Seed of the shuffled order when the plan names none: fixed, so that a
 /// resumed sweep follows the order of the first invocation.
-pub const DEFAULT_SEED: u64 = 0x0005_eed0_f1ab;
+pub(crate) const DEFAULT_SEED: u64 = 0x0005_eed0_f1ab;
 /// Bounds that keep a typo (`repeats = 30000`) from planning a year of runs.
-pub const REPEATS_MAX: i64 = 1000;
-pub const RUNS_MAX: usize = 100_000;
+pub(crate) const REPEATS_MAX: i64 = 1000;
+pub(crate) const RUNS_MAX: usize = 100_000;
 /// Flags the sweep sets itself on every child.
 const RESERVED_KEYS: [&str; 2] = ["output", "output-format"];
 
@@ -140,7 +141,7 @@ struct RawPlan {
 /// Reads and validates a plan file. Every error is a [`ringlab_core::UsageError`]
 /// of one line: `PLAN:LINE: what is wrong; how to fix it`.
 pub fn load_plan(path: &Path) -> Result<Plan> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
+    let text = read_text_limited(path, PLAN_MAX_BYTES).map_err(|e| {
         usage_error(format!(
             "plan {}: {e}: name a readable plan file (TOML, see README 'Sweeps')",
             path.display()
@@ -150,21 +151,9 @@ pub fn load_plan(path: &Path) -> Result<Plan> {
 }
 
 /// Parses plan text; `name` is how errors refer to the file.
-pub fn parse_plan(text: &str, name: &str) -> Result<Plan> {
+pub(crate) fn parse_plan(text: &str, name: &str) -> Result<Plan> {
     let at = |span: std::ops::Range<usize>| format!("{name}:{}", line_of(text, span.start));
-    let raw: RawPlan = toml::from_str(text).map_err(|e| {
-        let place = match e.span() {
-            Some(span) => at(span),
-            None => name.to_string(),
-        };
-        let msg = e.message().trim().replace('\n', " ");
-        let hint = if msg.contains("missing field `command`") {
-            "; add command = \"io\" or \"http\""
-        } else {
-            ""
-        };
-        usage_error(format!("{place}: {msg}{hint}"))
-    })?;
+    let raw = parse_toml(text, name, &at)?;
 
     let command = raw.command.get_ref().clone();
     if !COMMANDS.contains(&command.as_str()) {
@@ -211,8 +200,58 @@ pub fn parse_plan(text: &str, name: &str) -> Result<Plan> {
         })?),
     };
 
+    let options = parse_options(&raw.options, &at)?;
+    let axes = parse_axes(&raw.axes, &options, &at)?;
+
+    let plan = Plan {
+        command,
+        repeats,
+        shuffle: raw.shuffle.unwrap_or(false),
+        seed,
+        pause,
+        options,
+        axes,
+        text: text.to_string(),
+    };
+    let runs = plan.combinations().saturating_mul(plan.repeats as usize);
+    if runs > RUNS_MAX {
+        return Err(usage_error(format!(
+            "{name}: the plan has {runs} runs, more than {RUNS_MAX}: fewer axis values or repeats"
+        )));
+    }
+    Ok(plan)
+}
+
+/// The plan's TOML, its syntax and field types checked; an error names
+/// the line.
+fn parse_toml(
+    text: &str,
+    name: &str,
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<RawPlan> {
+    toml::from_str(text).map_err(|e| {
+        let place = match e.span() {
+            Some(span) => at(span),
+            None => name.to_string(),
+        };
+        let msg = e.message().trim().replace('\n', " ");
+        let hint = if msg.contains("missing field `command`") {
+            "; add command = \"io\" or \"http\""
+        } else {
+            ""
+        };
+        usage_error(format!("{place}: {msg}{hint}"))
+    })
+}
+
+/// `[options]`: each flag fixed to one value, or a list of values for a flag
+/// that takes several.
+fn parse_options(
+    raw: &IndexMap<String, Spanned<toml::Value>>,
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<IndexMap<String, OptionValue>> {
     let mut options = IndexMap::new();
-    for (key, value) in &raw.options {
+    for (key, value) in raw {
         let place = at(value.span());
         check_key(key, &place, "options")?;
         let v = match value.get_ref() {
@@ -234,9 +273,18 @@ pub fn parse_plan(text: &str, name: &str) -> Result<Plan> {
         };
         options.insert(key.clone(), v);
     }
+    Ok(options)
+}
 
+/// `[axes]`: each swept flag with its distinct values; a flag is fixed or
+/// swept, not both.
+fn parse_axes(
+    raw: &IndexMap<String, Spanned<toml::Value>>,
+    options: &IndexMap<String, OptionValue>,
+    at: &dyn Fn(std::ops::Range<usize>) -> String,
+) -> Result<IndexMap<String, Vec<Scalar>>> {
     let mut axes = IndexMap::new();
-    for (key, value) in &raw.axes {
+    for (key, value) in raw {
         let place = at(value.span());
         check_key(key, &place, "axes")?;
         if options.contains_key(key) {
@@ -273,24 +321,7 @@ pub fn parse_plan(text: &str, name: &str) -> Result<Plan> {
         }
         axes.insert(key.clone(), list);
     }
-
-    let plan = Plan {
-        command,
-        repeats,
-        shuffle: raw.shuffle.unwrap_or(false),
-        seed,
-        pause,
-        options,
-        axes,
-        text: text.to_string(),
-    };
-    let runs = plan.combinations().saturating_mul(plan.repeats as usize);
-    if runs > RUNS_MAX {
-        return Err(usage_error(format!(
-            "{name}: the plan has {runs} runs, more than {RUNS_MAX}: fewer axis values or repeats"
-        )));
-    }
-    Ok(plan)
+    Ok(axes)
 }
 
 fn parse_pause(v: &toml::Value) -> Option<Duration> {

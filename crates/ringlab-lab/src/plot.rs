@@ -4,16 +4,18 @@
 //! The legend is drawn in its own panel right of the plot area, so it can
 //! never cover a curve, however the data fall.
 
-use crate::report::Unit;
+use crate::metric::Unit;
 use anyhow::{anyhow, Result};
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde_json::Value as Json;
 
 /// How x values are placed.
 #[derive(Clone, Debug, PartialEq)]
-pub enum XScale {
+pub(crate) enum XScale {
     /// Position = value; ticks at the given values.
     Linear { ticks: Vec<f64> },
     /// Position = log2(value): powers of two spanning 8x or more.
@@ -23,7 +25,7 @@ pub enum XScale {
 }
 
 impl XScale {
-    pub fn for_values(xs: &[f64]) -> XScale {
+    pub(crate) fn for_values(xs: &[f64]) -> XScale {
         let mut v: Vec<f64> = xs.to_vec();
         v.sort_by(f64::total_cmp);
         v.dedup();
@@ -43,7 +45,7 @@ impl XScale {
 
     /// Where a value of the x axis goes; `None` for a value that is not on
     /// this axis (a string on a numeric axis).
-    pub fn position(&self, v: &Json) -> Option<f64> {
+    pub(crate) fn position(&self, v: &Json) -> Option<f64> {
         match self {
             XScale::Linear { .. } => v.as_f64(),
             XScale::Log2 { .. } => v.as_f64().filter(|x| *x > 0.0).map(f64::log2),
@@ -159,28 +161,28 @@ fn tick(v: f64) -> String {
     }
 }
 
-pub struct Axis {
+pub(crate) struct Axis {
     /// Name and unit, e.g. `iodepth (I/Os in flight per job)`.
-    pub desc: String,
+    pub(crate) desc: String,
 }
 
 /// One configuration: points (x position, median, min, max), sorted by x.
-pub struct Series {
-    pub name: String,
-    pub points: Vec<(f64, f64, f64, f64)>,
+pub(crate) struct Series {
+    pub(crate) name: String,
+    pub(crate) points: Vec<(f64, f64, f64, f64)>,
 }
 
-pub struct Chart {
-    pub title: String,
-    pub x: Axis,
-    pub y_unit: Unit,
-    pub y_title: String,
+pub(crate) struct Chart {
+    pub(crate) title: String,
+    pub(crate) x: Axis,
+    pub(crate) y_unit: Unit,
+    pub(crate) y_title: String,
     /// `IOPS` or `requests/s`.
-    pub throughput_word: String,
-    pub scale: XScale,
-    pub series: Vec<Series>,
+    pub(crate) throughput_word: String,
+    pub(crate) scale: XScale,
+    pub(crate) series: Vec<Series>,
     /// Names of the axes that tell the series apart.
-    pub legend_title: String,
+    pub(crate) legend_title: String,
 }
 
 /// Divisor and axis description for the y values of a chart.
@@ -227,7 +229,7 @@ fn legend_name(s: &str) -> String {
 }
 
 /// Renders a chart as an SVG document.
-pub fn render_svg(c: &Chart) -> Result<String> {
+pub(crate) fn render_svg(c: &Chart) -> Result<String> {
     let mut svg = String::new();
     draw(c, &mut svg).map_err(|e| anyhow!("drawing the plot '{}': {e}", c.title))?;
     Ok(svg)
@@ -290,36 +292,55 @@ fn draw(c: &Chart, svg: &mut String) -> std::result::Result<(), Box<dyn std::err
         .draw()?;
 
     for (i, s) in c.series.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
-        let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.0, p.1 / div)).collect();
-        chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
-        let bars: Vec<&(f64, f64, f64, f64)> = s.points.iter().filter(|p| p.3 > p.2).collect();
+        draw_series(&mut chart, i, s, div)?;
+    }
+    draw_legend(&legend_area, c)?;
+    if c.series.is_empty() {
+        plot_area.draw(&Text::new("no data", (200, 200), (FONT, 16)))?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+type Plotted<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<XCoord, RangedCoordf64>>;
+type DrawResult = std::result::Result<(), Box<dyn std::error::Error>>;
+
+/// Series `i`: its line, min-max bars with end ticks, and its marker (one
+/// of three shapes, so series stay apart without colour).
+fn draw_series(chart: &mut Plotted<'_, '_>, i: usize, s: &Series, div: f64) -> DrawResult {
+    let color = PALETTE[i % PALETTE.len()];
+    let pts: Vec<(f64, f64)> = s.points.iter().map(|p| (p.0, p.1 / div)).collect();
+    chart.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))?;
+    let bars: Vec<&(f64, f64, f64, f64)> = s.points.iter().filter(|p| p.3 > p.2).collect();
+    chart.draw_series(bars.iter().map(|p| {
+        PathElement::new(
+            vec![(p.0, p.2 / div), (p.0, p.3 / div)],
+            color.stroke_width(1),
+        )
+    }))?;
+    for end in [2usize, 3] {
         chart.draw_series(bars.iter().map(|p| {
-            PathElement::new(
-                vec![(p.0, p.2 / div), (p.0, p.3 / div)],
-                color.stroke_width(1),
-            )
+            let y = if end == 2 { p.2 } else { p.3 } / div;
+            EmptyElement::at((p.0, y))
+                + PathElement::new(vec![(-5, 0), (5, 0)], color.stroke_width(1))
         }))?;
-        for end in [2usize, 3] {
-            chart.draw_series(bars.iter().map(|p| {
-                let y = if end == 2 { p.2 } else { p.3 } / div;
-                EmptyElement::at((p.0, y))
-                    + PathElement::new(vec![(-5, 0), (5, 0)], color.stroke_width(1))
-            }))?;
-        }
-        match i % 3 {
-            0 => chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))?,
-            1 => chart.draw_series(
-                pts.iter()
-                    .map(|&p| TriangleMarker::new(p, 5, color.filled())),
-            )?,
-            _ => chart.draw_series(pts.iter().map(|&p| {
+    }
+    match i % 3 {
+        0 => chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))?,
+        1 => chart.draw_series(
+            pts.iter()
+                .map(|&p| TriangleMarker::new(p, 5, color.filled())),
+        )?,
+        _ => chart
+            .draw_series(pts.iter().map(|&p| {
                 EmptyElement::at(p) + Rectangle::new([(-4, -4), (4, 4)], color.filled())
             }))?,
-        };
-    }
+    };
+    Ok(())
+}
 
-    // The legend panel: title, one swatch per series, what the marks mean.
+/// The legend panel: title, one swatch per series, what the marks mean.
+fn draw_legend(legend_area: &DrawingArea<SVGBackend<'_>, Shift>, c: &Chart) -> DrawResult {
     let mut y = 48;
     if !c.legend_title.is_empty() {
         legend_area.draw(&Text::new(
@@ -347,7 +368,7 @@ fn draw(c: &Chart, svg: &mut String) -> std::result::Result<(), Box<dyn std::err
         // Text centred on the swatch's line.
         let style = (FONT, 14)
             .into_font()
-            .into_text_style(&legend_area)
+            .into_text_style(legend_area)
             .pos(Pos::new(HPos::Left, VPos::Center));
         legend_area.draw(&Text::new(legend_name(&s.name), (42, mid), style))?;
         y += 24;
@@ -368,10 +389,6 @@ fn draw(c: &Chart, svg: &mut String) -> std::result::Result<(), Box<dyn std::err
         note_style.clone(),
     ))?;
     legend_area.draw(&Text::new("bars: min to max", (8, y + 28), note_style))?;
-    if c.series.is_empty() {
-        plot_area.draw(&Text::new("no data", (200, 200), (FONT, 16)))?;
-    }
-    root.present()?;
     Ok(())
 }
 

@@ -5,6 +5,8 @@
 //! DIR/plan.toml         the plan as written
 //! DIR/runs/<id>.json    one result each (schema/result.schema.json)
 //! DIR/.lock             held (flock) while a sweep writes
+//! DIR/.scratch/         data files of runs that name no target, removed
+//!                       after each run and when a sweep opens DIR
 //! ```
 //!
 //! Every file is written to a temporary name and renamed, so a file that
@@ -12,6 +14,7 @@
 //! done: a sweep killed between storing a result and updating the index
 //! loses nothing on resume.
 
+use crate::input::{read_limited, read_text_limited, INDEX_MAX_BYTES, RESULT_MAX_BYTES};
 use crate::plan::{Plan, PlannedRun};
 use anyhow::{Context, Result};
 use ringlab_core::usage_error;
@@ -20,16 +23,17 @@ use serde_json::Value as Json;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-pub const INDEX_FILE: &str = "index.json";
-pub const PLAN_FILE: &str = "plan.toml";
-pub const RUNS_DIR: &str = "runs";
+pub(crate) const INDEX_FILE: &str = "index.json";
+pub(crate) const PLAN_FILE: &str = "plan.toml";
+pub(crate) const RUNS_DIR: &str = "runs";
 const LOCK_FILE: &str = ".lock";
+const SCRATCH_DIR: &str = ".scratch";
 const INDEX_FORMAT: &str = "ringlab-sweep-index";
 const INDEX_VERSION: u32 = 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Status {
+pub(crate) enum Status {
     Pending,
     Done,
     Failed,
@@ -37,7 +41,7 @@ pub enum Status {
 
 /// One planned run as the index records it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct RunEntry {
+pub(crate) struct RunEntry {
     pub id: String,
     /// Axis name -> value.
     pub values: serde_json::Map<String, Json>,
@@ -58,7 +62,7 @@ pub struct RunEntry {
 
 impl RunEntry {
     /// `iodepth=4 engine=uring repeat 2`.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         let mut parts: Vec<String> = self
             .values
             .iter()
@@ -74,7 +78,7 @@ impl RunEntry {
 
 /// `DIR/index.json`: the plan's identity and its runs in execution order.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Index {
+pub(crate) struct Index {
     pub format: String,
     pub version: u32,
     /// [`Plan::identity`] of the plan that made these runs.
@@ -111,18 +115,18 @@ impl Index {
     }
 
     /// The swept axes, in plan order.
-    pub fn axes(&self) -> Vec<String> {
+    pub(crate) fn axes(&self) -> Vec<String> {
         self.plan["axes"]
             .as_object()
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default()
     }
 
-    pub fn command(&self) -> &str {
+    pub(crate) fn command(&self) -> &str {
         self.plan["command"].as_str().unwrap_or("io")
     }
 
-    pub fn done(&self) -> usize {
+    pub(crate) fn done(&self) -> usize {
         self.runs
             .iter()
             .filter(|r| r.status == Status::Done)
@@ -131,9 +135,9 @@ impl Index {
 }
 
 /// Reads `DIR/index.json` (for reports and dry runs; takes no lock).
-pub fn read_index(dir: &Path) -> Result<Index> {
+pub(crate) fn read_index(dir: &Path) -> Result<Index> {
     let path = dir.join(INDEX_FILE);
-    let text = std::fs::read_to_string(&path).map_err(|e| {
+    let text = read_text_limited(&path, INDEX_MAX_BYTES).map_err(|e| {
         usage_error(format!(
             "{}: {e}: name a directory written by 'ringlab sweep PLAN --output DIR'",
             path.display()
@@ -157,7 +161,7 @@ pub fn read_index(dir: &Path) -> Result<Index> {
 }
 
 /// A results directory opened for writing by one sweep.
-pub struct Store {
+pub(crate) struct Store {
     pub dir: PathBuf,
     pub index: Index,
     // Held for the life of the store: a second sweep on DIR is refused.
@@ -167,8 +171,10 @@ pub struct Store {
 impl Store {
     /// Opens DIR for `plan`: creates it, or resumes the runs of the same plan.
     /// A directory holding another plan's sweep, or other files, is refused.
-    pub fn open(dir: &Path, plan: &Plan, runs: &[PlannedRun]) -> Result<Store> {
-        std::fs::create_dir_all(dir.join(RUNS_DIR)).map_err(|e| {
+    pub(crate) fn open(dir: &Path, plan: &Plan, runs: &[PlannedRun]) -> Result<Store> {
+        let made = std::fs::create_dir_all(dir.join(RUNS_DIR))
+            .and_then(|()| std::fs::create_dir_all(dir.join(SCRATCH_DIR)));
+        made.map_err(|e| {
             usage_error(format!(
                 "--output {}: cannot create the results directory: {e}",
                 dir.display()
@@ -183,13 +189,14 @@ impl Store {
             // The result file decides: it is renamed into place only when
             // complete. Refresh args from the plan (same plan, same args).
             let path = dir.join(&entry.result);
-            if is_result(&path) {
+            if read_result(&path, &plan.command).is_ok() {
                 entry.status = Status::Done;
             } else if entry.status == Status::Done {
                 entry.status = Status::Pending;
             }
         }
         remove_temp_files(&dir.join(RUNS_DIR));
+        clean_scratch(&dir.join(SCRATCH_DIR));
         write_atomic(&dir.join(PLAN_FILE), plan.text.as_bytes())?;
         let store = Store {
             dir: dir.to_path_buf(),
@@ -200,35 +207,32 @@ impl Store {
         Ok(store)
     }
 
-    pub fn save(&self) -> Result<()> {
+    pub(crate) fn save(&self) -> Result<()> {
         let mut text = serde_json::to_string_pretty(&self.index)?;
         text.push('\n');
         write_atomic(&self.dir.join(INDEX_FILE), text.as_bytes())
     }
 
-    pub fn result_path(&self, entry: &RunEntry) -> PathBuf {
+    pub(crate) fn result_path(&self, entry: &RunEntry) -> PathBuf {
         self.dir.join(&entry.result)
     }
 
-    /// Where the child writes before the result is checked and renamed; the
-    /// pid keeps an orphaned child of a killed sweep from writing into the
-    /// file of its successor.
-    pub fn temp_path(&self, entry: &RunEntry) -> PathBuf {
-        self.dir
-            .join(RUNS_DIR)
-            .join(format!(".{}.{}.tmp", entry.id, std::process::id()))
+    /// Removes the data files runs left in the scratch directory (a run
+    /// killed by a signal cannot remove its own).
+    pub(crate) fn clean_scratch(&self) {
+        clean_scratch(&scratch_dir(&self.dir));
     }
 }
 
 /// The index of DIR if it holds a sweep of `plan`; `None` for a new or
 /// empty directory; a usage error for anything else.
-pub fn existing_index(dir: &Path, plan: &Plan) -> Result<Option<Index>> {
+pub(crate) fn existing_index(dir: &Path, plan: &Plan) -> Result<Option<Index>> {
     if !dir.join(INDEX_FILE).exists() {
         let foreign: Vec<String> = match std::fs::read_dir(dir) {
             Ok(rd) => rd
                 .filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n != RUNS_DIR && n != LOCK_FILE && n != PLAN_FILE)
+                .filter(|n| ![RUNS_DIR, LOCK_FILE, PLAN_FILE, SCRATCH_DIR].contains(&n.as_str()))
                 .collect(),
             Err(_) => Vec::new(),
         };
@@ -282,12 +286,26 @@ fn differences(a: &Json, b: &Json) -> Vec<String> {
     out
 }
 
-/// A complete result: parses, and holds the figures a report reads.
-fn is_result(path: &Path) -> bool {
-    std::fs::read(path)
-        .ok()
-        .and_then(|b| serde_json::from_slice::<Json>(&b).ok())
-        .is_some_and(|v| v["total"].is_object())
+/// A result of `command` that a report can read: JSON with the `total`
+/// figures, of the sweep's command. The error says what the bytes are
+/// instead.
+pub(crate) fn parse_result(bytes: &[u8], command: &str) -> std::result::Result<Json, String> {
+    let v: Json = serde_json::from_slice(bytes).map_err(|e| format!("not JSON ({e})"))?;
+    if !v["total"].is_object() {
+        return Err("JSON without 'total' figures: not a ringlab result".to_string());
+    }
+    if v["command"].as_str() != Some(command) {
+        return Err(format!(
+            "a result of command {}, the sweep's is {command}",
+            v["command"]
+        ));
+    }
+    Ok(v)
+}
+
+/// The result stored at `path` (bounded read, see [`parse_result`]).
+pub(crate) fn read_result(path: &Path, command: &str) -> std::result::Result<Json, String> {
+    parse_result(&read_limited(path, RESULT_MAX_BYTES)?, command)
 }
 
 fn remove_temp_files(runs: &Path) {
@@ -303,28 +321,45 @@ fn remove_temp_files(runs: &Path) {
     }
 }
 
+/// Where `io` runs of the sweep in `dir` that name no target create their
+/// data file.
+pub(crate) fn scratch_dir(dir: &Path) -> PathBuf {
+    dir.join(SCRATCH_DIR)
+}
+
+/// Removes `ringlab-io-*.dat` files (what `ringlab io` creates without a
+/// target) from the scratch directory, and nothing else.
+fn clean_scratch(scratch: &Path) {
+    if let Ok(rd) = std::fs::read_dir(scratch) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let is_file = e.file_type().is_ok_and(|t| t.is_file());
+            if is_file && name.starts_with("ringlab-io-") && name.ends_with(".dat") {
+                // A failure to remove it leaves it for the next sweep.
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
 fn lock_dir(dir: &Path) -> Result<File> {
-    use std::os::fd::AsRawFd;
+    use rustix::fs::{flock, FlockOperation};
     let path = dir.join(LOCK_FILE);
     let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
-    // SAFETY: flock on a descriptor we own; no memory is passed.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(usage_error(format!(
-                "--output {}: another sweep is writing to this directory; wait for it or use another directory",
-                dir.display()
-            )));
-        }
-        return Err(anyhow::Error::new(err).context(format!("locking {}", path.display())));
+    match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(file),
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(usage_error(format!(
+            "--output {}: another sweep is writing to this directory; wait for it or use another directory",
+            dir.display()
+        ))),
+        Err(e) => Err(anyhow::Error::new(std::io::Error::from(e))
+            .context(format!("locking {}", path.display()))),
     }
-    Ok(file)
 }
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so that
 /// readers see the old file or the whole new one.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -364,17 +399,25 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let store = open(tmp.path(), PLAN).unwrap();
         let first = store.index.runs[0].clone();
-        std::fs::write(store.result_path(&first), "{\"total\": {}}").unwrap();
+        std::fs::write(
+            store.result_path(&first),
+            "{\"command\": \"io\", \"total\": {}}",
+        )
+        .unwrap();
         // A torn write (not JSON) does not count.
         let second = store.index.runs[1].clone();
         std::fs::write(store.result_path(&second), "{\"tot").unwrap();
-        std::fs::write(store.temp_path(&second), "partial").unwrap();
+        let temp = tmp.path().join("runs/.0001.json.4242.tmp");
+        std::fs::write(&temp, "partial").unwrap();
+        let data = tmp.path().join(".scratch/ringlab-io-4243.dat");
+        std::fs::write(&data, "data").unwrap();
         drop(store);
         let store = open(tmp.path(), PLAN).unwrap();
         assert_eq!(store.index.runs[0].status, Status::Done);
         assert_eq!(store.index.runs[1].status, Status::Pending);
         assert_eq!(store.index.done(), 1);
-        assert!(!store.temp_path(&second).exists(), "stale temp removed");
+        assert!(!temp.exists(), "stale temp removed");
+        assert!(!data.exists(), "a killed run's data file removed");
     }
 
     #[test]

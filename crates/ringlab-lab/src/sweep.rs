@@ -3,15 +3,24 @@
 //! a sweep is exactly the run a person would start by hand, and a crash or
 //! leak in one run cannot touch the next.
 
+use crate::input::RESULT_MAX_BYTES;
 use crate::plan::{Plan, PlannedRun};
-use crate::store::{existing_index, RunEntry, Status, Store};
+use crate::store::{
+    existing_index, parse_result, read_result, scratch_dir, write_atomic, RunEntry, Status, Store,
+};
 use anyhow::{Context, Result};
 use ringlab_core::usage_error;
+use rustix::process::{getppid, kill_process, set_parent_process_death_signal, Pid, Signal};
 use serde_json::Value as Json;
+use std::ffi::OsString;
 use std::io::{Read, Write};
+use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+
+/// Enough of a failed run's stderr for its last line.
+const STDERR_KEEP_BYTES: usize = 64 << 10;
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -55,7 +64,7 @@ pub fn run_sweep(plan: &Plan, dir: &Path, opts: &SweepOptions) -> Result<SweepSu
 
 /// Runs `runs` (made from `plan`, their arguments possibly rewritten, as
 /// `advise` does) in the sweep store layout of `dir`.
-pub fn run_planned(
+pub(crate) fn run_planned(
     plan: &Plan,
     runs: &[PlannedRun],
     dir: &Path,
@@ -112,26 +121,12 @@ pub fn run_planned(
         }
         store.save()?;
         let finished = store.index.runs[i].clone();
-        let result = read_result(&store.result_path(&finished));
+        let result = read_result(&store.result_path(&finished), &plan.command).ok();
         progress.finish(&finished, wall, result.as_ref(), todo.len() - k - 1);
     }
     progress.clear();
-    let failed: Vec<&RunEntry> = store
-        .index
-        .runs
-        .iter()
-        .filter(|r| r.status == Status::Failed)
-        .collect();
-    if let Some(first) = failed.first() {
-        return Err(anyhow::anyhow!(
-            "{} of {total} runs failed (first: run {} ({}): {}); the others are stored in {}; see {}/index.json, run the sweep again to retry the failed runs",
-            failed.len(),
-            first.id,
-            first.label(),
-            first.error.as_deref().unwrap_or("no message"),
-            dir.display(),
-            dir.display()
-        ));
+    if let Some(e) = failures(&store) {
+        return Err(e);
     }
     Ok(SweepSummary {
         total,
@@ -139,6 +134,26 @@ pub fn run_planned(
         ran_now,
         done_before,
     })
+}
+
+/// The error of a sweep that ended with failed runs, naming the first.
+fn failures(store: &Store) -> Option<anyhow::Error> {
+    let failed: Vec<&RunEntry> = store
+        .index
+        .runs
+        .iter()
+        .filter(|r| r.status == Status::Failed)
+        .collect();
+    let first = failed.first()?;
+    let dir = store.dir.display();
+    Some(anyhow::anyhow!(
+        "{} of {} runs failed (first: run {} ({}): {}); the others are stored in {dir}; see {dir}/index.json, run the sweep again to retry the failed runs",
+        failed.len(),
+        store.index.runs.len(),
+        first.id,
+        first.label(),
+        first.error.as_deref().unwrap_or("no message"),
+    ))
 }
 
 fn interrupted(store: &Store) -> anyhow::Error {
@@ -159,54 +174,39 @@ fn sleep_unless_interrupted(d: Duration, flag: &AtomicBool) {
 
 /// Runs one child to its end and stores its result.
 fn run_one(store: &Store, entry: &RunEntry, plan: &Plan, opts: &SweepOptions) -> Result<Outcome> {
-    let tmp = store.temp_path(entry);
-    let mut cmd = Command::new(&opts.exe);
-    cmd.args(&entry.args)
-        .arg("--output-format")
-        .arg("json")
-        .arg("--output")
-        .arg(&tmp)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        // Its own process group: a Ctrl-C at the terminal reaches the sweep
-        // only, which then stops the child once, so that the child can end
-        // its run cleanly (a second signal would end it at once).
-        .process_group(0);
-    // SAFETY: prctl only, which is async-signal-safe, between fork and exec:
-    // when the sweep dies (even by SIGKILL) the child gets SIGTERM, ends its
-    // run and removes the files it created, instead of running on orphaned.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("starting {}", opts.exe.display()))?;
-    let mut stderr = child.stderr.take().context("child stderr")?;
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
+    let mut child = spawn_run(store, entry, plan, opts)?;
+    // Both pipes are drained while the child runs, so that it never blocks
+    // on a full pipe; each keeps a bounded part. No reader threads: the
+    // sweep stays single-threaded while a run goes on, because Linux sends
+    // the parent-death signal again each time a dying parent's threads hand
+    // the child on to one another, and a second SIGTERM ends a ringlab run
+    // at once, before it removes its data file.
+    let mut stdout = Drain::new(child.stdout.take().context("child stdout")?, Keep::Head)?;
+    let mut stderr = Drain::new(child.stderr.take().context("child stderr")?, Keep::Tail)?;
     let mut signalled = false;
     let status = loop {
+        stdout.pump();
+        stderr.pump();
         if let Some(status) = child.try_wait().context("waiting for a run")? {
+            stdout.pump();
+            stderr.pump();
             break status;
         }
         if !signalled && opts.interrupted.load(Ordering::Relaxed) {
-            // SAFETY: kill(2) on the pid of our own child, not yet reaped.
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            // Our own child, not yet reaped: its pid is still its own. Gone
+            // already, it has nothing left to stop.
+            let _ = kill_process(Pid::from_child(&child), Signal::INT);
             signalled = true;
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    let err_text = reader.join().unwrap_or_default();
-    let outcome = if signalled || opts.interrupted.load(Ordering::Relaxed) {
+    let result = Captured {
+        truncated: stdout.dropped > 0,
+        bytes: stdout.kept,
+    };
+    let err_text = String::from_utf8_lossy(&stderr.kept).into_owned();
+    store.clean_scratch();
+    Ok(if signalled || opts.interrupted.load(Ordering::Relaxed) {
         // A run cut short measured something else than planned: not stored.
         Outcome::Interrupted
     } else if status.code() == Some(2) {
@@ -218,38 +218,150 @@ fn run_one(store: &Store, entry: &RunEntry, plan: &Plan, opts: &SweepOptions) ->
         };
         Outcome::Failed(format!("{}: {why}", last_line(&err_text)))
     } else {
-        match check_result(&tmp, plan) {
+        match check_result(&result, plan) {
             Ok(()) => {
-                std::fs::rename(&tmp, store.result_path(entry))
+                // Written whole to a temporary file and renamed: a sweep
+                // killed at any moment leaves a complete result or none.
+                write_atomic(&store.result_path(entry), &result.bytes)
                     .context("storing a run's result")?;
                 Outcome::Done
             }
             Err(why) => Outcome::Failed(why),
         }
-    };
-    let _ = std::fs::remove_file(&tmp);
-    Ok(outcome)
+    })
+}
+
+/// Starts the child of one run: `ringlab ARGS --output-format json`, its
+/// result read from its standard output (no file of its own to leave behind).
+fn spawn_run(store: &Store, entry: &RunEntry, plan: &Plan, opts: &SweepOptions) -> Result<Child> {
+    let mut cmd = Command::new(&opts.exe);
+    cmd.args(&entry.args)
+        .args(scratch_args(plan, &store.dir))
+        .arg("--output-format")
+        .arg("json")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group: a Ctrl-C at the terminal reaches the sweep
+        // only, which then stops the child once, so that the child can end
+        // its run cleanly (a second signal would end it at once).
+        .process_group(0);
+    let sweep = Pid::from_raw(std::process::id() as i32);
+    // SAFETY: between fork and exec only two raw system calls (rustix makes
+    // them without allocating or locking): when the sweep dies (even by
+    // SIGKILL) the child gets SIGTERM, ends its run and removes the files it
+    // created, instead of running on orphaned. A sweep that died before
+    // prctl took effect sent no signal: then the child is not started.
+    unsafe {
+        cmd.pre_exec(move || {
+            set_parent_process_death_signal(Some(Signal::TERM))?;
+            if getppid() != sweep {
+                return Err(rustix::io::Errno::SRCH.into());
+            }
+            Ok(())
+        });
+    }
+    cmd.spawn()
+        .with_context(|| format!("starting {}", opts.exe.display()))
+}
+
+/// `--directory DIR/.scratch` for an `io` plan that names no target, no
+/// directory and no `keep`: the data file each run creates lives in the
+/// results directory, so a run killed together with its sweep leaves nothing
+/// in the current directory, and the next sweep removes what it left.
+fn scratch_args(plan: &Plan, dir: &Path) -> Vec<OsString> {
+    let named = |k: &str| plan.options.contains_key(k) || plan.axes.contains_key(k);
+    if plan.command != "io" || ["target", "directory", "keep"].iter().any(|k| named(k)) {
+        return Vec::new();
+    }
+    vec!["--directory".into(), scratch_dir(dir).into_os_string()]
+}
+
+/// What a child printed on its standard output: the first
+/// [`RESULT_MAX_BYTES`], and whether there was more.
+struct Captured {
+    bytes: Vec<u8>,
+    truncated: bool,
+}
+
+/// Which part of a pipe's output is kept.
+#[derive(Clone, Copy, PartialEq)]
+enum Keep {
+    /// The first [`RESULT_MAX_BYTES`] (a result).
+    Head,
+    /// About the last [`STDERR_KEEP_BYTES`] (its last line is the message a
+    /// failed run is stored with).
+    Tail,
+}
+
+/// One of a child's output pipes, read without blocking on each tick of the
+/// wait loop until its end; what is not kept is read and dropped.
+struct Drain<R> {
+    pipe: Option<R>,
+    keep: Keep,
+    kept: Vec<u8>,
+    dropped: u64,
+}
+
+impl<R: Read + AsFd> Drain<R> {
+    fn new(pipe: R, keep: Keep) -> Result<Drain<R>> {
+        rustix::io::ioctl_fionbio(&pipe, true).context("making a run's pipe non-blocking")?;
+        Ok(Drain {
+            pipe: Some(pipe),
+            keep,
+            kept: Vec::new(),
+            dropped: 0,
+        })
+    }
+
+    /// Reads what the pipe holds now.
+    fn pump(&mut self) {
+        let mut buf = [0u8; 16384];
+        while let Some(pipe) = &mut self.pipe {
+            match pipe.read(&mut buf) {
+                Ok(0) => self.pipe = None,
+                Ok(n) => self.take(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(_) => self.pipe = None,
+            }
+        }
+    }
+
+    fn take(&mut self, bytes: &[u8]) {
+        match self.keep {
+            Keep::Head => {
+                let room = (RESULT_MAX_BYTES as usize).saturating_sub(self.kept.len());
+                let n = room.min(bytes.len());
+                self.kept.extend_from_slice(&bytes[..n]);
+                self.dropped += (bytes.len() - n) as u64;
+            }
+            Keep::Tail => {
+                self.kept.extend_from_slice(bytes);
+                if self.kept.len() > 2 * STDERR_KEEP_BYTES {
+                    let cut = self.kept.len() - STDERR_KEEP_BYTES;
+                    self.kept.drain(..cut);
+                    self.dropped += cut as u64;
+                }
+            }
+        }
+    }
 }
 
 /// A result worth storing: JSON with the figures, from the right command.
-fn check_result(path: &Path, plan: &Plan) -> std::result::Result<(), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("the run wrote no result: {e}"))?;
-    let v: Json =
-        serde_json::from_slice(&bytes).map_err(|e| format!("the run's result is not JSON: {e}"))?;
-    if !v["total"].is_object() {
-        return Err("the run's result has no 'total' figures".to_string());
-    }
-    if v["command"].as_str() != Some(plan.command.as_str()) {
+fn check_result(out: &Captured, plan: &Plan) -> std::result::Result<(), String> {
+    if out.truncated {
         return Err(format!(
-            "the run's result is of command {}, the plan's is {}",
-            v["command"], plan.command
+            "the run printed more than {} MiB on its standard output: not a result",
+            RESULT_MAX_BYTES >> 20
         ));
     }
-    Ok(())
-}
-
-fn read_result(path: &Path) -> Option<Json> {
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    if out.bytes.is_empty() {
+        return Err("the run printed no result".to_string());
+    }
+    parse_result(&out.bytes, &plan.command)
+        .map(drop)
+        .map_err(|why| format!("the run's output is {why}"))
 }
 
 fn last_line(text: &str) -> String {
@@ -262,7 +374,7 @@ fn last_line(text: &str) -> String {
 }
 
 /// `3m20s`, `12s`, `0.4s`.
-pub fn human_duration(d: Duration) -> String {
+pub(crate) fn human_duration(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s < 10.0 {
         format!("{s:.1}s")
@@ -439,6 +551,8 @@ pub fn dry_run(plan: &Plan, dir: Option<&Path>) -> Result<String> {
     if index.is_some() {
         out.push_str(&format!("{done} of {} already done\n", runs.len()));
     }
+    // Runs that create their data file do so in DIR's scratch directory.
+    let extra = dir.map(|d| scratch_args(plan, d)).unwrap_or_default();
     for (n, r) in runs.iter().enumerate() {
         out.push_str(&format!(
             "{:>5}  {}  {:<7}  {:<40}  ringlab {}\n",
@@ -448,7 +562,9 @@ pub fn dry_run(plan: &Plan, dir: Option<&Path>) -> Result<String> {
             r.label(),
             r.args
                 .iter()
-                .map(|a| quote(a))
+                .cloned()
+                .chain(extra.iter().map(|a| a.to_string_lossy().into_owned()))
+                .map(|a| quote(&a))
                 .collect::<Vec<_>>()
                 .join(" ")
         ));

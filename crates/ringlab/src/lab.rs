@@ -40,7 +40,9 @@ pub fn report(dir: &Path, output: Option<&Path>) -> Result<()> {
     let out = output
         .map(Path::to_path_buf)
         .unwrap_or_else(|| dir.join("report"));
-    let written = ringlab_lab::report::write_report(dir, &out)?;
+    let written = ringlab_lab::report::write_report(dir, &out, |w| {
+        eprintln!("ringlab report: warning: {w}");
+    })?;
     println!(
         "ringlab report: {} files in {}; open {}",
         written.files.len(),

@@ -109,7 +109,10 @@ fn every_knob_moves_the_right_bytes_and_is_recorded() {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     for (flags, key, want) in cases {
         if cpus < 2 && flags.contains("--completion-thread 1") {
-            eprintln!("skipped {flags}: this machine has one CPU");
+            skip(
+                &format!("{} ({flags})", current_test()),
+                "this machine has one CPU",
+            );
             continue;
         }
         let r = verified_run(&d, flags);
@@ -124,9 +127,12 @@ fn every_knob_moves_the_right_bytes_and_is_recorded() {
         assert_eq!(r["config"]["iopoll"], true);
         verified_run(&d, "--iopoll --sqpoll");
     } else {
-        eprintln!(
-            "skipped --iopoll runs: the device under {d} has no poll queues (queue/io_poll is 0); \
-             the refusal itself is tested in usage_errors.rs"
+        skip(
+            &format!("{} (--iopoll runs)", current_test()),
+            &format!(
+                "the device under {d} has no poll queues (queue/io_poll is 0); \
+                 the refusal itself is tested in usage_errors.rs"
+            ),
         );
     }
 }
@@ -159,7 +165,10 @@ fn presets_expand_to_the_seeds_configurations() {
     if poll_queues_available(dir.path()) {
         verified_run(&d, "--mode iou+p");
     } else {
-        eprintln!("skipped --mode iou+p: the device under {d} has no poll queues");
+        skip(
+            &format!("{} (--mode iou+p)", current_test()),
+            &format!("the device under {d} has no poll queues"),
+        );
     }
 }
 

@@ -145,14 +145,17 @@ fn no_kstat_turns_collection_off() {
 fn without_permission_counters_are_unavailable_with_the_reason() {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: dropping privileges needs root");
+        skip(&current_test(), "dropping privileges needs root");
         return;
     }
     let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .map(|s| s.trim().parse::<i32>().unwrap_or(2))
         .unwrap_or(2);
     if paranoid < 0 {
-        eprintln!("skipped: kernel.perf_event_paranoid=-1 lets everyone count tracepoints");
+        skip(
+            &current_test(),
+            "kernel.perf_event_paranoid=-1 lets everyone count tracepoints",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -161,6 +164,11 @@ fn without_permission_counters_are_unavailable_with_the_reason() {
         std::os::unix::fs::PermissionsExt::from_mode(0o777),
     )
     .unwrap();
+    // As root first: counts, and mounts tracefs where none is mounted.
+    json_run(&format!(
+        "io --directory {} --size 1m --runtime 20ms",
+        dir.path().display()
+    ));
     let mut cmd = Command::new(BIN);
     cmd.args(argv(&format!(
         "io --directory {} --size 1m --runtime 100ms --output-format json",
@@ -193,6 +201,25 @@ fn without_permission_counters_are_unavailable_with_the_reason() {
         reason.contains("perf_event_paranoid") || reason.contains("root"),
         "{reason}"
     );
+    // The root run before this one mounted tracefs if none was; mounted
+    // closed to others (the kernel's mode 0700), it is named as mounted and
+    // unreadable, not as missing.
+    let mounted = std::fs::read_to_string("/proc/self/mounts")
+        .unwrap()
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some("/sys/kernel/tracing"));
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata("/sys/kernel/tracing")
+            .unwrap()
+            .permissions(),
+    );
+    if mounted && mode & 0o005 == 0 {
+        assert!(
+            reason
+                .contains("tracefs is mounted at /sys/kernel/tracing but this user cannot read it"),
+            "{reason}"
+        );
+    }
     assert!(k["counters"].get("raw_syscalls:sys_enter").is_none());
     assert!(
         k["per_op"].get("syscalls_per_op").is_none(),

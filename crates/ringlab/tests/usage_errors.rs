@@ -23,11 +23,6 @@ fn refused(line: &str, wants: &[&str]) {
     );
 }
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 fn sh(cmd: &str, args: &[&str]) -> Result<String, String> {
     let out = Command::new(cmd)
         .args(args)
@@ -184,8 +179,9 @@ fn knob_combinations_the_kernel_rejects_are_refused_before_the_run() {
 fn iopoll_on_a_device_without_poll_queues_names_the_device() {
     let dir = tempfile::tempdir().unwrap();
     let Some(out) = iopoll_refusal(dir.path()) else {
-        eprintln!(
-            "skipped: the file system of the temporary directory sits on a device with poll queues"
+        skip(
+            &current_test(),
+            "the file system of the temporary directory sits on a device with poll queues",
         );
         return;
     };
@@ -307,7 +303,7 @@ impl Drop for Mount {
 fn file_system_that_refuses_o_direct() {
     // tmpfs accepts O_DIRECT on recent kernels; ramfs never has.
     if !is_root() {
-        eprintln!("skipped: mounting a ramfs needs root");
+        skip(&current_test(), "mounting a ramfs needs root");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -315,7 +311,7 @@ fn file_system_that_refuses_o_direct() {
         "mount",
         &["-t", "ramfs", "ringlab-test", dir.path().to_str().unwrap()],
     ) {
-        eprintln!("skipped: cannot mount ramfs: {e}");
+        skip_root_only(&current_test(), &format!("cannot mount ramfs: {e}"));
         return;
     }
     let _m = Mount(dir.path().to_path_buf());
@@ -449,20 +445,20 @@ impl Drop for Loop {
 #[test]
 fn destructive_writes_to_block_devices_are_refused() {
     if !is_root() {
-        eprintln!("skipped: loop devices need root");
+        skip(&current_test(), "loop devices need root");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let img = dir.path().join("ext4.img");
     std::fs::write(&img, vec![0u8; 32 << 20]).unwrap();
     if let Err(e) = sh("mkfs.ext4", &["-q", "-F", img.to_str().unwrap()]) {
-        eprintln!("skipped: {e}");
+        skip_root_only(&current_test(), &e);
         return;
     }
     let mut ext4 = match Loop::over(&img) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("skipped: no loop device: {e}");
+            skip_root_only(&current_test(), &format!("no loop device: {e}"));
             return;
         }
     };

@@ -234,7 +234,7 @@ pub fn choose_setups(shape: &Shape, cpus: &[u32], probe: &Probe) -> (Vec<Setup>,
 pub fn advise_from(dir: &std::path::Path, goal: Goal) -> anyhow::Result<rank::Advice> {
     let dir = rank::find_results_dir(dir)?;
     // A calibration saved with --save keeps what it skipped and how it ran.
-    let saved: serde_json::Value = std::fs::read(dir.join(SAVED_ADVICE))
+    let saved: serde_json::Value = crate::input::read_limited(&dir.join(SAVED_ADVICE), 16 << 20)
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();

@@ -4,7 +4,7 @@
 //! within the noise of the best.
 
 use super::{guidelines, knobs, Goal};
-use crate::store::{read_index, Status, INDEX_FILE};
+use crate::store::{read_index, read_result, Status, INDEX_FILE};
 use anyhow::Result;
 use ringlab_core::usage_error;
 use serde::Serialize;
@@ -165,8 +165,9 @@ pub struct Calibration {
     pub job_cpus: Vec<u32>,
 }
 
-/// The directory holding a sweep index: DIR itself, or its one
-/// subdirectory that holds one (a `reproduce` output).
+/// The directory holding a sweep index: DIR itself, or the one
+/// subdirectory (or sub-subdirectory, as in a `reproduce` output
+/// DIR/NAME/SWEEP) that holds one.
 pub fn find_results_dir(dir: &Path) -> Result<PathBuf> {
     if dir.join(INDEX_FILE).is_file() {
         return Ok(dir.to_path_buf());
@@ -177,11 +178,28 @@ pub fn find_results_dir(dir: &Path) -> Result<PathBuf> {
             dir.display()
         ))
     })?;
-    let mut found: Vec<PathBuf> = rd
+    let subdirs: Vec<PathBuf> = rd
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .filter(|p| p.join(INDEX_FILE).is_file())
+        .filter(|p| p.is_dir())
         .collect();
+    let mut found: Vec<PathBuf> = subdirs
+        .iter()
+        .filter(|p| p.join(INDEX_FILE).is_file())
+        .cloned()
+        .collect();
+    if found.is_empty() {
+        // A reproduce output: DIR/NAME/SWEEP/index.json.
+        for sub in &subdirs {
+            if let Ok(rd) = std::fs::read_dir(sub) {
+                found.extend(
+                    rd.filter_map(|e| e.ok())
+                        .map(|e| e.path())
+                        .filter(|p| p.join(INDEX_FILE).is_file()),
+                );
+            }
+        }
+    }
     found.sort();
     match found.len() {
         1 => Ok(found.remove(0)),
@@ -227,13 +245,12 @@ pub fn load_groups(dir: &Path) -> Result<(Vec<(String, Vec<Json>)>, Vec<String>)
     let mut groups: Vec<(String, Vec<Json>)> = Vec::new();
     for entry in index.runs.iter().filter(|r| r.status == Status::Done) {
         let path = dir.join(&entry.result);
-        let Some(result) = std::fs::read(&path)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Json>(&b).ok())
-            .filter(|v| v["total"].is_object())
-        else {
-            warnings.push(format!("{}: unreadable result, left out", path.display()));
-            continue;
+        let result = match read_result(&path, "io") {
+            Ok(r) => r,
+            Err(why) => {
+                warnings.push(format!("{}: {why}, left out", path.display()));
+                continue;
+            }
         };
         let name = group_name(&entry.values);
         match groups.iter_mut().find(|(n, _)| *n == name) {

@@ -178,7 +178,7 @@ impl Drop for Server {
 
 /// The per-op kernel figure `name` of result `r`, or `None` when this
 /// machine cannot count `counter`: then it must be listed as unavailable
-/// with its reason (printed as the skip), never given as a number. As root
+/// with its reason (reported as a skip), never given as a number. As root
 /// ringlab can always count (it mounts tracefs itself where none is
 /// mounted), so there a missing figure is a failure unless the kernel lacks
 /// the tracepoint.
@@ -195,12 +195,58 @@ pub fn kstat_per_op(r: &Value, name: &str, counter: &str) -> Option<f64> {
         .find(|u| u["counter"] == counter)
         .unwrap_or_else(|| panic!("{name} neither measured nor listed unavailable: {k}"));
     let reason = why["reason"].as_str().unwrap_or_default();
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    assert!(
-        !root || reason.contains("kernel lacks it"),
-        "{name} not counted although the tests run as root: {reason}"
-    );
-    eprintln!("skipped {name}: {reason}");
+    let what = format!("{} ({name})", current_test());
+    if reason.contains("kernel lacks it") {
+        skip(&what, reason);
+    } else {
+        skip_root_only(&what, reason);
+    }
     None
+}
+
+/// The name of the running test (libtest names each test's thread after it).
+pub fn current_test() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("unnamed test")
+        .to_string()
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Reports that `name` (a test, or a case of one) cannot run on this
+/// machine because it lacks hardware or a kernel feature (one CPU, no poll
+/// queues, no tracepoint): one line `skipped NAME: REASON` on stderr, and
+/// the same line appended to the file `RINGLAB_SKIP_LOG` names, if set, so
+/// that CI counts skips (cargo test hides a passing test's stderr).
+pub fn skip(name: &str, reason: &str) {
+    let line = format!("skipped {name}: {reason}");
+    eprintln!("{line}");
+    if let Some(path) = std::env::var_os("RINGLAB_SKIP_LOG") {
+        use std::io::Write;
+        // One short write with O_APPEND: lines of parallel tests do not mix.
+        let logged = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
+        if let Err(e) = logged {
+            panic!("RINGLAB_SKIP_LOG {}: {e}", Path::new(&path).display());
+        }
+    }
+}
+
+/// Like [`skip`], for what only root can do, or what root can always do
+/// (mounts, loop devices, every perf counter): a skip for a user, and a
+/// failure when the tests run as root, as CI does, so a root-only test
+/// never passes there without having run.
+pub fn skip_root_only(name: &str, reason: &str) {
+    assert!(
+        !is_root(),
+        "{name} did not run although the tests run as root: {reason}"
+    );
+    skip(name, reason);
 }
