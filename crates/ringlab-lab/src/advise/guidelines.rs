@@ -116,11 +116,16 @@ pub fn check(goal: Goal, setups: &[SetupFigures]) -> Vec<Verdict> {
     GUIDELINES
         .iter()
         .map(|g| {
-            let subject = setups.iter().find(|s| (g.subject)(s));
-            let reference = setups.iter().find(|s| (g.reference)(s));
-            let (verdict, detail) = match (subject, reference) {
-                (Some(a), Some(b)) => judge(goal, g, a, b),
-                _ => (
+            // The first pair measured on one I/O shape.
+            let pair = setups.iter().filter(|s| (g.subject)(s)).find_map(|a| {
+                setups
+                    .iter()
+                    .find(|b| (g.reference)(b) && b.shape == a.shape)
+                    .map(|b| (a, b))
+            });
+            let (verdict, detail) = match pair {
+                Some((a, b)) => judge(goal, g, a, b),
+                None => (
                     "not tested",
                     "the setups it compares were not both measured (skipped for this shape or device, or absent from the results)".to_string(),
                 ),

@@ -219,9 +219,12 @@ pub fn find_results_dir(dir: &Path) -> Result<PathBuf> {
     }
 }
 
+/// A setup's name and its results (one per repeat).
+pub type Group = (String, Vec<Json>);
+
 /// The finished io results of a sweep directory, grouped by their axis
 /// values (a setup each), in index order of first appearance.
-pub fn load_groups(dir: &Path) -> Result<(Vec<(String, Vec<Json>)>, Vec<String>)> {
+pub fn load_groups(dir: &Path) -> Result<(Vec<Group>, Vec<String>)> {
     let index = read_index(dir)?;
     if index.command() != "io" {
         return Err(usage_error(format!(
@@ -242,7 +245,7 @@ pub fn load_groups(dir: &Path) -> Result<(Vec<(String, Vec<Json>)>, Vec<String>)
             dir.display()
         ));
     }
-    let mut groups: Vec<(String, Vec<Json>)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     for entry in index.runs.iter().filter(|r| r.status == Status::Done) {
         let path = dir.join(&entry.result);
         let result = match read_result(&path, "io") {
@@ -435,7 +438,8 @@ pub fn within_noise(goal: Goal, a: &SetupFigures, b: &SetupFigures) -> bool {
 }
 
 /// The recommendation over ranked setups: the simplest io_uring setup
-/// inside the noise of the best io_uring setup, with its evidence.
+/// inside the noise of the best io_uring setup (on the same I/O shape), with
+/// its evidence against the bare ring of that shape.
 pub fn recommend(goal: Goal, ranked: &[SetupFigures]) -> Recommendation {
     let uring: Vec<&SetupFigures> = ranked.iter().filter(|s| s.engine == "uring").collect();
     let pool: Vec<&SetupFigures> = if uring.is_empty() {
@@ -443,7 +447,9 @@ pub fn recommend(goal: Goal, ranked: &[SetupFigures]) -> Recommendation {
     } else {
         uring
     };
+    // Only setups measured on the best one's shape compete with it.
     let best = pool[0];
+    let pool: Vec<&SetupFigures> = pool.into_iter().filter(|s| s.shape == best.shape).collect();
     let tied: Vec<&SetupFigures> = pool
         .iter()
         .copied()
@@ -660,6 +666,26 @@ mod tests {
         let e = evidence(&a, &b);
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].counter, "reschedule_ipis_per_op");
+    }
+
+    #[test]
+    fn only_setups_of_the_best_ones_shape_compete_with_it() {
+        let mut deep = fig(
+            "coop-taskrun=true iodepth=16",
+            &["coop-taskrun"],
+            &[300.0, 310.0],
+        );
+        deep.shape = "iodepth=16".into();
+        let mut deep_bare = fig("coop-taskrun=false iodepth=16", &[], &[100.0, 110.0]);
+        deep_bare.shape = "iodepth=16".into();
+        // Overlaps the best's range, but on another shape: not a tie.
+        let mut shallow = fig("coop-taskrun=false iodepth=1", &[], &[290.0, 305.0]);
+        shallow.shape = "iodepth=1".into();
+        let ranked = rank(Goal::Iops, vec![shallow, deep_bare, deep]);
+        let r = recommend(Goal::Iops, &ranked);
+        assert_eq!(r.setup, "coop-taskrun=true iodepth=16");
+        assert!(!r.within_noise);
+        assert_eq!(r.baseline.as_deref(), Some("coop-taskrun=false iodepth=16"));
     }
 
     #[test]

@@ -160,9 +160,15 @@ fn fmt_range(r: Option<Range>, scale: f64, digits: usize) -> String {
 /// The advice as text.
 pub fn text(a: &Advice) -> String {
     let mut s = String::new();
+    let varies = a.ranked.iter().any(|r| r.shape != a.ranked[0].shape);
     s.push_str(&format!(
-        "ringlab advise: goal {}, shape {}\n",
+        "ringlab advise: goal {}, shape {}{}\n",
         a.goal.name(),
+        if varies {
+            "(varies, first result's) "
+        } else {
+            ""
+        },
         a.shape
             .iter()
             .map(|(k, v)| format!("{k}={}", plain(v)))
