@@ -11,6 +11,10 @@
 #   - client CPU microseconds per request: the client process's own user +
 #     system time (wait4's rusage of the child) over its request count;
 #   - ratios to wrk: requests/s, and requests per client CPU-second.
+# Then the same with a wrk Lua script whose request() builds every request
+# (wrk.format with a new path each time), run by wrk -s and by ringlab -s
+# (BENCH_SCRIPT_IOS), at BENCH_SCRIPT_CONNS connections: the cost of a
+# request() script, side by side, as requests/s and client CPU per request.
 # Then 10,000 connections are held for a few seconds with each ringlab
 # driver and the client's peak resident memory (ru_maxrss) is printed.
 # ringlab runs with --no-kstat: wrk counts nothing in the kernel, and the
@@ -20,7 +24,8 @@
 # Environment: BENCH_DURATION seconds per run (3), BENCH_REPEATS (3),
 #   BENCH_CONNS ("1 10 50 100 400"), BENCH_IOS ("epoll uring-nb uring
 #   uring+coop uring+dt uring-mshot"), BENCH_PORT (18089), BENCH_BIG_CONNS
-#   (10000). uring+coop is --io uring --coop-taskrun; uring+dt is --io uring
+#   (10000), BENCH_SCRIPT_CONNS ("10 100"), BENCH_SCRIPT_IOS ("epoll uring");
+#   an empty BENCH_CONNS skips the plain table. uring+coop is --io uring --coop-taskrun; uring+dt is --io uring
 #   --single-issuer --defer-taskrun.
 set -euo pipefail
 
@@ -31,6 +36,8 @@ conns_list=${BENCH_CONNS:-"1 10 50 100 400"}
 ios=${BENCH_IOS:-"epoll uring-nb uring uring+coop uring+dt uring-mshot"}
 port=${BENCH_PORT:-18089}
 big=${BENCH_BIG_CONNS:-10000}
+script_conns=${BENCH_SCRIPT_CONNS:-"10 100"}
+script_ios=${BENCH_SCRIPT_IOS:-"epoll uring"}
 
 if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
     echo "installing wrk and nginx (apt-get)" >&2
@@ -132,7 +139,34 @@ for rep in $(seq "$repeats"); do
     done
 done
 
-python3 - "$results" "$tools" <<'PY'
+# A request() script: a new request string for every request.
+cat >"$work/request.lua" <<'LUA'
+counter = 0
+request = function()
+   counter = counter + 1
+   return wrk.format(nil, "/" .. (counter % 100))
+end
+LUA
+script_results="$work/script_results"
+: >"$script_results"
+script_tools="wrk $script_ios"
+for rep in $(seq "$repeats"); do
+    for c in $script_conns; do
+        for tool in $script_tools; do
+            if [ "$tool" = wrk ]; then
+                line=$(measure wrk -t1 -c"$c" -d"${dur}s" -s "$work/request.lua" "$url")
+            else
+                # shellcheck disable=SC2046
+                line=$(measure "$ringlab" http -t1 -c"$c" -d"${dur}s" $(io_args "$tool") -s "$work/request.lua" "$url")
+            fi
+            echo "$c $tool $line" >>"$script_results"
+            echo "  repeat $rep, $c connections, $tool -s request.lua: $line" >&2
+        done
+    done
+done
+
+table() {
+python3 - "$1" "$2" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 tools = sys.argv[2].split()
@@ -155,6 +189,11 @@ for c in sorted({k[0] for k in data}):
         r2 = f"{b_cpu / cpu:.2f}x" if b_cpu and cpu == cpu and cpu > 0 else "-"
         print(f"{c:>5} {tool:<12} {rps:>10.0f} {cpu:>10.2f} {r1:>12} {r2:>16}")
 PY
+}
+if [ -n "$conns_list" ]; then table "$results" "$tools"; fi
+echo
+echo "with a request() script (-s request.lua, both clients):"
+table "$script_results" "$script_tools"
 
 echo
 echo "$big connections held for ${dur}s (client peak RSS):"

@@ -4,6 +4,7 @@
 //! driver only moves bytes and reports what the kernel said.
 
 use crate::http::{Flow, ResponseParser};
+use crate::script::ThreadScript;
 use ringlab_stats::{DirectionRecorder, HttpErrors, LatencyRecorder};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -68,6 +69,9 @@ pub struct Conn {
     /// Not reopened before this time.
     retry_at_ns: u64,
     retry_armed: bool,
+    /// Script delay(): the next request waits until `delay_due_ns`.
+    delay_set: bool,
+    delay_due_ns: u64,
 }
 
 impl Conn {
@@ -87,6 +91,8 @@ impl Conn {
             backoff_ns: 0,
             retry_at_ns: 0,
             retry_armed: false,
+            delay_set: false,
+            delay_due_ns: 0,
         }
     }
 
@@ -147,6 +153,12 @@ pub struct ClientConfig {
     /// Open loop: nanoseconds between two requests of one connection.
     pub interval_ns: Option<u64>,
     pub timeout_ns: u64,
+    /// Requests in one request string (a script's pipelined request();
+    /// 1 otherwise): each write queues that many responses.
+    pub per_write: u32,
+    /// `-n`: this thread's share of the total; it stops after that many
+    /// responses.
+    pub limit: Option<u64>,
 }
 
 /// A client thread's connections and counts.
@@ -162,6 +174,10 @@ pub struct Client {
     timeout_check_every_ns: u64,
     sample_start_ns: u64,
     sample_start_ops: u64,
+    /// The thread's Lua state and hooks (`-s`); `None` without a script.
+    pub script: Option<Box<ThreadScript>>,
+    /// Requests dropped unanswered by a reconnect (for `-n`).
+    lost: u64,
 }
 
 impl Client {
@@ -190,7 +206,31 @@ impl Client {
             timeout_check_every_ns: every,
             sample_start_ns: 0,
             sample_start_ops: 0,
+            script: None,
+            lost: 0,
         }
+    }
+
+    /// Runs the script's hooks on this client; response bodies are parsed
+    /// only when the script defines response(), as in wrk.
+    pub fn set_script(&mut self, s: ThreadScript) {
+        if s.wants_response() {
+            for c in &mut self.conns {
+                c.parser.capture();
+            }
+        }
+        self.script = Some(Box::new(s));
+    }
+
+    /// The thread is done before the end of the run: thread:stop(), a
+    /// script error, or its `-n` share answered.
+    #[inline]
+    pub fn halted(&self) -> bool {
+        self.script.as_ref().is_some_and(|s| s.halted())
+            || self
+                .cfg
+                .limit
+                .is_some_and(|l| self.stats.responses.ops >= l)
     }
 
     /// Restarts the clock (and the open-loop schedule) at the start of the
@@ -259,7 +299,8 @@ impl Client {
     /// Queues the requests this connection may send now; true when it has
     /// bytes to write.
     pub fn fill(&mut self, i: usize, now: u64) -> bool {
-        let pipeline = self.cfg.pipeline as usize;
+        let per_write = self.cfg.per_write.max(1) as usize;
+        let limit_inflight = self.cfg.pipeline as usize * per_write;
         let c = &mut self.conns[i];
         if c.phase != Phase::Open {
             return false;
@@ -268,28 +309,60 @@ impl Client {
             c.wbuf.clear();
             c.woff = 0;
         }
-        while c.inflight.len() < pipeline {
-            let due_ns = match self.cfg.interval_ns {
-                None => now,
-                Some(iv) => {
-                    if c.next_due_ns > now {
-                        if !c.timer_armed {
-                            c.timer_armed = true;
-                            self.timers.push(Reverse((c.next_due_ns, i as u32)));
+        while c.inflight.len() + per_write <= limit_inflight {
+            if let Some(l) = self.cfg.limit {
+                let outstanding = self.stats.requests_sent - self.stats.responses.ops - self.lost;
+                if self.stats.responses.ops + outstanding >= l {
+                    break;
+                }
+            }
+            if self.cfg.interval_ns.is_some() && c.next_due_ns > now {
+                if !c.timer_armed {
+                    c.timer_armed = true;
+                    self.timers.push(Reverse((c.next_due_ns, i as u32)));
+                }
+                break;
+            }
+            let due_ns = c.next_due_ns;
+            let request: &[u8] = match self.script.as_deref_mut() {
+                None => &self.cfg.request,
+                Some(s) => {
+                    if s.has_delay() {
+                        if !c.delay_set {
+                            c.delay_set = true;
+                            c.delay_due_ns = now + s.delay_ns();
                         }
-                        break;
+                        if c.delay_due_ns > now {
+                            if !c.timer_armed {
+                                c.timer_armed = true;
+                                self.timers.push(Reverse((c.delay_due_ns, i as u32)));
+                            }
+                            break;
+                        }
+                        c.delay_set = false;
                     }
-                    let due = c.next_due_ns;
-                    c.next_due_ns += iv;
-                    due
+                    match s.next_request() {
+                        Some(r) => r,
+                        None => break,
+                    }
                 }
             };
-            c.wbuf.extend_from_slice(&self.cfg.request);
-            c.inflight.push_back(Sent {
-                sent_ns: now,
-                due_ns,
-            });
-            self.stats.requests_sent += 1;
+            if let Some(iv) = self.cfg.interval_ns {
+                c.next_due_ns += iv;
+            }
+            let due_ns = if self.cfg.interval_ns.is_some() {
+                due_ns
+            } else {
+                now
+            };
+            c.wbuf.extend_from_slice(request);
+            for _ in 0..per_write {
+                c.inflight.push_back(Sent {
+                    sent_ns: now,
+                    due_ns,
+                });
+            }
+            self.stats.requests_sent += per_write as u64;
         }
         c.woff < c.wbuf.len()
     }
@@ -313,10 +386,11 @@ impl Client {
         let open_loop = self.open_loop();
         let c = &mut self.conns[i];
         let stats = &mut self.stats;
+        let script = &mut self.script;
         let mut unsolicited = false;
         let flow = c
             .parser
-            .feed(data, head, |resp| match c.inflight.pop_front() {
+            .feed_with(data, head, |resp, cap| match c.inflight.pop_front() {
                 Some(s) => {
                     c.answered = true;
                     let lat = now.saturating_sub(if open_loop { s.due_ns } else { s.sent_ns });
@@ -327,6 +401,9 @@ impl Client {
                     }
                     let code = (resp.status as usize).min(stats.status.len() - 1);
                     stats.status[code] += 1;
+                    if let (Some(sc), Some(cap)) = (script.as_deref_mut(), cap) {
+                        sc.response(resp.status, cap);
+                    }
                 }
                 None => unsolicited = true,
             });
@@ -357,6 +434,10 @@ impl Client {
                     }
                     let code = (resp.status as usize).min(self.stats.status.len() - 1);
                     self.stats.status[code] += 1;
+                    if let (Some(sc), Some(cap)) = (self.script.as_deref_mut(), c.parser.captured())
+                    {
+                        sc.response(resp.status, cap);
+                    }
                 }
                 None
             }
@@ -397,7 +478,9 @@ impl Client {
         c.wbuf.clear();
         c.woff = 0;
         c.parser.reset();
+        self.lost += c.inflight.len() as u64;
         c.inflight.clear();
+        c.delay_set = false;
         c.generation = c.generation.wrapping_add(1);
     }
 
@@ -473,6 +556,8 @@ mod tests {
             pipeline,
             interval_ns,
             timeout_ns: 1_000_000_000,
+            per_write: 1,
+            limit: None,
         })
     }
 

@@ -77,11 +77,21 @@ enum State {
     },
 }
 
+/// A response's headers and body, kept only when a script's `response()`
+/// wants them (wrk parses them only then, too).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Captured {
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
 /// One connection's parser; reused across its keep-alive responses.
 #[derive(Debug)]
 pub struct ResponseParser {
     head: Vec<u8>,
     state: State,
+    /// `Some` when headers and bodies are kept for the caller.
+    capture: Option<Box<Captured>>,
 }
 
 impl Default for ResponseParser {
@@ -95,13 +105,23 @@ impl ResponseParser {
         ResponseParser {
             head: Vec::new(),
             state: State::Head,
+            capture: None,
         }
+    }
+
+    /// Keeps each response's headers and body for [`Self::feed_with`].
+    pub fn capture(&mut self) {
+        self.capture = Some(Box::default());
     }
 
     /// Forgets a partial response (after a reconnect).
     pub fn reset(&mut self) {
         self.head.clear();
         self.state = State::Head;
+        if let Some(c) = &mut self.capture {
+            c.headers.clear();
+            c.body.clear();
+        }
     }
 
     /// Whether a response has begun and not ended.
@@ -113,14 +133,38 @@ impl ResponseParser {
     /// complete response. `head_request` marks responses without a body.
     pub fn feed(
         &mut self,
-        mut data: &[u8],
+        data: &[u8],
         head_request: bool,
         mut done: impl FnMut(Response),
+    ) -> Result<Flow, ParseError> {
+        self.feed_with(data, head_request, |r, _| done(r))
+    }
+
+    /// [`Self::feed`], handing each response's headers and body to `done`
+    /// when [`Self::capture`] was called.
+    pub fn feed_with(
+        &mut self,
+        data: &[u8],
+        head_request: bool,
+        mut done: impl FnMut(Response, Option<&Captured>),
+    ) -> Result<Flow, ParseError> {
+        let mut cap = self.capture.take();
+        let r = self.feed_inner(data, head_request, cap.as_deref_mut(), &mut done);
+        self.capture = cap;
+        r
+    }
+
+    fn feed_inner(
+        &mut self,
+        mut data: &[u8],
+        head_request: bool,
+        mut cap: Option<&mut Captured>,
+        done: &mut impl FnMut(Response, Option<&Captured>),
     ) -> Result<Flow, ParseError> {
         while !data.is_empty() {
             match self.state {
                 State::Head => {
-                    let used = self.parse_head(data, head_request)?;
+                    let used = self.parse_head(data, head_request, cap.as_deref_mut())?;
                     match used {
                         None => return Ok(Flow::Continue),
                         Some(n) => data = &data[n..],
@@ -133,7 +177,8 @@ impl ResponseParser {
                     } = self.state
                     {
                         self.state = State::Head;
-                        done(Response { status, close });
+                        done(Response { status, close }, cap.as_deref());
+                        clear(cap.as_deref_mut());
                         if close {
                             return Ok(Flow::Close);
                         }
@@ -144,7 +189,8 @@ impl ResponseParser {
                     close,
                     body,
                 } => {
-                    let (used, next) = advance_body(body, data)?;
+                    let (used, next) =
+                        advance_body(body, data, cap.as_deref_mut().map(|c| &mut c.body))?;
                     data = &data[used..];
                     match next {
                         Some(b) => {
@@ -156,7 +202,8 @@ impl ResponseParser {
                         }
                         None => {
                             self.state = State::Head;
-                            done(Response { status, close });
+                            done(Response { status, close }, cap.as_deref());
+                            clear(cap.as_deref_mut());
                             if close {
                                 return Ok(Flow::Close);
                             }
@@ -166,6 +213,11 @@ impl ResponseParser {
             }
         }
         Ok(Flow::Continue)
+    }
+
+    /// What was captured of the response [`Self::eof`] just ended.
+    pub fn captured(&self) -> Option<&Captured> {
+        self.capture.as_deref()
     }
 
     /// The peer closed the connection: a body framed by the close ends
@@ -191,7 +243,12 @@ impl ResponseParser {
 
     /// Parses a head from `data` (plus any carried-over bytes). Returns how
     /// many bytes of `data` it used, or `None` when it needs more.
-    fn parse_head(&mut self, data: &[u8], head_request: bool) -> Result<Option<usize>, ParseError> {
+    fn parse_head(
+        &mut self,
+        data: &[u8],
+        head_request: bool,
+        cap: Option<&mut Captured>,
+    ) -> Result<Option<usize>, ParseError> {
         let carried = self.head.len();
         if carried > 0 {
             let room = (MAX_HEAD_BYTES + 1).saturating_sub(carried);
@@ -233,6 +290,16 @@ impl ResponseParser {
                 } else if has_token(h.value, b"keep-alive") {
                     conn_close = false;
                 }
+            }
+        }
+        if let Some(c) = cap {
+            c.headers.clear();
+            c.body.clear();
+            for h in resp.headers.iter() {
+                c.headers.push((
+                    h.name.to_string(),
+                    String::from_utf8_lossy(h.value).into_owned(),
+                ));
             }
         }
         let used = n - carried;
@@ -287,6 +354,13 @@ pub fn content_length(seen: Option<u64>, value: &[u8]) -> Option<u64> {
     agreed
 }
 
+fn clear(cap: Option<&mut Captured>) {
+    if let Some(c) = cap {
+        c.headers.clear();
+        c.body.clear();
+    }
+}
+
 fn has_token(value: &[u8], token: &[u8]) -> bool {
     value
         .split(|&b| b == b',')
@@ -295,15 +369,27 @@ fn has_token(value: &[u8], token: &[u8]) -> bool {
 
 /// Consumes body bytes; returns how many it used and the next body state,
 /// `None` once the body is complete.
-fn advance_body(body: Body, data: &[u8]) -> Result<(usize, Option<Body>), ParseError> {
+fn advance_body(
+    body: Body,
+    data: &[u8],
+    sink: Option<&mut Vec<u8>>,
+) -> Result<(usize, Option<Body>), ParseError> {
     match body {
         Body::Length(rem) => {
             let take = rem.min(data.len() as u64);
+            if let Some(s) = sink {
+                s.extend_from_slice(&data[..take as usize]);
+            }
             let left = rem - take;
             Ok((take as usize, (left > 0).then_some(Body::Length(left))))
         }
-        Body::UntilClose => Ok((data.len(), Some(Body::UntilClose))),
-        Body::Chunked(c) => advance_chunked(c, data),
+        Body::UntilClose => {
+            if let Some(s) = sink {
+                s.extend_from_slice(data);
+            }
+            Ok((data.len(), Some(Body::UntilClose)))
+        }
+        Body::Chunked(c) => advance_chunked(c, data, sink),
     }
 }
 
@@ -316,12 +402,19 @@ const NEXT_SIZE: Chunk = Chunk::Size {
 
 /// Chunked transfer coding: chunk data is skipped in one step, the lines
 /// around it (size, delimiters, trailers) byte by byte.
-fn advance_chunked(mut c: Chunk, data: &[u8]) -> Result<(usize, Option<Body>), ParseError> {
+fn advance_chunked(
+    mut c: Chunk,
+    data: &[u8],
+    mut sink: Option<&mut Vec<u8>>,
+) -> Result<(usize, Option<Body>), ParseError> {
     let mut i = 0;
     while i < data.len() {
         c = match c {
             Chunk::Data(rem) => {
                 let take = rem.min((data.len() - i) as u64);
+                if let Some(s) = sink.as_deref_mut() {
+                    s.extend_from_slice(&data[i..i + take as usize]);
+                }
                 i += take as usize;
                 if rem == take {
                     Chunk::DataCr
@@ -417,6 +510,39 @@ mod tests {
             }
         }
         (got, last)
+    }
+
+    #[test]
+    fn capture_keeps_headers_and_body_of_every_framing() {
+        let bytes: &[u8] = b"HTTP/1.1 200 OK\r\nX-Token: abc\r\nContent-Length: 5\r\n\r\nhello\
+HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nfoo\r\n4\r\nbar!\r\n0\r\n\r\n";
+        for split in 0..bytes.len() {
+            let mut p = ResponseParser::new();
+            p.capture();
+            let mut got = Vec::new();
+            for piece in [&bytes[..split], &bytes[split..]] {
+                p.feed_with(piece, false, |r, c| {
+                    let c = c.expect("capture on");
+                    got.push((r.status, c.headers.clone(), c.body.clone()));
+                })
+                .unwrap();
+            }
+            assert_eq!(got.len(), 2, "split {split}");
+            assert_eq!(got[0].0, 200);
+            assert!(got[0]
+                .1
+                .contains(&("X-Token".to_string(), "abc".to_string())));
+            assert_eq!(got[0].2, b"hello");
+            assert_eq!(got[1].0, 201);
+            assert_eq!(got[1].2, b"foobar!", "split {split}");
+        }
+        let mut p = ResponseParser::new();
+        p.feed_with(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+            false,
+            |_, c| assert!(c.is_none(), "no capture unless asked"),
+        )
+        .unwrap();
     }
 
     /// Every way of splitting `bytes` in two gives the same responses.

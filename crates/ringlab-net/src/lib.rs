@@ -11,6 +11,7 @@ pub mod drivers;
 pub mod http;
 pub mod plan;
 pub mod run;
+pub mod script;
 pub mod serve;
 pub mod sys;
 pub mod text;

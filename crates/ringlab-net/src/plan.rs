@@ -61,11 +61,31 @@ pub struct HttpArgs {
     pub duration: String,
     /// A request without its response after this long counts as a timeout
     /// error and its connection is reopened.
-    #[arg(long, value_name = "TIME", default_value = "2s")]
+    #[arg(short = 'T', long, value_name = "TIME", default_value = "2s")]
     pub timeout: String,
-    /// Print the latency distribution.
-    #[arg(long)]
+    /// Print the latency distribution (wrk's; with -R, wrk2's HdrHistogram
+    /// block and percentile spectrum).
+    #[arg(short = 'L', long)]
     pub latency: bool,
+    /// With -R: also print the uncorrected latency distribution (wrk2's
+    /// -U), measured from when each request was sent.
+    #[arg(short = 'U', long = "u_latency", alias = "u-latency")]
+    pub u_latency: bool,
+    /// Percentiles --latency prints, e.g. 50,90,95,99,99.9 (implies
+    /// --latency).
+    #[arg(long, value_name = "P,P,...", value_delimiter = ',')]
+    pub percentile_list: Vec<f64>,
+    /// Stop after N responses in total (ab's and oha's -n); --duration
+    /// still bounds the run.
+    #[arg(short = 'n', long = "requests", value_name = "N")]
+    pub requests: Option<u64>,
+    /// Load a wrk Lua script: setup, init, delay, request, response, done
+    /// (wrk's SCRIPTING); its arguments follow `--`.
+    #[arg(short, long, value_name = "FILE")]
+    pub script: Option<String>,
+    /// Arguments for the script's init(args), after `--`.
+    #[arg(last = true, value_name = "SCRIPT ARGS")]
+    pub script_args: Vec<String>,
     /// Add a request header, "Name: value" (repeatable).
     #[arg(short = 'H', long = "header", value_name = "HEADER")]
     pub header: Vec<String>,
@@ -152,6 +172,12 @@ pub struct HttpPlan {
     pub duration: Duration,
     pub timeout: Duration,
     pub latency: bool,
+    /// Percentiles of the latency distribution, in percent.
+    pub percentiles: Option<Vec<f64>>,
+    pub u_latency: bool,
+    /// `-n`: total responses after which the run ends.
+    pub total_requests: Option<u64>,
+    pub script: Option<crate::script::ScriptSpec>,
     pub headers: Vec<String>,
     pub method: String,
     pub body: Option<String>,
@@ -276,6 +302,30 @@ impl HttpPlan {
             fixed_files: args.fixed_files,
         };
         let ring = check_ring(args.io, ring)?;
+        if args.u_latency && args.rate.is_none() {
+            usage!("--u_latency needs -R: without a rate there is no correction, so the uncorrected latency is the latency --latency prints");
+        }
+        for &p in &args.percentile_list {
+            if !(p.is_finite() && p > 0.0 && p <= 100.0) {
+                usage!("--percentile-list {p}: each percentile must be above 0 and at most 100");
+            }
+        }
+        if args.requests == Some(0) {
+            usage!("-n 0: give at least one request");
+        }
+        if !args.script_args.is_empty() && args.script.is_none() {
+            usage!(
+                "'{}' after '--' is for a script's init(args): add -s FILE",
+                args.script_args[0]
+            );
+        }
+        let script = match &args.script {
+            Some(path) => Some(crate::script::ScriptSpec::load(
+                path,
+                args.script_args.clone(),
+            )?),
+            None => None,
+        };
         let addr = resolve(&target)?;
         let request = build_request(&method, &target, &args.header, args.body.as_deref());
         Ok(HttpPlan {
@@ -286,7 +336,11 @@ impl HttpPlan {
             connections: args.connections,
             duration,
             timeout,
-            latency: args.latency,
+            latency: args.latency || !args.percentile_list.is_empty(),
+            percentiles: (!args.percentile_list.is_empty()).then(|| args.percentile_list.clone()),
+            u_latency: args.u_latency,
+            total_requests: args.requests,
+            script,
             headers: args.header.clone(),
             method,
             body: args.body.clone(),
@@ -319,6 +373,11 @@ impl HttpPlan {
             "duration": self.duration.as_secs_f64(),
             "timeout": self.timeout.as_secs_f64(),
             "latency": self.latency,
+            "u_latency": self.u_latency,
+            "percentile-list": self.percentiles,
+            "requests": self.total_requests,
+            "script": self.script.as_ref().map(|s| s.path.display().to_string()),
+            "script-args": self.script.as_ref().map(|s| s.args.clone()),
             "header": self.headers,
             "method": self.method,
             "body": self.body,

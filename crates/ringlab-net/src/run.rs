@@ -6,6 +6,7 @@ use crate::drivers::epoll::EpollDriver;
 use crate::drivers::uring::UringDriver;
 use crate::drivers::{Driver, RunCtx};
 use crate::plan::{HttpPlan, IoKind};
+use crate::script::{DoneErrors, DoneSummary, ScriptRun, StatsUd, ThreadScript, WrkTable};
 use crate::sys::{self, RawAddr};
 use crate::text;
 use anyhow::{anyhow, Result};
@@ -33,11 +34,84 @@ pub struct HttpOutcome {
     /// The merged latency recorders (percentiles the result does not hold).
     pub lat: LatencyRecorder,
     pub lat_uncorrected: LatencyRecorder,
+    /// Requests per second of each thread's 100 ms windows.
+    pub rate_samples: Vec<f64>,
+    /// The script's states, kept for done() (`-s`).
+    pub script: Option<ScriptRun>,
+}
+
+impl HttpOutcome {
+    /// Calls the script's done(summary, latency, requests), as wrk does
+    /// after its report; a no-op without a script or without done().
+    pub fn script_done(&self) -> Result<()> {
+        let Some(s) = &self.script else { return Ok(()) };
+        if !s.has_done() {
+            return Ok(());
+        }
+        let t = &self.result.total;
+        let mut errors = DoneErrors::default();
+        if let Some(h) = &self.result.http {
+            let e = &h.errors;
+            errors = DoneErrors {
+                connect: e.connect,
+                // wrk counts parse errors and early closes as read errors.
+                read: e.read + e.parse + e.closed,
+                write: e.write,
+                timeout: e.timeout,
+                status: h
+                    .status
+                    .iter()
+                    .filter(|(code, _)| code.parse::<u32>().is_ok_and(|c| c > 399))
+                    .map(|(_, n)| n)
+                    .sum(),
+            };
+        }
+        let summary = DoneSummary {
+            duration_us: t.elapsed_ns / 1000,
+            requests: t.ops,
+            bytes: t.bytes,
+            errors,
+        };
+        s.done(
+            &summary,
+            StatsUd::latency(&self.lat),
+            StatsUd::rates(&self.rate_samples),
+        )
+    }
 }
 
 struct ThreadOutcome {
     stats: ClientStats,
     measurements: ThreadMeasurements,
+    script: Option<ThreadScript>,
+}
+
+/// The `wrk` table's starting values for `plan`.
+fn wrk_table(plan: &HttpPlan) -> WrkTable {
+    let rest = plan.url.split_once("://").map_or("", |(_, r)| r);
+    let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let port = match authority.rsplit_once(':') {
+        Some((h, p)) if !p.contains(']') && (!h.starts_with('[') || h.ends_with(']')) => {
+            Some(p.to_string())
+        }
+        _ => None,
+    };
+    WrkTable {
+        url: plan.url.clone(),
+        scheme: plan
+            .url
+            .split_once("://")
+            .map_or("http", |(s, _)| s)
+            .to_ascii_lowercase(),
+        host: plan.target.host.clone(),
+        port,
+        path: plan.target.path.clone(),
+        method: plan.method.clone(),
+        body: plan.body.clone(),
+        headers: plan.headers.clone(),
+        addr: plan.addr,
+    }
 }
 
 /// Runs `plan` until its duration ends or `stop` is set (SIGINT).
@@ -46,6 +120,13 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
     sys::ensure_fd_limit(need)
         .map_err(|m| usage_error(format!("--connections {}: {m}", plan.connections)))?;
     probe(plan)?;
+    // wrk's order: every state created, setup(thread) and init(args)
+    // called, before any thread starts.
+    let mut script = match &plan.script {
+        Some(spec) => Some(ScriptRun::prepare(&wrk_table(plan), spec, plan.threads)?),
+        None => None,
+    };
+    let per_write = script.as_ref().map_or(1, |s| s.requests_per_write());
 
     // Counters open before the client threads exist, so they follow them.
     let mut kstat = plan.kstat.then(|| ringlab_kstat::Collector::open(None));
@@ -58,6 +139,14 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
     let plan_arc = Arc::new(plan.clone());
     let mut handles = Vec::with_capacity(n);
     for t in 0..plan.threads {
+        let thread_script = script
+            .as_mut()
+            .and_then(|s| s.threads.get_mut(t as usize))
+            .and_then(Option::take);
+        let addr = script
+            .as_ref()
+            .and_then(|s| s.addr_of(t as usize))
+            .unwrap_or(plan.addr);
         let (plan, gate_t, failed, stop, ready, prog) = (
             plan_arc.clone(),
             gate.clone(),
@@ -68,7 +157,15 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
         );
         let spawned = thread::Builder::new()
             .name(format!("ringlab-http{t}"))
-            .spawn(move || client_thread(t, &plan, &gate_t, ready, &failed, &stop, &prog));
+            .spawn(move || {
+                let th = ThreadCtx {
+                    t,
+                    addr,
+                    per_write,
+                    script: thread_script,
+                };
+                client_thread(th, &plan, &gate_t, ready, &failed, &stop, &prog)
+            });
         match spawned {
             Ok(h) => handles.push(h),
             Err(e) => {
@@ -128,11 +225,22 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
             usage_error(msg)
         });
     }
-    let outcomes: Vec<ThreadOutcome> = outcomes
+    let mut outcomes: Vec<ThreadOutcome> = outcomes
         .into_iter()
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| anyhow!("a client thread panicked"))?;
+    if let Some(s) = &mut script {
+        for (t, o) in outcomes.iter_mut().enumerate() {
+            if let Some(ts) = o.script.take() {
+                if let Some(e) = &ts.error {
+                    return Err(anyhow!("client thread {t}: {e}"));
+                }
+                s.threads[t] = Some(ts);
+            }
+        }
+    }
     let mut outcome = build(plan, started_at, outcomes, stop.load(Ordering::SeqCst));
+    outcome.script = script;
     if let Some(k) = kstat {
         // Closes the counters' own descriptors, before they are counted.
         let t = &outcome.result.total;
@@ -169,8 +277,17 @@ fn probe(plan: &HttpPlan) -> Result<()> {
     }
 }
 
-fn client_thread(
+/// What differs between client threads.
+struct ThreadCtx {
     t: u32,
+    /// The server address (a script's setup() may set it per thread).
+    addr: std::net::SocketAddr,
+    per_write: u32,
+    script: Option<ThreadScript>,
+}
+
+fn client_thread(
+    th: ThreadCtx,
     plan: &HttpPlan,
     gate: &StartGate,
     ready: mpsc::Sender<()>,
@@ -178,10 +295,21 @@ fn client_thread(
     stop: &AtomicBool,
     progress: &AtomicU64,
 ) -> Option<ThreadOutcome> {
+    let t = th.t;
     let connections = plan.connections_of(t);
+    let request = th
+        .script
+        .as_ref()
+        .and_then(|s| s.static_request())
+        .map_or_else(|| plan.request.clone(), <[u8]>::to_vec);
     let cfg = ClientConfig {
         connections,
-        request: plan.request.clone(),
+        request,
+        per_write: th.per_write,
+        limit: plan.total_requests.map(|n| {
+            let k = plan.threads as u64;
+            n / k + u64::from((t as u64) < n % k)
+        }),
         head_request: plan.head_request(),
         pipeline: plan.pipeline,
         interval_ns: plan
@@ -189,7 +317,14 @@ fn client_thread(
             .map(|r| ((plan.connections as f64 / r) * 1e9).max(1.0) as u64),
         timeout_ns: plan.timeout.as_nanos() as u64,
     };
+    if plan.rate.is_some() || th.script.as_ref().is_some_and(|s| s.has_delay()) {
+        // Timed waits wake on time, not up to 50 µs late.
+        sys::set_timer_slack_ns(1);
+    }
     let mut client = Client::new(cfg);
+    if let Some(s) = th.script {
+        client.set_script(s);
+    }
     let driver: std::io::Result<Box<dyn Driver>> = match plan.io {
         IoKind::Epoll => EpollDriver::new(connections as usize).map(|d| Box::new(d) as _),
         kind => UringDriver::new(kind, plan.ring, connections as usize).map(|d| Box::new(d) as _),
@@ -210,13 +345,14 @@ fn client_thread(
         return Some(ThreadOutcome {
             stats: ClientStats::default(),
             measurements: ThreadMeasurements::default(),
+            script: client.script.take().map(|b| *b),
         });
     }
     let driver = driver.as_mut()?;
     let usage_before = ThreadUsage::now().unwrap_or_default();
     client.start_clock();
     let ctx = RunCtx {
-        addr: RawAddr::new(&plan.addr),
+        addr: RawAddr::new(&th.addr),
         end_ns: plan.duration.as_nanos() as u64,
         stop,
         progress,
@@ -241,6 +377,7 @@ fn client_thread(
         ..Default::default()
     };
     Some(ThreadOutcome {
+        script: client.script.take().map(|b| *b),
         stats: client.stats,
         measurements,
     })
@@ -295,6 +432,15 @@ fn build(
             ));
         }
     }
+    if let Some(n) = plan.total_requests {
+        if total.ops < n && !interrupted {
+            warnings.push(format!(
+                "the run ended after {} of the {n} requests -n asked for: --duration ({}s) ran out first; raise it",
+                total.ops,
+                plan.duration.as_secs_f64()
+            ));
+        }
+    }
     if total.ops == 0 {
         warnings.push(no_response(&total_s, plan));
     }
@@ -322,6 +468,8 @@ fn build(
         text,
         lat: total_s.responses.lat,
         lat_uncorrected: total_s.lat_uncorrected,
+        rate_samples: total_s.rate_samples,
+        script: None,
     }
 }
 
@@ -394,5 +542,13 @@ fn http_figures(plan: &HttpPlan, s: &ClientStats, total: &Figures) -> HttpFigure
         cpu_ns_per_request: (responses > 0).then(|| cpu as f64 / responses as f64),
         syscalls_per_request,
         syscalls_source,
+        lat_ns_percentiles: plan.percentiles.as_ref().map(|ps| {
+            ps.iter()
+                .filter_map(|&p| {
+                    let v = s.responses.lat.quantile(p / 100.0)?;
+                    Some((format!("{p}"), v))
+                })
+                .collect()
+        }),
     }
 }

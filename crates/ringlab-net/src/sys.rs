@@ -207,6 +207,109 @@ impl Epoll {
     }
 }
 
+/// Whether this kernel has epoll_pwait2 (Linux 5.11): 0 unknown, 1 yes, 2 no.
+static PWAIT2: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+impl Epoll {
+    /// epoll_wait with a timeout in nanoseconds (epoll_pwait2, Linux
+    /// 5.11), so an open-loop schedule is not rounded up to whole
+    /// milliseconds. `Ok(None)` when the kernel lacks epoll_pwait2.
+    pub fn wait_ns(
+        &self,
+        events: &mut [libc::epoll_event],
+        timeout_ns: u64,
+    ) -> io::Result<Option<usize>> {
+        use std::sync::atomic::Ordering;
+        if PWAIT2.load(Ordering::Relaxed) == 2 {
+            return Ok(None);
+        }
+        let ts = libc::timespec {
+            tv_sec: (timeout_ns / 1_000_000_000).min(i64::MAX as u64) as libc::time_t,
+            tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: `events` is valid for writes of its length, `ts` for
+        // reads; no signal mask (NULL) and its size 0.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_epoll_pwait2,
+                self.0,
+                events.as_mut_ptr(),
+                events.len() as libc::c_int,
+                &ts as *const libc::timespec,
+                std::ptr::null::<libc::sigset_t>(),
+                0usize,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::EINTR) => Ok(Some(0)),
+                Some(libc::ENOSYS) => {
+                    PWAIT2.store(2, Ordering::Relaxed);
+                    Ok(None)
+                }
+                _ => Err(e),
+            };
+        }
+        PWAIT2.store(1, Ordering::Relaxed);
+        Ok(Some(n as usize))
+    }
+}
+
+/// A timerfd (CLOCK_MONOTONIC), for precise sleeps where epoll_pwait2 is
+/// missing.
+pub struct TimerFd(pub RawFd);
+
+impl TimerFd {
+    pub fn new() -> io::Result<TimerFd> {
+        // SAFETY: plain system call.
+        Ok(TimerFd(cvt(unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        })?))
+    }
+
+    /// Fires once after `ns` (0 disarms, so it is at least 1).
+    pub fn arm(&self, ns: u64) -> io::Result<()> {
+        let ns = ns.max(1);
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: (ns / 1_000_000_000) as libc::time_t,
+                tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+            },
+        };
+        // SAFETY: `spec` is valid for reads; the old value is not wanted.
+        cvt(unsafe { libc::timerfd_settime(self.0, 0, &spec, std::ptr::null_mut()) })?;
+        Ok(())
+    }
+
+    /// Consumes an expiry so the descriptor stops being readable.
+    pub fn clear(&self) {
+        let mut buf = [0u8; 8];
+        let _ = read(self.0, &mut buf);
+    }
+}
+
+impl Drop for TimerFd {
+    fn drop(&mut self) {
+        close(self.0);
+    }
+}
+
+/// Sets this thread's timer slack (default 50 µs) so that a timed wait
+/// wakes when asked, not up to 50 µs later: open-loop schedules and
+/// script delays need it.
+pub fn set_timer_slack_ns(ns: u64) {
+    // SAFETY: PR_SET_TIMERSLACK takes a value, no pointer.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+}
+
 impl Drop for Epoll {
     fn drop(&mut self) {
         close(self.0);

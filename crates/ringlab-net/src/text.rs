@@ -1,30 +1,80 @@
-//! The text report of `ringlab http`, in wrk's layout, then the client's
-//! own cost per request, which wrk never shows.
+//! The text report of `ringlab http`, in wrk's exact layout (and wrk2's
+//! with -R), so that scripts that parse wrk's output read ringlab's. What
+//! ringlab adds (interface, errors in detail, the client's own cost per
+//! request) is a block of lines starting `  ringlab:` before
+//! `Requests/sec:`, and `Requests/sec:`/`Transfer/sec:` stay the last two
+//! lines, as in wrk.
 
-use ringlab_stats::units::format_bytes;
 use ringlab_stats::{Figures, HttpFigures, KstatReport, LatencyRecorder, RunResult};
 use serde_json::Value;
 use std::fmt::Write;
 
-/// wrk's time format: 635.91us, 12.92ms, 1.20s.
-fn fmt_time(ns: f64) -> String {
-    if ns < 1e6 {
-        format!("{:.2}us", ns / 1e3)
-    } else if ns < 1e9 {
-        format!("{:.2}ms", ns / 1e6)
+/// wrk's `format_units`: divide by `scale` while the amount is at least
+/// 85% of it and a larger unit remains (so 900us prints as 0.90ms).
+fn format_units(n: f64, scale: f64, base: &str, units: &[&str], precision: usize) -> String {
+    let mut amt = n;
+    let mut unit = base;
+    let mut i = 0;
+    while i + 1 < units.len() && amt >= scale * 0.85 {
+        amt /= scale;
+        unit = units[i];
+        i += 1;
+    }
+    format!("{amt:.precision$}{unit}")
+}
+
+/// wrk's `format_time_us`: 635.91us, 12.92ms, 1.20s, 1.50m.
+pub fn wrk_time_us(us: f64) -> String {
+    if us >= 1e6 {
+        format_units(us / 1e6, 60.0, "s", &["m", "h"], 2)
     } else {
-        format!("{:.2}s", ns / 1e9)
+        format_units(us, 1000.0, "us", &["ms", "s"], 2)
     }
 }
 
-/// wrk's count format: 56.20k, 1.23M.
-fn fmt_count(n: f64) -> String {
-    if n >= 1e6 {
-        format!("{:.2}M", n / 1e6)
-    } else if n >= 1e3 {
-        format!("{:.2}k", n / 1e3)
+/// wrk's `format_binary`: 24.10M (wrk appends the B).
+pub fn wrk_binary(bytes: f64) -> String {
+    format_units(bytes, 1024.0, "", &["K", "M", "G", "T", "P"], 2)
+}
+
+/// wrk's `format_metric`: 56.20k, 1.23M.
+pub fn wrk_metric(n: f64) -> String {
+    format_units(n, 1000.0, "", &["k", "M", "G", "T", "P"], 2)
+}
+
+/// wrk's `print_units`: right-aligned in `width`, with two columns of
+/// padding less one per trailing letter, so the numbers line up.
+fn units_cell(msg: &str, width: usize) -> String {
+    let b = msg.as_bytes();
+    let mut pad = 2usize;
+    if b.last().is_some_and(u8::is_ascii_alphabetic) {
+        pad -= 1;
+    }
+    if b.len() >= 2 && b[b.len() - 2].is_ascii_alphabetic() {
+        pad -= 1;
+    }
+    let w = width - pad;
+    let cut: String = msg.chars().take(w).collect();
+    format!("{cut:>w$}{}", &"  "[..pad])
+}
+
+/// wrk's test length in its header line: 10s, 2m; below a second (which
+/// wrk cannot run) in milliseconds.
+fn header_duration(secs: f64) -> String {
+    if secs >= 1.0 && secs.fract() == 0.0 {
+        format_units(secs, 60.0, "s", &["m", "h"], 0)
     } else {
-        format!("{n:.2}")
+        format!("{}ms", (secs * 1e3).round())
+    }
+}
+
+/// A percentile label as wrk prints it (`%7.0Lf%%`), or wrk2
+/// (`%7.3Lf%%`) when `precise`.
+fn pct_label(p: f64, precise: bool) -> String {
+    if precise || p.fract() != 0.0 {
+        format!("{p:7.3}%")
+    } else {
+        format!("{p:7.0}%")
     }
 }
 
@@ -35,18 +85,172 @@ pub fn render(r: &RunResult, lat: &LatencyRecorder, uncorrected: &LatencyRecorde
     let c = &r.config;
     let get = |k: &str| c.get(k).cloned().unwrap_or(Value::Null);
     let t = &r.total;
+    let open_loop = !get("rate").is_null();
     let _ = writeln!(
         o,
         "Running {} test @ {}",
-        fmt_time(get("duration").as_f64().unwrap_or(0.0) * 1e9).replace(".00", ""),
+        header_duration(get("duration").as_f64().unwrap_or(0.0)),
         get("url").as_str().unwrap_or("?")
     );
-    let mut line = format!(
-        "  {} threads and {} connections, io {}",
+    let _ = writeln!(
+        o,
+        "  {} threads and {} connections",
         get("threads"),
-        get("connections"),
-        get("io").as_str().unwrap_or("?")
+        get("connections")
     );
+    let _ = writeln!(o, "  Thread Stats   Avg      Stdev     Max   +/- Stdev");
+    match &t.lat_ns {
+        Some(l) => {
+            let within = lat
+                .pct_between(l.mean - l.stdev, l.mean + l.stdev)
+                .unwrap_or(0.0);
+            let _ = writeln!(
+                o,
+                "    {:<10}{}{}{}{within:8.2}%",
+                "Latency",
+                units_cell(&wrk_time_us(l.mean / 1e3), 8),
+                units_cell(&wrk_time_us(l.stdev / 1e3), 10),
+                units_cell(&wrk_time_us(l.max as f64 / 1e3), 9),
+            );
+        }
+        None => {
+            let _ = writeln!(o, "    Latency   (no response completed)");
+        }
+    }
+    let http = r.http.as_ref();
+    if let Some(rs) = http.and_then(|h| h.thread_req_per_s.as_ref()) {
+        let _ = writeln!(
+            o,
+            "    {:<10}{}{}{}{:8.2}%",
+            "Req/Sec",
+            units_cell(&wrk_metric(rs.mean), 8),
+            units_cell(&wrk_metric(rs.stdev), 10),
+            units_cell(&wrk_metric(rs.max), 9),
+            rs.within_stdev_pct
+        );
+    }
+    let custom: Option<Vec<f64>> = get("percentile-list")
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_f64).collect());
+    let latency = get("latency").as_bool() == Some(true) && lat.count() > 0;
+    if latency && open_loop {
+        hdr_block(&mut o, "Recorded Latency", lat, custom.as_deref());
+    } else if latency {
+        let ps = custom
+            .clone()
+            .unwrap_or_else(|| vec![50.0, 75.0, 90.0, 99.0]);
+        let _ = writeln!(o, "  Latency Distribution");
+        for p in ps {
+            if let Some(v) = lat.quantile(p / 100.0) {
+                let _ = writeln!(
+                    o,
+                    "{}{}",
+                    pct_label(p, false),
+                    units_cell(&wrk_time_us(v as f64 / 1e3), 10)
+                );
+            }
+        }
+    }
+    if get("u_latency").as_bool() == Some(true) && open_loop && uncorrected.count() > 0 {
+        let _ = writeln!(o);
+        hdr_block(
+            &mut o,
+            "Uncorrected Latency (measured without taking delayed starts into account)",
+            uncorrected,
+            custom.as_deref(),
+        );
+    }
+    let _ = writeln!(
+        o,
+        "  {} requests in {}, {}B read",
+        t.ops,
+        wrk_time_us(t.elapsed_ns as f64 / 1e3),
+        wrk_binary(t.bytes as f64)
+    );
+    if let Some(h) = http {
+        let e = &h.errors;
+        if e.connect + e.read + e.write + e.timeout + e.parse + e.closed > 0 {
+            // wrk counts a response it cannot parse, or a close in the
+            // middle of one, as a read error.
+            let _ = writeln!(
+                o,
+                "  Socket errors: connect {}, read {}, write {}, timeout {}",
+                e.connect,
+                e.read + e.parse + e.closed,
+                e.write,
+                e.timeout
+            );
+        }
+        if h.non_2xx_3xx > 0 {
+            let _ = writeln!(o, "  Non-2xx or 3xx responses: {}", h.non_2xx_3xx);
+        }
+    }
+    o.push_str(&ringlab_block(r, http, uncorrected, latency));
+    let _ = writeln!(o, "Requests/sec: {:9.2}", t.iops);
+    let _ = writeln!(o, "Transfer/sec: {:>10}B", wrk_binary(t.bw_bytes_per_s));
+    o
+}
+
+/// wrk2's HdrHistogram block: the percentiles at 50 to 100%, then the
+/// detailed spectrum in milliseconds, then a line of dashes.
+fn hdr_block(o: &mut String, what: &str, lat: &LatencyRecorder, custom: Option<&[f64]>) {
+    let _ = writeln!(o, "  Latency Distribution (HdrHistogram - {what})");
+    let default = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
+    for &p in custom.unwrap_or(&default) {
+        if let Some(v) = lat.quantile(p / 100.0) {
+            let _ = writeln!(
+                o,
+                "{}{}",
+                pct_label(p, true),
+                units_cell(&wrk_time_us(v as f64 / 1e3), 10)
+            );
+        }
+    }
+    let _ = writeln!(o, "\n  Detailed Percentile spectrum:");
+    let _ = writeln!(
+        o,
+        "{:>12} {:>12} {:>12} {:>12}\n",
+        "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
+    );
+    // Nanoseconds shown in milliseconds, as wrk2 shows microseconds / 1000.
+    for (v, q, n) in lat.spectrum(5) {
+        let inv = 1.0 / (1.0 - q);
+        let _ = writeln!(o, "{:12.3} {q:12.6} {n:12} {inv:12.2}", v as f64 / 1e6);
+    }
+    if let Some(s) = lat.summary() {
+        let (buckets, sub) = lat.buckets();
+        let _ = writeln!(
+            o,
+            "#[Mean    = {:12.3}, StdDeviation   = {:12.3}]",
+            s.mean / 1e6,
+            s.stdev / 1e6
+        );
+        let _ = writeln!(
+            o,
+            "#[Max     = {:12.3}, Total count    = {:12}]",
+            s.max as f64 / 1e6,
+            lat.count()
+        );
+        let _ = writeln!(o, "#[Buckets = {buckets:12}, SubBuckets     = {sub:12}]");
+    }
+    let _ = writeln!(
+        o,
+        "----------------------------------------------------------"
+    );
+}
+
+/// ringlab's own lines: where wrk parsers do not look (each starts
+/// `  ringlab:`, none says "Latency" or "Requests/sec").
+fn ringlab_block(
+    r: &RunResult,
+    http: Option<&HttpFigures>,
+    uncorrected: &LatencyRecorder,
+    distribution_shown: bool,
+) -> String {
+    let mut o = String::new();
+    let c = &r.config;
+    let get = |k: &str| c.get(k).cloned().unwrap_or(Value::Null);
+    let mut line = format!("  ringlab: io {}", get("io").as_str().unwrap_or("?"));
     let knobs: Vec<&str> = [
         "sqpoll",
         "coop-taskrun",
@@ -64,111 +268,45 @@ pub fn render(r: &RunResult, lat: &LatencyRecorder, uncorrected: &LatencyRecorde
         let _ = write!(line, ", pipeline {p}");
     }
     if let Some(rate) = get("rate").as_f64() {
-        let _ = write!(line, ", rate {rate} req/s (open loop)");
+        let _ = write!(
+            line,
+            ", open loop at {rate} req/s (latency from when each request was due)"
+        );
+    }
+    if let Some(s) = get("script").as_str() {
+        let _ = write!(line, ", script {s}");
     }
     let _ = writeln!(o, "{line}");
-    let _ = writeln!(o, "  Thread Stats   Avg      Stdev     Max   +/- Stdev");
-    match &t.lat_ns {
-        Some(l) => {
-            let within = lat
-                .pct_between(l.mean - l.stdev, l.mean + l.stdev)
-                .unwrap_or(0.0);
-            let _ = writeln!(
-                o,
-                "    Latency {:>9} {:>9} {:>9} {:>8.2}%",
-                fmt_time(l.mean),
-                fmt_time(l.stdev),
-                fmt_time(l.max as f64),
-                within
-            );
-        }
-        None => {
-            let _ = writeln!(o, "    Latency   (no response completed)");
-        }
-    }
-    let http = r.http.as_ref();
-    if let Some(rs) = http.and_then(|h| h.thread_req_per_s.as_ref()) {
-        let _ = writeln!(
-            o,
-            "    Req/Sec {:>9} {:>9} {:>9} {:>8.2}%",
-            fmt_count(rs.mean),
-            fmt_count(rs.stdev),
-            fmt_count(rs.max),
-            rs.within_stdev_pct
-        );
-    }
-    if get("latency").as_bool() == Some(true) && t.lat_ns.is_some() {
-        let heading = if get("rate").is_null() {
-            "  Latency Distribution"
-        } else {
-            "  Latency Distribution (from when each request was due)"
-        };
-        percentiles(&mut o, heading, lat);
-        if !get("rate").is_null() {
-            percentiles(
-                &mut o,
-                "  Uncorrected Latency (from when each request was sent)",
-                uncorrected,
-            );
-        }
-    } else if let Some(u) = http.and_then(|h| h.lat_ns_uncorrected.as_ref()) {
-        let _ = writeln!(
-            o,
-            "  Uncorrected latency (from when sent): avg {}, p99 {}, max {}",
-            fmt_time(u.mean),
-            fmt_time(u.p99 as f64),
-            fmt_time(u.max as f64)
-        );
-    }
-    let _ = writeln!(
-        o,
-        "  {} requests in {}, {} read",
-        t.ops,
-        fmt_time(t.elapsed_ns as f64),
-        format_bytes(t.bytes)
-    );
     if let Some(h) = http {
         let e = &h.errors;
-        if e.total() > 0 {
+        if e.parse + e.closed > 0 {
             let _ = writeln!(
                 o,
-                "  Socket errors: connect {}, read {}, write {}, timeout {}, parse {}, closed {}",
-                e.connect, e.read, e.write, e.timeout, e.parse, e.closed
+                "  ringlab: socket errors in detail: read {}, parse {}, closed {} (the read errors above)",
+                e.read, e.parse, e.closed
             );
         }
-        if h.non_2xx_3xx > 0 {
-            let _ = writeln!(o, "  Non-2xx or 3xx responses: {}", h.non_2xx_3xx);
+    }
+    if !get("rate").is_null() && !distribution_shown {
+        if let Some(u) = uncorrected.summary() {
+            let _ = writeln!(
+                o,
+                "  ringlab: uncorrected latency (from when sent): avg {}, p99 {}, max {}",
+                wrk_time_us(u.mean / 1e3),
+                wrk_time_us(u.p99 as f64 / 1e3),
+                wrk_time_us(u.max as f64 / 1e3)
+            );
         }
     }
-    let _ = writeln!(o, "Requests/sec: {:>10.2}", t.iops);
-    let _ = writeln!(
-        o,
-        "Transfer/sec: {:>10}",
-        format_bytes(t.bw_bytes_per_s as u64)
-    );
     if let Some(h) = http {
-        o.push_str(&cost_lines(t, h, r.kstat.as_ref()));
+        for l in cost_lines(&r.total, h, r.kstat.as_ref()).lines() {
+            let _ = writeln!(o, "  ringlab: {l}");
+        }
     }
     for w in &r.warnings {
-        let _ = writeln!(o, "warning: {w}");
+        let _ = writeln!(o, "  ringlab: warning: {w}");
     }
     o
-}
-
-fn percentiles(o: &mut String, heading: &str, lat: &LatencyRecorder) {
-    let _ = writeln!(o, "{heading}");
-    for (label, q) in [
-        ("50%", 0.50),
-        ("75%", 0.75),
-        ("90%", 0.90),
-        ("99%", 0.99),
-        ("99.9%", 0.999),
-        ("99.99%", 0.9999),
-    ] {
-        if let Some(v) = lat.quantile(q) {
-            let _ = writeln!(o, "  {label:>7} {:>9}", fmt_time(v as f64));
-        }
-    }
 }
 
 /// The client's cost per request: CPU time from getrusage, and system calls
@@ -182,8 +320,8 @@ pub fn cost_lines(t: &Figures, h: &HttpFigures, kstat: Option<&KstatReport>) -> 
                 o,
                 "Client CPU/request: {:.2}us (user {}, sys {}; getrusage of the client threads)",
                 ns / 1e3,
-                fmt_time(t.cpu_user_ns as f64),
-                fmt_time(t.cpu_sys_ns as f64)
+                wrk_time_us(t.cpu_user_ns as f64 / 1e3),
+                wrk_time_us(t.cpu_sys_ns as f64 / 1e3)
             );
         }
         None => {
@@ -231,10 +369,23 @@ mod tests {
 
     #[test]
     fn wrk_units() {
-        assert_eq!(fmt_time(635_910.0), "635.91us");
-        assert_eq!(fmt_time(12_920_000.0), "12.92ms");
-        assert_eq!(fmt_time(2e9), "2.00s");
-        assert_eq!(fmt_count(56_200.0), "56.20k");
-        assert_eq!(fmt_count(12.0), "12.00");
+        assert_eq!(wrk_time_us(635.91), "635.91us");
+        assert_eq!(wrk_time_us(900.0), "0.90ms");
+        assert_eq!(wrk_time_us(12_920.0), "12.92ms");
+        assert_eq!(wrk_time_us(2e6), "2.00s");
+        assert_eq!(wrk_time_us(90e6), "1.50m");
+        assert_eq!(wrk_binary(25_270_000.0), "24.10M");
+        assert_eq!(wrk_binary(800.0), "800.00");
+        assert_eq!(wrk_metric(56_200.0), "56.20k");
+        assert_eq!(wrk_metric(12.0), "12.00");
+        assert_eq!(header_duration(10.0), "10s");
+        assert_eq!(header_duration(120.0), "2m");
+        assert_eq!(header_duration(0.2), "200ms");
+        assert_eq!(units_cell("635.91us", 8), "635.91us");
+        assert_eq!(units_cell("1.20s", 9), "   1.20s ");
+        assert_eq!(units_cell("12.00", 8), " 12.00  ");
+        assert_eq!(pct_label(50.0, false), "     50%");
+        assert_eq!(pct_label(50.0, true), " 50.000%");
+        assert_eq!(pct_label(99.9, false), " 99.900%");
     }
 }

@@ -103,6 +103,47 @@ impl LatencyRecorder {
         )
     }
 
+    /// Every distinct recorded value (to the histogram's precision) with
+    /// its count, lowest first.
+    pub fn recorded(&self) -> Vec<(u64, u64)> {
+        self.hist
+            .iter_recorded()
+            .map(|v| (v.value_iterated_to(), v.count_at_value()))
+            .collect()
+    }
+
+    /// HdrHistogram's percentile spectrum (its `percentiles_print`, as wrk2
+    /// prints it): `(value, quantile, count up to it)` with
+    /// `ticks_per_half_distance` steps per halving of the distance to 100%,
+    /// ending at the maximum.
+    pub fn spectrum(&self, ticks_per_half_distance: u32) -> Vec<(u64, f64, u64)> {
+        if self.count == 0 {
+            return Vec::new();
+        }
+        self.hist
+            .iter_quantiles(ticks_per_half_distance)
+            .map(|v| {
+                (
+                    self.hist.highest_equivalent(v.value_iterated_to()),
+                    v.quantile_iterated_to(),
+                    v.count_since_last_iteration(),
+                )
+            })
+            .scan(0u64, |total, (v, q, n)| {
+                *total += n;
+                Some((v, q, *total))
+            })
+            .collect()
+    }
+
+    /// The histogram's bucket and sub-bucket counts (the spectrum's footer).
+    pub fn buckets(&self) -> (u32, u32) {
+        (
+            u32::from(self.hist.buckets()),
+            2 * self.hist.distinct_values() as u32 / (u32::from(self.hist.buckets()) + 1),
+        )
+    }
+
     /// The summary, or `None` when nothing was recorded (a figure that was
     /// not measured is absent, never zero).
     pub fn summary(&self) -> Option<LatencySummary> {

@@ -90,6 +90,10 @@ pub struct HttpFigures {
     pub syscalls_per_request: Option<f64>,
     /// Where `syscalls_per_request` comes from, or why it is null.
     pub syscalls_source: String,
+    /// --percentile-list: latency at each asked percentile ("95": ns), of
+    /// `total.lat_ns`; absent without the flag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat_ns_percentiles: Option<std::collections::BTreeMap<String, u64>>,
 }
 
 /// Socket errors by kind; each one closed its connection, which reconnected.

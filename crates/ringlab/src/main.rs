@@ -118,6 +118,19 @@ struct OutputArgs {
     /// Write the result to FILE instead of standard output.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Same as --output-format json (oha's --json).
+    #[arg(long, conflicts_with = "output_format")]
+    json: bool,
+}
+
+impl OutputArgs {
+    fn format(&self) -> OutputFormat {
+        if self.json {
+            OutputFormat::Json
+        } else {
+            self.output_format
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -224,7 +237,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Serve { serve, output } => run_serve_command(&serve, &output),
         Command::Features { target, output } => {
             let f = ringlab_io::features::features(target.as_deref())?;
-            let text = match output.output_format {
+            let text = match output.format() {
                 OutputFormat::Text => ringlab_io::features::render(&f),
                 OutputFormat::Json => serde_json::to_string_pretty(&f)? + "\n",
             };
@@ -278,9 +291,9 @@ fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result
     let interrupted = ringlab_core::interrupt_flag()?;
     let mut outcome = ringlab_net::run::run_http(&plan, interrupted)?;
     outcome.result.diagnoses = ringlab_lab::diagnose::diagnose(&outcome.result);
-    let rendered = match output.output_format {
+    let rendered = match output.format() {
         OutputFormat::Text => {
-            outcome.text + &ringlab_lab::diagnose::render(&outcome.result.diagnoses)
+            outcome.text.clone() + &ringlab_lab::diagnose::render(&outcome.result.diagnoses)
         }
         OutputFormat::Json => {
             let mut s = serde_json::to_string_pretty(&outcome.result)?;
@@ -288,7 +301,9 @@ fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result
             s
         }
     };
-    emit(&mut out_file, &rendered)
+    emit(&mut out_file, &rendered)?;
+    // A script's done() writes after the report, as in wrk.
+    outcome.script_done()
 }
 
 fn run_serve_command(args: &ringlab_net::ServeArgs, output: &OutputArgs) -> Result<()> {
@@ -298,7 +313,7 @@ fn run_serve_command(args: &ringlab_net::ServeArgs, output: &OutputArgs) -> Resu
         // On stderr, so that stdout holds only the summary (text or JSON).
         say(&format!("ringlab serve: listening on {addr}"));
     })?;
-    let rendered = match output.output_format {
+    let rendered = match output.format() {
         OutputFormat::Text => summary.text(),
         OutputFormat::Json => summary.json(),
     };
@@ -322,7 +337,7 @@ fn run_io_command(args: &IoArgs, output: &OutputArgs) -> Result<()> {
     };
     let mut result = run_io(&plan, &opts)?;
     result.diagnoses = ringlab_lab::diagnose::diagnose(&result);
-    let rendered = render(&result, output.output_format)?;
+    let rendered = render(&result, output.format())?;
     match &mut out_file {
         Some(f) => f
             .write_all(rendered.as_bytes())

@@ -5,12 +5,14 @@
 use super::{Driver, RunCtx};
 use crate::client::{Client, ErrKind, Phase};
 use crate::http::Flow;
-use crate::sys::{self, Epoll};
+use crate::sys::{self, Epoll, TimerFd};
 use std::io;
 
 /// Bytes one read may take; shared by all connections of the thread.
 const READ_BUF: usize = 64 * 1024;
 const EVENTS: usize = 1024;
+/// The token of the fallback timerfd (no connection has this index).
+const TIMER_TOKEN: u64 = u64::MAX;
 
 pub struct EpollDriver {
     ep: Epoll,
@@ -18,6 +20,9 @@ pub struct EpollDriver {
     want_out: Vec<bool>,
     buf: Vec<u8>,
     stopping: bool,
+    /// Where epoll_pwait2 is missing (before Linux 5.11): a timerfd in the
+    /// set gives the wait its sub-millisecond deadline.
+    timer: Option<TimerFd>,
 }
 
 fn token(i: usize, generation: u32) -> u64 {
@@ -31,7 +36,40 @@ impl EpollDriver {
             want_out: vec![false; connections],
             buf: vec![0; READ_BUF],
             stopping: false,
+            timer: None,
         })
+    }
+
+    /// Waits for events at most `wait_ns`, to the nanosecond: epoll_pwait2,
+    /// or a timerfd and epoll_wait on kernels without it (never
+    /// epoll_wait's whole milliseconds, which delay open-loop requests).
+    fn wait(
+        &mut self,
+        c: &mut Client,
+        events: &mut [libc::epoll_event],
+        wait_ns: u64,
+    ) -> io::Result<usize> {
+        c.stats.syscalls += 1;
+        if self.timer.is_none() {
+            if let Some(n) = self.ep.wait_ns(events, wait_ns)? {
+                return Ok(n);
+            }
+            let t = TimerFd::new()?;
+            self.ep
+                .ctl(libc::EPOLL_CTL_ADD, t.0, libc::EPOLLIN as u32, TIMER_TOKEN)?;
+            self.timer = Some(t);
+        }
+        if wait_ns == 0 {
+            return self.ep.wait(events, 0);
+        }
+        if let Some(t) = &self.timer {
+            c.stats.syscalls += 2; // timerfd_settime, and its read below
+            t.arm(wait_ns)?;
+            let n = self.ep.wait(events, -1)?;
+            t.clear();
+            return Ok(n);
+        }
+        self.ep.wait(events, -1)
     }
 
     fn open(&mut self, c: &mut Client, ctx: &RunCtx, i: usize) {
@@ -188,13 +226,15 @@ impl Driver for EpollDriver {
         let mut ready = Vec::new();
         loop {
             let now = c.now();
-            if now >= ctx.end_ns || ctx.stopped() {
+            if now >= ctx.end_ns || ctx.stopped() || c.halted() {
                 break;
             }
-            let wait_ms = c.wait_ns(now, ctx.end_ns).div_ceil(1_000_000) as i32;
-            c.stats.syscalls += 1;
-            let n = self.ep.wait(&mut events, wait_ms)?;
+            let wait_ns = c.wait_ns(now, ctx.end_ns);
+            let n = self.wait(c, &mut events, wait_ns)?;
             for ev in &events[..n] {
+                if ev.u64 == TIMER_TOKEN {
+                    continue;
+                }
                 let i = (ev.u64 & 0xffff_ffff) as usize;
                 let generation = (ev.u64 >> 32) as u32;
                 if c.conns[i].generation != generation {
@@ -230,5 +270,57 @@ impl Driver for EpollDriver {
             conn.fd = -1;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ClientConfig;
+    use std::time::Instant;
+
+    fn client() -> Client {
+        Client::new(ClientConfig {
+            connections: 1,
+            request: b"GET / HTTP/1.1\r\n\r\n".to_vec(),
+            head_request: false,
+            pipeline: 1,
+            interval_ns: None,
+            timeout_ns: 1_000_000_000,
+            per_write: 1,
+            limit: None,
+        })
+    }
+
+    /// Both ways of waiting (epoll_pwait2, and the timerfd used before
+    /// Linux 5.11) wait out their deadline and leave nothing pending.
+    #[test]
+    fn precise_waits_reach_their_deadline_and_leave_no_event() {
+        for fallback in [false, true] {
+            let mut d = EpollDriver::new(1).unwrap();
+            if fallback {
+                let t = TimerFd::new().unwrap();
+                d.ep.ctl(libc::EPOLL_CTL_ADD, t.0, libc::EPOLLIN as u32, TIMER_TOKEN)
+                    .unwrap();
+                d.timer = Some(t);
+            }
+            let mut c = client();
+            let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; 4];
+            let start = Instant::now();
+            let n = d.wait(&mut c, &mut events, 1_500_000).unwrap();
+            let waited = start.elapsed();
+            assert!(n <= 1, "fallback {fallback}: {n} events");
+            assert!(
+                n == 0 || events[0].u64 == TIMER_TOKEN,
+                "only the timer may fire"
+            );
+            assert!(
+                waited.as_nanos() >= 1_500_000,
+                "fallback {fallback}: woke after {waited:?}, before the deadline"
+            );
+            // Nothing is left readable: the timer's expiry was consumed.
+            assert_eq!(d.wait(&mut c, &mut events, 0).unwrap(), 0);
+            assert!(c.stats.syscalls >= 2);
+        }
     }
 }

@@ -607,7 +607,7 @@ impl Driver for UringDriver {
         let mut ready = Vec::new();
         loop {
             let now = c.now();
-            if now >= ctx.end_ns || ctx.stopped() {
+            if now >= ctx.end_ns || ctx.stopped() || c.halted() {
                 break;
             }
             if self.ring.completion().is_empty() {
