@@ -293,7 +293,7 @@ fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result
     outcome.result.diagnoses = ringlab_lab::diagnose::diagnose(&outcome.result);
     let rendered = match output.format() {
         OutputFormat::Text => {
-            outcome.text.clone() + &ringlab_lab::diagnose::render(&outcome.result.diagnoses)
+            ringlab_lab::diagnose::insert_into_wrk_text(&outcome.text, &outcome.result.diagnoses)
         }
         OutputFormat::Json => {
             let mut s = serde_json::to_string_pretty(&outcome.result)?;

@@ -132,6 +132,31 @@ fn figure(v: f64) -> String {
     }
 }
 
+/// The notes inserted into wrk-style text (`ringlab http`): as `ringlab:`
+/// lines before the closing `Requests/sec:` and `Transfer/sec:` lines, so
+/// that wrk's layout (and parsers of it) stay intact; at the end otherwise.
+pub fn insert_into_wrk_text(text: &str, notes: &[Diagnosis]) -> String {
+    if notes.is_empty() {
+        return text.to_string();
+    }
+    let Some(at) = text.rfind("\nRequests/sec:") else {
+        return text.to_string() + &render(notes);
+    };
+    let mut lines = String::new();
+    for d in notes {
+        lines.push_str(&format!(
+            "  ringlab: diagnosis [{}] {} = {} (above {}): {}; try: {}\n",
+            d.rule,
+            d.figure,
+            figure(d.value),
+            d.threshold,
+            d.message,
+            d.try_next
+        ));
+    }
+    format!("{}\n{lines}{}", &text[..at], &text[at + 1..])
+}
+
 /// The notes as text, a few lines at the end of a result; empty for none.
 pub fn render(notes: &[Diagnosis]) -> String {
     if notes.is_empty() {
@@ -345,6 +370,25 @@ mod tests {
             4_000_000,
         );
         assert!(diagnose(&r)[0].message.contains("seed 000"));
+    }
+
+    #[test]
+    fn wrk_text_keeps_its_closing_lines_last() {
+        let r = result(json!({}), json!({"io_uring_enter_per_op": 1.0}), 10, 20);
+        let notes = diagnose(&r);
+        let text =
+            "Running 1s test\n  ringlab: io uring\nRequests/sec:  5.00\nTransfer/sec:  1.00KB\n";
+        let out = insert_into_wrk_text(text, &notes);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[2].split(']').next(),
+            Some("  ringlab: diagnosis [enter-per-request")
+        );
+        assert_eq!(
+            &lines[3..],
+            ["Requests/sec:  5.00", "Transfer/sec:  1.00KB"]
+        );
+        assert_eq!(insert_into_wrk_text(text, &[]), text);
     }
 
     #[test]
