@@ -307,9 +307,13 @@ fn build(
     warnings.extend(rank::result_warnings(&setups));
     let ranked = rank::rank(goal, setups);
     let mut rec = rank::recommend(goal, &ranked);
-    let target = shown_target.unwrap_or_else(|| match &first["config"]["target"] {
-        serde_json::Value::String(t) => t.clone(),
-        _ => String::new(),
+    let target = shown_target.unwrap_or_else(|| {
+        match (&first["config"]["target"], &first["config"]["directory"]) {
+            (serde_json::Value::String(t), _) => t.clone(),
+            // ringlab io created its file there.
+            (_, serde_json::Value::String(d)) => format!("--directory {d}"),
+            _ => String::new(),
+        }
     });
     if let Some(chosen) = ranked.iter().find(|s| s.setup == rec.setup) {
         rec.ringlab_io = render::ringlab_io_line(chosen, &target);
