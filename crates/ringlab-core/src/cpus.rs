@@ -19,17 +19,62 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>> {
             Some((a, b)) => (a.trim(), b.trim()),
             None => (part, part),
         };
-        let lo: u32 = lo.parse().map_err(|_| bad())?;
-        let hi: u32 = hi.parse().map_err(|_| bad())?;
-        if hi < lo || hi - lo > 4096 {
-            return Err(bad());
+        let number = |n: &str| -> Result<u64> {
+            if n.is_empty() || !n.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(bad());
+            }
+            // All digits: only a number too large for u64 fails here.
+            n.parse::<u64>().or(Ok(u64::MAX))
+        };
+        let hi_text = hi;
+        let (lo, hi) = (number(lo)?, number(hi)?);
+        if hi < lo {
+            return Err(usage_error(format!(
+                "--cpus {text}: the range {lo}-{hi_text} is backwards: write the lower CPU first"
+            )));
         }
-        cpus.extend(lo..=hi);
+        // Whether a CPU is one this process may use is the caller's check
+        // (it names the allowed ones); here only what no machine has.
+        if hi > u32::MAX as u64 {
+            return Err(usage_error(format!(
+                "--cpus {text}: CPU {hi_text} does not exist: this machine has {} CPUs (0-{})",
+                configured_cpus(),
+                configured_cpus() - 1
+            )));
+        }
+        if hi - lo >= MAX_RANGE {
+            return Err(usage_error(format!(
+                "--cpus {text}: the range {lo}-{hi_text} is too large ({} CPUs): this machine has {} CPUs; name the CPUs it has, like 0-{}",
+                hi - lo + 1,
+                configured_cpus(),
+                configured_cpus() - 1
+            )));
+        }
+        cpus.extend(lo as u32..=hi as u32);
     }
     if cpus.is_empty() {
         return Err(bad());
     }
     Ok(cpus)
+}
+
+/// The most CPUs one range may name: far more than any machine has
+/// (Linux's NR_CPUS is at most 8192), small enough to expand.
+const MAX_RANGE: u64 = 8192;
+
+/// CPUs the system has (configured, online or not): the highest CPU number
+/// in /sys/devices/system/cpu/possible plus one, the file glibc's
+/// `sysconf(_SC_NPROCESSORS_CONF)` reads; -1 when it cannot be read.
+fn configured_cpus() -> i64 {
+    std::fs::read_to_string("/sys/devices/system/cpu/possible")
+        .ok()
+        .and_then(|t| {
+            t.trim()
+                .split([',', '-'])
+                .filter_map(|n| n.trim().parse::<i64>().ok())
+                .max()
+        })
+        .map_or(-1, |max| max + 1)
 }
 
 /// CPUs this process may run on (its affinity mask).
@@ -86,6 +131,16 @@ pub fn pin_to_cpu(cpu: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_lists_too_large_or_backwards_say_so() {
+        let msg = |t: &str| format!("{:#}", parse_cpu_list(t).unwrap_err());
+        assert!(msg("0-100000000").contains("the range 0-100000000 is too large"));
+        assert!(msg("99999999999999999999999").contains("does not exist"));
+        assert!(msg("3-1").contains("backwards"));
+        assert!(msg("1,a").contains("not a CPU list"));
+        assert_eq!(parse_cpu_list("0,2-3").unwrap(), vec![0, 2, 3]);
+    }
 
     #[test]
     fn cpu_lists() {

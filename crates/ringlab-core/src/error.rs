@@ -21,3 +21,9 @@ macro_rules! usage {
 pub fn usage_error(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UsageError(msg.into()))
 }
+
+/// The user stopped the command (SIGINT, SIGTERM) before it had anything to
+/// report: the binary exits with code 130.
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct Interrupted(pub String);

@@ -1,8 +1,8 @@
 //! Starting job threads together, and stopping them on SIGINT/SIGTERM.
 
 use anyhow::{Context, Result};
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 /// Holds worker threads after their setup until the runner opens it, to
 /// start them all at once (`true`) or send them home (`false`). Shared by
@@ -30,18 +30,48 @@ impl StartGate {
     }
 }
 
-/// A flag SIGINT and SIGTERM set, so a run or sweep ends cleanly; a second
-/// signal ends the process at once (exit code 130).
+/// Signals (SIGINT, SIGTERM) received since [`interrupt_flag`] installed
+/// its handler.
+static SIGNALS: AtomicUsize = AtomicUsize::new(0);
+
+/// The flag [`interrupt_flag`] hands out: one per process, however many
+/// commands ask for it.
+static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// How many SIGINT/SIGTERM arrived so far: 1 means "stop and report", 2
+/// means "stop waiting as well" (a drain of I/O in flight, a read-back);
+/// the third ends the process.
+pub fn signals_received() -> usize {
+    SIGNALS.load(Ordering::SeqCst)
+}
+
+/// A flag SIGINT and SIGTERM set, so a run or sweep ends cleanly and still
+/// reports what it measured. A second signal only makes the waits that are
+/// left give up ([`signals_received`] is 2): the run still cleans up and
+/// reports. A third ends the process at once (exit code 130); ringlab's
+/// files are unlinked as soon as they are created, so even that leaves
+/// nothing behind.
 pub fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+    if let Some(flag) = FLAG.get() {
+        return Ok(flag.clone());
+    }
     let interrupted = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // A second signal ends the process at once.
-        signal_hook::flag::register_conditional_shutdown(sig, 130, interrupted.clone())
-            .context("installing the signal handler")?;
-        signal_hook::flag::register(sig, interrupted.clone())
-            .context("installing the signal handler")?;
+        let flag = interrupted.clone();
+        // SAFETY: the handler only touches atomics and calls _exit (through
+        // signal_hook's exit), all async-signal-safe.
+        unsafe {
+            signal_hook::low_level::register(sig, move || {
+                let n = SIGNALS.fetch_add(1, Ordering::SeqCst) + 1;
+                flag.store(true, Ordering::SeqCst);
+                if n >= 3 {
+                    signal_hook::low_level::exit(130);
+                }
+            })
+        }
+        .context("installing the signal handler")?;
     }
-    Ok(interrupted)
+    Ok(FLAG.get_or_init(|| interrupted).clone())
 }
 
 #[cfg(test)]

@@ -4,10 +4,38 @@
 //! configuration whose engine ignored the flag).
 
 use crate::plan::IoPlan;
+use ringlab_core::uring::knobs::{Kind, KNOBS};
 use ringlab_stats::{KnobEvidence, KstatReport};
 
-/// The evidence lines for the knobs of `plan`.
+/// The evidence lines for the kernel knobs of `plan`, in table order: a
+/// counter's verdict where one decides, otherwise the table's word on what
+/// would show it ("not decidable").
 pub fn knob_evidence(plan: &IoPlan, r: &KstatReport) -> Vec<KnobEvidence> {
+    let o = &plan.uring;
+    let decided = counter_evidence(plan, r);
+    let mut out = Vec::new();
+    for k in KNOBS.iter().filter(|k| k.is_on(o)) {
+        if matches!(k.kind, Kind::Preset | Kind::Ringlab | Kind::SetupParam) {
+            continue;
+        }
+        let flag = format!("--{}", k.flag);
+        match decided
+            .iter()
+            .position(|e| e.knob.split('=').next() == Some(&flag))
+        {
+            Some(i) => out.push(decided[i].clone()),
+            None => out.push(KnobEvidence {
+                knob: flag,
+                in_effect: None,
+                detail: k.evidence.to_string(),
+            }),
+        }
+    }
+    out
+}
+
+/// The knobs a counter can decide.
+fn counter_evidence(plan: &IoPlan, r: &KstatReport) -> Vec<KnobEvidence> {
     let o = &plan.uring;
     let per = |k: &str| r.per_op.get(k).copied();
     let mut out = Vec::new();
@@ -115,10 +143,13 @@ pub fn knob_evidence(plan: &IoPlan, r: &KstatReport) -> Vec<KnobEvidence> {
             },
         );
     }
-    if o.iopoll {
+    for (on, flag) in [(o.iopoll, "--iopoll"), (o.hybrid_iopoll, "--hybrid-iopoll")] {
+        if !on {
+            continue;
+        }
         let dev = per("device_interrupts_per_op");
         line(
-            "--iopoll",
+            flag,
             dev.map(|d| d < 0.01),
             dev.map_or_else(
                 || "the device's interrupt vectors were not found (virtual device?)".to_string(),

@@ -2,9 +2,9 @@
 //! trying (setup flags, registrations) and asking (IORING_REGISTER_PROBE,
 //! sysfs, /proc/interrupts), never by guessing from the version number.
 
-use crate::engines::{supported_opcodes, try_registration, try_setup_flag};
-use crate::knobs::{OTHER_KNOBS, SETUP_KNOBS};
 use anyhow::Result;
+use ringlab_core::uring::knobs::{Kind, KNOBS};
+use ringlab_core::uring::ring::{supported_opcodes, try_registration, try_setup_flag};
 use ringlab_core::usage;
 use ringlab_kstat::device::{block_device_info, disk_of_path, BlockDeviceInfo};
 use serde::Serialize;
@@ -144,12 +144,14 @@ pub fn features(target: Option<&Path>) -> Result<Features> {
     let host = ringlab_kstat::host_info();
     let opcodes = supported_opcodes();
     let io_uring_error = opcodes.as_ref().err().map(|e| e.to_string());
-    let setup_flags = SETUP_KNOBS
+    // Every setup flag and registration of the knob table, tried.
+    let setup_flags = KNOBS
         .iter()
         .filter_map(|k| try_setup_flag(k.flag).map(|r| support(k.flag, k.kernel_name, k.since, r)))
         .collect();
-    let registrations = OTHER_KNOBS
+    let registrations = KNOBS
         .iter()
+        .filter(|k| k.kind == Kind::Registration)
         .filter_map(|k| {
             try_registration(k.flag).map(|r| support(k.flag, k.kernel_name, k.since, r))
         })

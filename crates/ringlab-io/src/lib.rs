@@ -5,7 +5,10 @@
 //! loop that owns offsets, timestamps, verification and think time) →
 //! [`engines`] (the mechanics of one interface each) → `RunResult`.
 
+pub mod blkid;
 pub mod buffers;
+pub mod config;
+pub mod engine_kind;
 pub mod engines;
 pub mod evidence;
 pub mod features;

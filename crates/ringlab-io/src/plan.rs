@@ -1,6 +1,7 @@
 //! The flags of `ringlab io` and the validated plan they resolve to.
 
-use crate::engines::EngineKind;
+use crate::config::IoConfig;
+use crate::engine_kind::EngineKind;
 use crate::knobs::{PlanFacts, UringArgs, UringOptions};
 use crate::workload::Rw;
 use anyhow::Result;
@@ -9,7 +10,7 @@ use ringlab_core::cpus::{allowed_cpus, format_cpu_list, parse_cpu_list};
 use ringlab_core::usage;
 use ringlab_core::usage_error;
 use ringlab_stats::units::{format_bytes, parse_duration, parse_size};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -149,6 +150,8 @@ pub struct IoPlan {
     pub directory: PathBuf,
     pub allow_destructive: bool,
     pub uring: UringOptions,
+    /// The io_uring knobs chosen by default, not given (the default ring).
+    pub uring_defaults: Vec<&'static str>,
     /// Collect kernel evidence (not --no-kstat).
     pub kstat: bool,
 }
@@ -248,12 +251,13 @@ impl IoPlan {
                 "--keep only applies to a file ringlab creates; a TARGET you name is never removed"
             );
         }
-        let uring = UringOptions::resolve(
+        let resolved = crate::knobs::resolve(
             &args.uring,
             &PlanFacts {
                 engine: args.engine,
                 iodepth: args.iodepth,
                 direct: args.direct,
+                kernel_has: ringlab_core::uring::ring::kernel_has,
             },
         )?;
         check_engine_and_pattern(args)?;
@@ -276,7 +280,8 @@ impl IoPlan {
             keep: args.keep,
             directory,
             allow_destructive: args.allow_destructive,
-            uring,
+            uring: resolved.options,
+            uring_defaults: resolved.defaults,
             kstat: !args.no_kstat,
         })
     }
@@ -302,41 +307,38 @@ impl IoPlan {
 
     /// The resolved options keyed by their long flag names; sizes in bytes,
     /// durations in seconds.
-    pub fn config_map(&self) -> Map<String, Value> {
-        let v = json!({
-            "target": self.target.as_ref().map(|p| p.display().to_string()),
-            "engine": self.engine.name(),
-            "rw": self.rw.name(),
-            "rwmixread": self.rwmixread,
-            "bs": self.bs,
-            "iodepth": self.iodepth,
-            "numjobs": self.numjobs,
-            "runtime": self.runtime.map(|d| d.as_secs_f64()),
-            "io-size": self.io_size,
-            "size": self.size,
-            "direct": self.direct,
-            "cpus": self.cpus,
-            "thinkcycles": self.thinkcycles,
-            "seed": self.seed,
-            "verify": self.verify,
-            "keep": self.keep,
-            "directory": self.directory.display().to_string(),
-            "allow-destructive": self.allow_destructive,
-            "no-kstat": !self.kstat,
-        });
-        match v {
-            Value::Object(mut m) => {
-                for (k, v) in self.uring.config_entries() {
-                    m.insert(k.to_string(), v);
-                }
-                m
-            }
-            _ => unreachable!("json! of an object literal is an object"),
+    /// The resolved options as a result's typed `config`.
+    pub fn config(&self) -> IoConfig {
+        IoConfig {
+            target: self.target.as_ref().map(|p| p.display().to_string()),
+            engine: self.engine,
+            rw: self.rw,
+            rwmixread: self.rwmixread,
+            bs: self.bs,
+            iodepth: self.iodepth,
+            numjobs: self.numjobs,
+            runtime: self.runtime.map(|d| d.as_secs_f64()),
+            io_size: self.io_size,
+            size: self.size,
+            direct: self.direct,
+            cpus: self.cpus.clone(),
+            thinkcycles: self.thinkcycles,
+            seed: self.seed,
+            verify: self.verify,
+            keep: self.keep,
+            directory: self.directory.display().to_string(),
+            allow_destructive: self.allow_destructive,
+            no_kstat: !self.kstat,
+            uring: self.uring.clone(),
+            default_knobs: self.uring_defaults.iter().map(|s| s.to_string()).collect(),
         }
+    }
+
+    pub fn config_map(&self) -> Map<String, Value> {
+        self.config().to_map()
     }
 }
 
-/// Refuses engine and pattern pairs that cannot work.
 fn check_engine_and_pattern(args: &IoArgs) -> Result<()> {
     if args.engine == EngineKind::Libaio && !args.direct {
         usage!("--engine libaio needs --direct: Linux AIO is asynchronous only for O_DIRECT (buffered requests block in io_submit); add --direct, or use --engine uring or posixaio for buffered I/O");

@@ -30,19 +30,15 @@ pub enum TargetKind {
     Block,
 }
 
-/// A file ringlab created; removed when dropped unless kept.
+/// A file ringlab created. Without --keep its name is unlinked right after
+/// it is created and the file lives on through `fd` alone: no exit, not
+/// even SIGKILL, can leave it behind. With --keep it stays.
 #[derive(Debug)]
 pub struct CreatedFile {
-    path: PathBuf,
     keep: bool,
-}
-
-impl Drop for CreatedFile {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = fs::remove_file(&self.path);
-        }
-    }
+    /// Held open for the whole run; the jobs reopen the file through
+    /// `/proc/self/fd/N` (see [`Target::access_path`]).
+    fd: OwnedFd,
 }
 
 /// A target checked and ready for the jobs to open.
@@ -78,10 +74,20 @@ impl Target {
         }
     }
 
+    /// A path that opens the target: its own path, or for a created file
+    /// whose name is already unlinked, `/proc/self/fd/N` of the descriptor
+    /// ringlab holds.
+    pub fn access_path(&self) -> PathBuf {
+        match &self.created {
+            Some(c) if !c.keep => fd_path(&c.fd),
+            _ => self.path.clone(),
+        }
+    }
+
     /// Opens the target for one job with the flags the plan needs.
     pub fn open(&self, plan: &IoPlan) -> Result<OwnedFd> {
         let direct = plan.direct && plan.rw != Rw::Nop;
-        open_target(&self.path, plan.writes(), direct)
+        open_target(&self.access_path(), plan.writes(), direct)
             .with_context(|| format!("cannot open {}", self.path.display()))
     }
 
@@ -97,6 +103,12 @@ impl Target {
             (0, blocks)
         }
     }
+}
+
+/// The `/proc/self/fd` path of an open descriptor: opening it opens the
+/// same file (with new flags, e.g. O_DIRECT) even once its name is gone.
+fn fd_path(fd: &impl AsRawFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
 fn open_target(path: &Path, write: bool, direct: bool) -> io::Result<OwnedFd> {
@@ -118,6 +130,10 @@ fn open_target(path: &Path, write: bool, direct: bool) -> io::Result<OwnedFd> {
 
 /// Checks (and, without a TARGET, creates) the target of `plan`.
 pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Target> {
+    // Each job holds the target and a ring or AIO context; kernel evidence
+    // holds a few dozen counters. Raise the descriptor limit now (or say
+    // how) rather than fail in a job thread.
+    ringlab_core::limits::ensure_fd_limit(128 + plan.numjobs as u64 * 4, "--numjobs")?;
     if plan.rw == Rw::Nop {
         // NOPs touch no file; the jobs get /dev/null as a descriptor to
         // hold, and the result names no target.
@@ -144,7 +160,7 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
         );
     }
     // Start from a cold cache, as fio's invalidate=1 does.
-    if let Ok(f) = File::open(&target.path) {
+    if let Ok(f) = File::open(target.access_path()) {
         // SAFETY: a valid fd; fadvise only drops clean cached pages.
         unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     }
@@ -224,9 +240,13 @@ fn existing(plan: &IoPlan, path: &Path) -> Result<Target> {
             format_bytes(plan.bs)
         );
     }
-    check_direct(plan, path, lbs, fs_type.as_deref())?;
-    if kind == TargetKind::Block && plan.writes() && !plan.allow_destructive {
-        if let Some(why) = block_device_in_use(path, dev) {
+    check_direct(plan, path, path, lbs, fs_type.as_deref())?;
+    if plan.writes() && !plan.allow_destructive {
+        let why = match kind {
+            TargetKind::Block => block_device_in_use(path, dev),
+            TargetKind::File => file_in_use(path, &meta),
+        };
+        if let Some(why) = why {
             usage!(
                 "refusing to write to {}: {why}; writing would destroy it. Pass --allow-destructive if that is what you want",
                 path.display()
@@ -247,7 +267,13 @@ fn existing(plan: &IoPlan, path: &Path) -> Result<Target> {
 
 /// Refuses a block size O_DIRECT cannot use, and a file system that refuses
 /// O_DIRECT, with the fix for each.
-fn check_direct(plan: &IoPlan, path: &Path, lbs: u32, fs_type: Option<&str>) -> Result<()> {
+fn check_direct(
+    plan: &IoPlan,
+    path: &Path,
+    access: &Path,
+    lbs: u32,
+    fs_type: Option<&str>,
+) -> Result<()> {
     if !plan.direct {
         return Ok(());
     }
@@ -258,7 +284,7 @@ fn check_direct(plan: &IoPlan, path: &Path, lbs: u32, fs_type: Option<&str>) -> 
             path.display()
         );
     }
-    if let Err(e) = open_target(path, false, true) {
+    if let Err(e) = open_target(access, false, true) {
         if e.raw_os_error() == Some(libc::EINVAL) {
             usage!(
                 "{} refuses O_DIRECT (its file system, {}, does not support it): drop --direct, or put the target on a file system that supports it",
@@ -293,6 +319,7 @@ fn create(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Tar
     }
     let path = dir.join(format!("ringlab-io-{}.dat", std::process::id()));
     let mut file = match OpenOptions::new()
+        .read(true)
         .write(true)
         .create_new(true)
         .mode(0o644)
@@ -301,13 +328,33 @@ fn create(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Tar
         Ok(f) => f,
         Err(e) => usage!("cannot create {}: {e}", path.display()),
     };
+    // Canonical while the name still exists (the result names it).
+    let shown = path.canonicalize().unwrap_or_else(|_| path.clone());
+    if !plan.keep {
+        // From here on the file exists only through our descriptors: it
+        // goes away with the process, however the process ends.
+        if let Err(e) = fs::remove_file(&path) {
+            usage!(
+                "cannot unlink {} after creating it: {e}; pass --keep to keep it instead",
+                path.display()
+            );
+        }
+    }
     let guard = CreatedFile {
-        path: path.clone(),
         keep: plan.keep,
+        fd: OwnedFd::from(
+            file.try_clone()
+                .with_context(|| format!("duplicating the descriptor of {}", path.display()))?,
+        ),
+    };
+    let access = if plan.keep {
+        path.clone()
+    } else {
+        fd_path(&guard.fd)
     };
     let fs_type = fs_type_of(&file);
-    let lbs = file_dio_align(&path).unwrap_or(512);
-    check_direct(plan, &path, lbs, fs_type.as_deref())?;
+    let lbs = file_dio_align(&access).unwrap_or(512);
+    check_direct(plan, &path, &access, lbs, fs_type.as_deref())?;
     if announce {
         eprintln!(
             "ringlab: laying out {} at {}",
@@ -317,9 +364,9 @@ fn create(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Tar
     }
     lay_out(&mut file, size, plan, interrupted)
         .with_context(|| format!("laying out {}", path.display()))?;
-    let dev = fs::metadata(&path).map(|m| m.dev()).unwrap_or(0);
+    let dev = file.metadata().map(|m| m.dev()).unwrap_or(0);
     Ok(Target {
-        path: path.canonicalize().unwrap_or(path),
+        path: shown,
         kind: TargetKind::File,
         size,
         region: size / plan.bs * plan.bs,
@@ -338,7 +385,10 @@ fn lay_out(file: &mut File, size: u64, plan: &IoPlan, interrupted: &AtomicBool) 
     let mut written = 0u64;
     while written < size {
         if interrupted.load(Ordering::Relaxed) {
-            anyhow::bail!("interrupted");
+            return Err(ringlab_core::error::Interrupted(
+                "interrupted before the run: nothing was measured".to_string(),
+            )
+            .into());
         }
         let n = chunk_len.min((size - written) as usize);
         let buf = &mut chunk[..n];
@@ -479,6 +529,54 @@ pub fn poll_queues(path: &Path) -> Option<(String, bool)> {
     Some((name, poll.trim() == "1"))
 }
 
+/// The mount points of device `devno` ("MAJ:MIN") in this mount namespace.
+fn mount_point_of(devno: &str) -> Option<String> {
+    let mounts = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    mounts.lines().find_map(|line| {
+        let f: Vec<&str> = line.split(' ').collect();
+        (f.len() >= 5 && f[2] == devno).then(|| f[4].to_string())
+    })
+}
+
+/// Whether `path` (by inode) is an active swap area in /proc/swaps.
+fn is_swap(meta: &fs::Metadata) -> bool {
+    let Ok(swaps) = fs::read_to_string("/proc/swaps") else {
+        return false;
+    };
+    swaps
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        // /proc/swaps escapes spaces in names as \040.
+        .map(|p| p.replace("\\040", " "))
+        .filter_map(|p| fs::metadata(p).ok())
+        .any(|m| {
+            if meta.file_type().is_block_device() {
+                m.file_type().is_block_device() && m.rdev() == meta.rdev()
+            } else {
+                m.dev() == meta.dev() && m.ino() == meta.ino()
+            }
+        })
+}
+
+/// Opens a block device for writing with O_EXCL, as mount and mkfs do: the
+/// kernel answers EBUSY when the device is mounted in any mount namespace,
+/// held by device mapper or RAID, in use as swap, or opened exclusively by
+/// another program.
+fn claimed_by_someone(path: &Path) -> bool {
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: a valid NUL-terminated path; the descriptor is closed at once.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_EXCL | libc::O_CLOEXEC) };
+    if fd >= 0 {
+        // SAFETY: fd was just opened by us.
+        unsafe { libc::close(fd) };
+        return false;
+    }
+    io::Error::last_os_error().raw_os_error() == Some(libc::EBUSY)
+}
+
 /// Why writing to this block device would destroy something, if it would.
 pub fn block_device_in_use(path: &Path, dev: u64) -> Option<String> {
     let dir = sysfs_dev_dir(dev);
@@ -496,30 +594,16 @@ pub fn block_device_in_use(path: &Path, dev: u64) -> Option<String> {
         })
         .collect();
     let own = format!("{}:{}", libc::major(dev), libc::minor(dev));
-    if let Ok(mounts) = fs::read_to_string("/proc/self/mountinfo") {
-        for line in mounts.lines() {
-            let f: Vec<&str> = line.split(' ').collect();
-            if f.len() < 5 {
-                continue;
-            }
-            if f[2] == own {
-                return Some(format!("it is mounted at {}", f[4]));
-            }
-            if let Some((name, _)) = partitions.iter().find(|(_, d)| d == f[2]) {
-                return Some(format!("its partition {name} is mounted at {}", f[4]));
-            }
+    if let Some(at) = mount_point_of(&own) {
+        return Some(format!("it is mounted at {at}"));
+    }
+    for (name, devno) in &partitions {
+        if let Some(at) = mount_point_of(devno) {
+            return Some(format!("its partition {name} is mounted at {at}"));
         }
     }
-    if let Ok(swaps) = fs::read_to_string("/proc/swaps") {
-        let canon = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-        if swaps
-            .lines()
-            .skip(1)
-            .filter_map(|l| l.split_whitespace().next())
-            .any(|p| Path::new(p) == canon)
-        {
-            return Some("it is in use as swap".to_string());
-        }
+    if fs::metadata(path).is_ok_and(|m| is_swap(&m)) {
+        return Some("it is in use as swap".to_string());
     }
     let holders: Vec<String> = fs::read_dir(dir.join("holders"))
         .into_iter()
@@ -533,10 +617,43 @@ pub fn block_device_in_use(path: &Path, dev: u64) -> Option<String> {
             holders.join(", ")
         ));
     }
+    for (name, _) in &partitions {
+        let held = fs::read_dir(dir.join(name).join("holders"))
+            .into_iter()
+            .flatten()
+            .count();
+        if held > 0 {
+            return Some(format!(
+                "its partition {name} is held by device mapper, LVM or RAID"
+            ));
+        }
+    }
+    if claimed_by_someone(path) {
+        return Some(
+            "it is in use (the kernel refuses an exclusive open: mounted in another mount namespace, \
+             held by device mapper or RAID, swap, or opened exclusively by another program)"
+                .to_string(),
+        );
+    }
     if !partitions.is_empty() {
         let names: Vec<&str> = partitions.iter().map(|(n, _)| n.as_str()).collect();
         return Some(format!("it has a partition table ({})", names.join(", ")));
     }
+    match crate::blkid::probe(path) {
+        Some(crate::blkid::Found::Signature(t)) => {
+            return Some(format!("it holds {} (libblkid)", describe_blkid(&t)))
+        }
+        Some(crate::blkid::Found::Ambivalent) => {
+            return Some(
+                "it holds several contradictory signatures (libblkid; see `wipefs`)".to_string(),
+            )
+        }
+        // libblkid is strict (an MBR needs valid entries); the built-in
+        // table still has its say.
+        Some(crate::blkid::Found::Nothing) | None => {}
+    }
+    // The built-in table of the common signatures (all there is where
+    // libblkid is missing).
     let mut head = vec![0u8; 128 << 10];
     let n = File::open(path)
         .and_then(|mut f| {
@@ -555,11 +672,81 @@ pub fn block_device_in_use(path: &Path, dev: u64) -> Option<String> {
     signature(&head[..n]).map(|s| format!("it holds {s}"))
 }
 
+/// blkid's TYPE or PTTYPE in words.
+fn describe_blkid(t: &str) -> String {
+    match t {
+        "swap" => "a swap signature".to_string(),
+        "crypto_LUKS" => "a LUKS volume".to_string(),
+        "LVM2_member" => "an LVM physical volume".to_string(),
+        "linux_raid_member" => "a Linux RAID member".to_string(),
+        "ext2" | "ext3" | "ext4" => format!("an {t} file system (ext2/3/4)"),
+        "dos partition table" => "an MBR (dos) partition table".to_string(),
+        "gpt partition table" => "a GPT partition table".to_string(),
+        t if t.ends_with("partition table") => format!("a {t}"),
+        t => format!("a {t} signature"),
+    }
+}
+
+/// Why writing to this regular file would destroy something, if it would:
+/// it backs a loop device (whose file system may be mounted), or it is an
+/// active swap file.
+pub fn file_in_use(path: &Path, meta: &fs::Metadata) -> Option<String> {
+    if is_swap(meta) {
+        return Some("it is an active swap file".to_string());
+    }
+    if let Some((loop_dev, devno)) = loop_devices_backed_by(path, meta).into_iter().next() {
+        let state = if let Some(at) = mount_point_of(&devno) {
+            format!("mounted at {at}")
+        } else if fs::metadata(&loop_dev).is_ok_and(|m| is_swap(&m)) {
+            "in use as swap".to_string()
+        } else if claimed_by_someone(&loop_dev) {
+            "in use: mounted in another mount namespace, or held".to_string()
+        } else {
+            "attached, its data in use through it".to_string()
+        };
+        return Some(format!(
+            "it backs loop device {}, {state}",
+            loop_dev.display()
+        ));
+    }
+    None
+}
+
+/// The loop devices (`/dev/loopN`, "MAJ:MIN") whose backing file is `path`,
+/// found by inode through sysfs.
+fn loop_devices_backed_by(path: &Path, meta: &fs::Metadata) -> Vec<(PathBuf, String)> {
+    let canon = path.canonicalize().ok();
+    fs::read_dir("/sys/block")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("loop"))
+        .filter_map(|e| {
+            let backing = fs::read_to_string(e.path().join("loop/backing_file")).ok()?;
+            let backing = backing.trim_end_matches('\n');
+            let backing = backing.strip_suffix(" (deleted)").unwrap_or(backing);
+            let same = fs::metadata(backing)
+                .map(|m| m.dev() == meta.dev() && m.ino() == meta.ino())
+                .unwrap_or(false)
+                || canon.as_deref() == Some(Path::new(backing));
+            if !same {
+                return None;
+            }
+            let devno = fs::read_to_string(e.path().join("dev")).ok()?;
+            Some((
+                Path::new("/dev").join(e.file_name()),
+                devno.trim().to_string(),
+            ))
+        })
+        .collect()
+}
+
 /// Names the file system, volume or partition-table signature in the first
-/// bytes of a device, if any.
+/// bytes of a device, if any (the built-in table, used where libblkid is
+/// missing).
 pub fn signature(head: &[u8]) -> Option<&'static str> {
     let at = |off: usize, magic: &[u8]| head.get(off..off + magic.len()) == Some(magic);
-    let checks: [(usize, &[u8], &'static str); 14] = [
+    let checks: [(usize, &[u8], &'static str); 23] = [
         (1080, &[0x53, 0xef], "an ext2/3/4 file system"),
         (0, b"XFSB", "an XFS file system"),
         (0x10040, b"_BHRfS_M", "a btrfs file system"),
@@ -574,10 +761,32 @@ pub fn signature(head: &[u8]) -> Option<&'static str> {
         (3, b"NTFS    ", "an NTFS file system"),
         (82, b"FAT32", "a FAT file system"),
         (54, b"FAT1", "a FAT file system"),
+        (0, &[0x45, 0x3d, 0xcd, 0x28], "a cramfs file system"),
+        (512, &[0x45, 0x3d, 0xcd, 0x28], "a cramfs file system"),
+        (1024, &[0xe2, 0xe1, 0xf5, 0xe0], "an EROFS file system"),
+        (
+            0x1000,
+            &[0xfc, 0x4e, 0x2b, 0xa9],
+            "a Linux RAID member (md 1.2)",
+        ),
+        (0x1018, b"ReIsEr", "a ReiserFS file system"),
+        (0x8000, b"JFS1", "a JFS file system"),
+        (0, b"BCH ", "a bcachefs file system"),
+        (1024 + 24, &[0x5a, 0x4d], "a minix v3 file system"),
+        (3, b"EXFAT   ", "an exFAT file system"),
     ];
     for (off, magic, what) in checks {
         if at(off, magic) {
             return Some(what);
+        }
+    }
+    // minix v1/v2: s_magic (little endian) at 1024 + 16.
+    if let Some(m) = head.get(1040..1042) {
+        if matches!(
+            u16::from_le_bytes([m[0], m[1]]),
+            0x137f | 0x138f | 0x2468 | 0x2478
+        ) {
+            return Some("a minix file system");
         }
     }
     if at(510, &[0x55, 0xaa]) {
@@ -606,6 +815,15 @@ mod tests {
         let mut gpt = mbr.clone();
         gpt[512..520].copy_from_slice(b"EFI PART");
         assert_eq!(signature(&gpt), Some("a GPT partition table"));
+        let mut minix = vec![0u8; 4096];
+        minix[1040..1042].copy_from_slice(&0x138fu16.to_le_bytes());
+        assert_eq!(signature(&minix), Some("a minix file system"));
+        let mut minix3 = vec![0u8; 4096];
+        minix3[1048..1050].copy_from_slice(&0x4d5au16.to_le_bytes());
+        assert_eq!(signature(&minix3), Some("a minix v3 file system"));
+        let mut cramfs = vec![0u8; 4096];
+        cramfs[0..4].copy_from_slice(&0x28cd3d45u32.to_le_bytes());
+        assert_eq!(signature(&cramfs), Some("a cramfs file system"));
         assert_eq!(signature(&vec![0u8; 70_000]), None);
         assert_eq!(signature(&[]), None);
     }

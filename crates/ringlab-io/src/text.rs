@@ -1,62 +1,19 @@
 //! The compact text report of a `ringlab io` result.
 
+use crate::config::IoConfig;
+use crate::engine_kind::EngineKind;
+use crate::workload::Rw;
 use ringlab_stats::units::{format_bandwidth, format_bytes, format_ns, format_rate};
 use ringlab_stats::{DirectionFigures, Figures, LatencySummary, RunResult};
-use serde_json::Value;
 use std::fmt::Write;
 
 /// Renders `r` for people: what ran, then each job, then the total.
 pub fn render(r: &RunResult) -> String {
     let mut out = String::new();
-    let c = &r.config;
-    let get = |k: &str| c.get(k).cloned().unwrap_or(Value::Null);
-    let numjobs = get("numjobs").as_u64().unwrap_or(1);
-    let mut line = format!(
-        "ringlab io: {} {}, iodepth {}, {} job{}, engine {}, {}",
-        get("rw").as_str().unwrap_or("?"),
-        format_bytes(get("bs").as_u64().unwrap_or(0)),
-        get("iodepth"),
-        numjobs,
-        if numjobs == 1 { "" } else { "s" },
-        get("engine").as_str().unwrap_or("?"),
-        if get("direct").as_bool() == Some(true) {
-            "O_DIRECT"
-        } else {
-            "buffered"
-        },
-    );
-    if let Some(pct) = get("rwmixread").as_u64() {
-        if matches!(get("rw").as_str(), Some("randrw") | Some("rw")) {
-            let _ = write!(line, ", {pct}% reads");
-        }
-    }
-    if let Some(secs) = get("runtime").as_f64() {
-        let _ = write!(line, ", runtime {}", format_ns(secs * 1e9));
-    }
-    if let Some(n) = get("io-size").as_u64() {
-        let _ = write!(line, ", io-size {}", format_bytes(n));
-    }
-    if let Some(n) = get("thinkcycles").as_u64().filter(|&n| n > 0) {
-        let _ = write!(line, ", thinkcycles {n}");
-    }
-    if get("verify").as_bool() == Some(true) {
-        line.push_str(", verify");
-    }
-    let _ = write!(line, ", seed {}", get("seed"));
-    out.push_str(&line);
-    out.push('\n');
-    if get("engine").as_str() == Some("uring") {
-        let knobs = crate::knobs::describe_config(c);
-        let preset = get("mode")
-            .as_str()
-            .map(|m| format!("--mode {m} = "))
-            .unwrap_or_default();
-        let _ = writeln!(out, "io_uring: {preset}{knobs}");
-    }
-    if get("engine").as_str() == Some("libaio") {
-        let knobs = crate::knobs::describe_config(c);
-        if !knobs.is_empty() {
-            let _ = writeln!(out, "libaio: {knobs}");
+    match IoConfig::from_map(&r.config) {
+        Ok(c) => render_config(&mut out, &c),
+        Err(e) => {
+            let _ = writeln!(out, "ringlab io: (config unreadable: {e})");
         }
     }
     if let Some(t) = &r.target {
@@ -189,6 +146,64 @@ pub fn render_kstat(out: &mut String, k: &ringlab_stats::KstatReport) {
             if k.unavailable.len() == 1 { "" } else { "s" },
             reasons.join("; ")
         );
+    }
+}
+
+/// The head: what ran, and the io_uring (or libaio) knobs.
+fn render_config(out: &mut String, c: &IoConfig) {
+    let mut line = format!(
+        "ringlab io: {} {}, iodepth {}, {} job{}, engine {}, {}",
+        c.rw.name(),
+        format_bytes(c.bs),
+        c.iodepth,
+        c.numjobs,
+        if c.numjobs == 1 { "" } else { "s" },
+        c.engine.name(),
+        if c.direct { "O_DIRECT" } else { "buffered" },
+    );
+    if matches!(c.rw, Rw::Randrw | Rw::Rw) {
+        let _ = write!(line, ", {}% reads", c.rwmixread);
+    }
+    if let Some(secs) = c.runtime {
+        let _ = write!(line, ", runtime {}", format_ns(secs * 1e9));
+    }
+    if let Some(n) = c.io_size {
+        let _ = write!(line, ", io-size {}", format_bytes(n));
+    }
+    if c.thinkcycles > 0 {
+        let _ = write!(line, ", thinkcycles {}", c.thinkcycles);
+    }
+    if c.verify {
+        line.push_str(", verify");
+    }
+    let _ = writeln!(out, "{line}, seed {}", c.seed);
+    let knobs = c.uring.describe();
+    match c.engine {
+        EngineKind::Uring => {
+            let preset = c
+                .uring
+                .mode
+                .map(|m| format!("--mode {} = ", m.name()))
+                .unwrap_or_default();
+            let mut line = format!("io_uring: {preset}{knobs}");
+            if knobs.is_empty() && c.uring.mode == Some(crate::knobs::Mode::Iou) {
+                line.push_str("(the bare kernel ring)");
+            }
+            if !c.default_knobs.is_empty() {
+                let chosen: Vec<String> =
+                    c.default_knobs.iter().map(|k| format!("--{k}")).collect();
+                let _ = write!(
+                    line,
+                    " ({} chosen by default; --mode iou for the bare kernel ring)",
+                    chosen.join(" ")
+                );
+            }
+            let _ = writeln!(out, "{line}");
+        }
+        EngineKind::Libaio if !knobs.is_empty() => {
+            let _ = writeln!(out, "libaio: {knobs}");
+        }
+        _ => {}
     }
 }
 

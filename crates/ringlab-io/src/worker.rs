@@ -53,6 +53,9 @@ pub struct JobOutcome {
     pub job: u32,
     pub cpu: Option<u32>,
     pub measurements: ThreadMeasurements,
+    /// What the figures do not cover (a read-back cut short by an
+    /// interruption, I/O abandoned in flight), for the result's warnings.
+    pub warnings: Vec<String>,
 }
 
 /// Sets up the job on this thread (pinning, file, buffers, engine), calls
@@ -107,6 +110,7 @@ pub fn run_job<E: Engine>(
         inflight: 0,
         pending: None,
         issued_bytes: 0,
+        failure: None,
         verify: plan
             .verify
             .then(|| VerifyState::new(&plan, ctx.job, first, count)),
@@ -120,28 +124,85 @@ pub fn run_job<E: Engine>(
     };
     let usage_start = ThreadUsage::now()?;
     let result = job.run();
-    if job.inflight > 0 && job.drain().is_err() {
-        // The kernel may still write into these buffers: never free them.
-        std::mem::forget(job.buffers);
-        result?;
-        bail!("could not wait for I/O still in flight");
+    let mut warnings = Vec::new();
+    // Whatever ended the loop, nothing leaves here with I/O in flight: the
+    // kernel (or glibc's AIO threads) may still write into the buffers and
+    // use the descriptor.
+    if job.inflight > 0 {
+        match job.drain() {
+            Ok(Drain::Done) => {}
+            Ok(Drain::Abandoned) => {
+                warnings.push(format!(
+                    "job {}: {} I/O still in flight were abandoned after a second interrupt{}",
+                    ctx.job,
+                    job.inflight,
+                    if plan.verify {
+                        "; no verify read-back"
+                    } else {
+                        ""
+                    }
+                ));
+                let mut measurements = std::mem::take(&mut job.measurements);
+                measurements.elapsed_ns = job.clock.elapsed().as_nanos() as u64;
+                // Leak the buffers, the engine's rings and the descriptor
+                // (whose number must not be reused under a request still
+                // running): never free what may still be written.
+                std::mem::forget(job);
+                std::mem::forget(fd);
+                result?;
+                record_usage(&mut measurements, &usage_start)?;
+                return Ok(JobOutcome {
+                    job: ctx.job,
+                    cpu,
+                    measurements,
+                    warnings,
+                });
+            }
+            Err(e) => {
+                std::mem::forget(job);
+                std::mem::forget(fd);
+                result?;
+                return Err(e.context("could not wait for I/O still in flight"));
+            }
+        }
     }
     result?;
     job.measurements.elapsed_ns = job.clock.elapsed().as_nanos() as u64;
-    let used = ThreadUsage::now()?.since(&usage_start);
-    job.measurements.cpu_user_ns = used.user_ns;
-    job.measurements.cpu_sys_ns = used.sys_ns;
-    job.measurements.ctx_voluntary = used.voluntary_switches;
-    job.measurements.ctx_involuntary = used.involuntary_switches;
+    record_usage(&mut job.measurements, &usage_start)?;
     if let Some(v) = job.verify.take() {
-        let checked = v.read_back(fd.as_raw_fd(), &mut job.buffers, &plan, ctx.job)?;
-        job.measurements.verified_blocks = Some(checked);
+        let back = v.read_back(fd.as_raw_fd(), &mut job.buffers, &plan, ctx.job)?;
+        if back.to_check > back.read_back {
+            warnings.push(format!(
+                "job {}: verify read-back interrupted after {} of {} written blocks",
+                ctx.job, back.read_back, back.to_check
+            ));
+        }
+        job.measurements.verified_blocks = Some(back.checked);
     }
     Ok(JobOutcome {
         job: ctx.job,
         cpu,
         measurements: job.measurements,
+        warnings,
     })
+}
+
+/// The CPU time and context switches of this thread since `start`.
+fn record_usage(m: &mut ThreadMeasurements, start: &ThreadUsage) -> Result<()> {
+    let used = ThreadUsage::now()?.since(start);
+    m.cpu_user_ns = used.user_ns;
+    m.cpu_sys_ns = used.sys_ns;
+    m.ctx_voluntary = used.voluntary_switches;
+    m.ctx_involuntary = used.involuntary_switches;
+    Ok(())
+}
+
+/// How a drain ended.
+enum Drain {
+    /// Every I/O in flight completed.
+    Done,
+    /// A second interrupt came first: the I/O still in flight was left.
+    Abandoned,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -161,6 +222,9 @@ struct Job<'a, E: Engine> {
     /// its block is in flight under --verify).
     pending: Option<NextIo>,
     issued_bytes: u64,
+    /// The first failed completion or verify mismatch: no more I/O is
+    /// issued, what is in flight is reaped, then the job ends with it.
+    failure: Option<anyhow::Error>,
     verify: Option<VerifyState>,
     measurements: ThreadMeasurements,
     ops: u64,
@@ -179,13 +243,21 @@ impl<E: Engine> Job<'_, E> {
     }
 
     fn may_issue(&self) -> bool {
-        !self.ctx.stop.load(Ordering::Relaxed)
+        self.failure.is_none()
+            && !self.ctx.stop.load(Ordering::Relaxed)
             && self
                 .plan
                 .io_size
                 .is_none_or(|limit| self.issued_bytes < limit)
     }
 
+    /// The loop contract, the same for every engine and depth: a failed
+    /// completion or a verify mismatch stops the issuing of new I/O; every
+    /// completion the engine hands over is accounted for (its slot freed,
+    /// the in-flight count lowered), so the loop ends when exactly what was
+    /// in flight has completed, and then returns the first failure. An
+    /// error of the engine itself (a system call that failed) returns at
+    /// once; the caller drains.
     fn run(&mut self) -> Result<()> {
         let mut completions: Vec<Completion> = Vec::with_capacity(self.slots.len());
         self.clock = Instant::now();
@@ -195,24 +267,59 @@ impl<E: Engine> Job<'_, E> {
                 self.engine.commit()?;
             }
             if self.inflight > 0 {
+                // Ending (stopped or failed) and a second interrupt came:
+                // stop waiting for what is in flight; the caller abandons it.
+                if (self.failure.is_some() || self.ctx.stop.load(Ordering::Relaxed))
+                    && ringlab_core::gate::signals_received() >= 2
+                {
+                    return match self.failure.take() {
+                        Some(f) => Err(f),
+                        None => Ok(()),
+                    };
+                }
                 completions.clear();
                 self.engine.reap(1, &mut completions)?;
                 let now = self.now_ns();
                 for c in &completions {
-                    self.inflight -= 1;
                     // A completion thread stamps the moment it saw the
                     // completion; the latency ends there, not here.
                     let at = c.seen.map_or(now, |t| {
                         t.saturating_duration_since(self.clock).as_nanos() as u64
                     });
-                    self.complete(c.slot, c.result, at)?;
+                    self.finish(c.slot, c.result, at);
                 }
+            } else if let Some(failure) = self.failure.take() {
+                return Err(failure);
             } else if !self.may_issue() {
                 return Ok(());
             } else if queued == 0 && self.pending.is_some() {
                 bail!("the engine refused a request with nothing in flight");
             }
         }
+    }
+
+    /// Accounts for one completion handed over by the engine: the slot is
+    /// free again whatever the result; a failure is kept (the first one)
+    /// and ends the job once nothing is in flight.
+    #[inline]
+    fn finish(&mut self, slot: u32, result: i64, now_ns: u64) {
+        self.inflight -= 1;
+        if self.failure.is_some() {
+            self.release(slot);
+            return;
+        }
+        if let Err(e) = self.complete(slot, result, now_ns) {
+            self.release(slot);
+            self.failure = Some(e);
+        }
+    }
+
+    /// Frees a slot whose completion is not recorded (after a failure).
+    fn release(&mut self, slot: u32) {
+        if let Some(v) = &mut self.verify {
+            v.inflight_blocks.remove(&self.slots[slot as usize].block);
+        }
+        self.free.push(slot);
     }
 
     /// Issues I/O until every slot is busy; returns how many were queued
@@ -279,7 +386,11 @@ impl<E: Engine> Job<'_, E> {
                 QueueStatus::Completed(result) => {
                     self.issued_bytes += self.plan.bs;
                     let now = self.now_ns();
-                    self.complete(slot, result, now)?;
+                    if let Err(e) = self.complete(slot, result, now) {
+                        self.release(slot);
+                        self.failure = Some(e);
+                        break;
+                    }
                     stamp = (self.plan.thinkcycles == 0).then_some(now);
                 }
                 QueueStatus::Queued => {
@@ -320,8 +431,13 @@ impl<E: Engine> Job<'_, E> {
             );
         }
         if result as u64 != bs {
+            let why = if s.dir == Dir::Read {
+                " (the end of the file came early: was the target truncated during the run?)"
+            } else {
+                ""
+            };
             bail!(
-                "job {}: short {what} at offset {}: {result} of {bs} bytes",
+                "job {}: short {what} at offset {}: {result} of {bs} bytes{why}",
                 self.ctx.job,
                 s.offset
             );
@@ -349,7 +465,7 @@ impl<E: Engine> Job<'_, E> {
             }
         }
         if self.plan.thinkcycles > 0 {
-            think(self.plan.thinkcycles);
+            think(self.plan.thinkcycles, &self.ctx.stop);
         }
         self.free.push(slot);
         self.ops += 1;
@@ -357,27 +473,55 @@ impl<E: Engine> Job<'_, E> {
         Ok(())
     }
 
-    /// Waits for every I/O in flight, ignoring results (error path).
-    fn drain(&mut self) -> Result<()> {
+    /// Waits for every I/O in flight, ignoring results (after an error of
+    /// the engine). A second interrupt stops the waiting.
+    fn drain(&mut self) -> Result<Drain> {
         let mut out = Vec::new();
         while self.inflight > 0 {
+            if ringlab_core::gate::signals_received() >= 2 {
+                return Ok(Drain::Abandoned);
+            }
             out.clear();
             self.engine.reap(1, &mut out)?;
             self.inflight = self.inflight.saturating_sub(out.len() as u32);
         }
-        Ok(())
+        Ok(Drain::Done)
     }
 }
 
+/// Iterations of think time between two looks at the stop flag: about a
+/// millisecond of work, so a stop is seen at once and the look costs nothing.
+const THINK_CHUNK: u64 = 1 << 20;
+
 /// Pure CPU work between I/Os: a dependent multiply-add chain the compiler
-/// cannot remove or vectorise, no memory traffic, no system calls.
+/// cannot remove or vectorise, no memory traffic, no system calls. Ends
+/// early when `stop` is set (it is looked at every [`THINK_CHUNK`]
+/// iterations).
 #[inline(never)]
-pub fn think(cycles: u64) {
+pub fn think(cycles: u64, stop: &AtomicBool) {
     let mut v: u64 = 1;
-    for i in 0..cycles {
-        v = std::hint::black_box(v.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i));
+    let mut done = 0;
+    while done < cycles {
+        let end = done + (cycles - done).min(THINK_CHUNK);
+        for i in done..end {
+            v = std::hint::black_box(v.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(i));
+        }
+        done = end;
+        if done < cycles && stop.load(Ordering::Relaxed) {
+            break;
+        }
     }
     std::hint::black_box(v);
+}
+
+/// What the read-back of --verify did.
+struct ReadBack {
+    /// Blocks checked in all, during the run and in the read-back.
+    checked: u64,
+    /// Blocks written during the run, and how many of them were read back
+    /// (fewer when an interrupt cut the read-back short).
+    to_check: u64,
+    read_back: u64,
 }
 
 /// Per-job state of --verify.
@@ -413,12 +557,27 @@ impl VerifyState {
         self.written[(rel / 64) as usize] |= 1 << (rel % 64);
     }
 
-    /// Reads back every block written during the run and checks it; returns
-    /// the number of blocks checked in all.
-    fn read_back(self, fd: i32, buffers: &mut BufferPool, plan: &IoPlan, job: u32) -> Result<u64> {
-        let mut checked = self.checked;
+    /// Reads back every block written during the run and checks it. An
+    /// interrupt (SIGINT, SIGTERM) ends the read-back early; the result says
+    /// how far it got.
+    fn read_back(
+        self,
+        fd: i32,
+        buffers: &mut BufferPool,
+        plan: &IoPlan,
+        job: u32,
+    ) -> Result<ReadBack> {
+        let to_check: u64 = self.written.iter().map(|w| w.count_ones() as u64).sum();
+        let mut back = ReadBack {
+            checked: self.checked,
+            to_check,
+            read_back: 0,
+        };
         let bs = plan.bs as usize;
         for (w, &word) in self.written.iter().enumerate() {
+            if ringlab_core::gate::signals_received() > 0 {
+                return Ok(back);
+            }
             let mut bits = word;
             while bits != 0 {
                 let bit = bits.trailing_zeros() as u64;
@@ -429,10 +588,15 @@ impl VerifyState {
                 // SAFETY: buf is bs bytes, page aligned, owned by this thread.
                 let n =
                     unsafe { libc::pread(fd, buf.as_mut_ptr().cast(), bs, offset as libc::off_t) };
+                if n < 0 {
+                    let err = std::io::Error::last_os_error();
+                    bail!(
+                        "verify read-back: job {job}: read of {bs} bytes at offset {offset} failed: {err}"
+                    );
+                }
                 if n != bs as isize {
                     bail!(
-                        "verify read-back: job {job} read at offset {offset} returned {n}: {}",
-                        std::io::Error::last_os_error()
+                        "verify read-back: job {job}: short read at offset {offset}: {n} of {bs} bytes (the target shrank during the run?)"
                     );
                 }
                 if let Err(why) = verify::check(buf, offset) {
@@ -440,9 +604,10 @@ impl VerifyState {
                         "verify failed: job {job} block written at offset {offset} (block {block}) reads back wrong: {why}"
                     );
                 }
-                checked += 1;
+                back.checked += 1;
+                back.read_back += 1;
             }
         }
-        Ok(checked)
+        Ok(back)
     }
 }

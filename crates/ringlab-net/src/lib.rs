@@ -7,6 +7,7 @@
 //! [`serve`] is the other side: a minimal keep-alive server.
 
 pub mod client;
+pub mod config;
 pub mod drivers;
 pub mod http;
 pub mod plan;

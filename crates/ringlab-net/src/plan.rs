@@ -1,11 +1,16 @@
 //! The flags of `ringlab http` and the validated plan they resolve to.
 
+pub use crate::config::IoKind;
+use crate::config::{HttpConfig, HttpRing};
 use anyhow::Result;
-use clap::{Args, ValueEnum};
+use clap::Args;
+use ringlab_core::uring::cli::HttpKnobArgs;
+use ringlab_core::uring::knobs::{apply_default_ring, Mode, RingUse, UringOptions};
+use ringlab_core::uring::ring::kernel_has;
 use ringlab_core::usage;
 use ringlab_core::usage_error;
 use ringlab_stats::units::parse_duration;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
@@ -13,35 +18,6 @@ use std::time::Duration;
 pub const CONNECTIONS_MAX: u32 = 1_000_000;
 pub const THREADS_MAX: u32 = 1024;
 pub const PIPELINE_MAX: u32 = 1024;
-
-/// How a client thread drives its sockets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum IoKind {
-    /// wrk's design: non-blocking sockets and epoll_wait.
-    Epoll,
-    /// io_uring, each operation submitted as it is prepared and each
-    /// completion waited for on its own (the thesis's io_uring-nb).
-    #[value(name = "uring-nb")]
-    UringNb,
-    /// io_uring, operations of all connections submitted and reaped in
-    /// batches once per loop turn (the thesis's io_uring).
-    Uring,
-    /// uring plus multishot receive into a provided buffer ring, registered
-    /// socket descriptors, SINGLE_ISSUER and DEFER_TASKRUN.
-    #[value(name = "uring-mshot")]
-    UringMshot,
-}
-
-impl IoKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            IoKind::Epoll => "epoll",
-            IoKind::UringNb => "uring-nb",
-            IoKind::Uring => "uring",
-            IoKind::UringMshot => "uring-mshot",
-        }
-    }
-}
 
 /// `ringlab http URL`: wrk's options, wrk2's -R, and the interface under test.
 #[derive(Args, Debug, Clone)]
@@ -106,50 +82,13 @@ pub struct HttpArgs {
     /// Interface under test: epoll, uring-nb, uring, uring-mshot.
     #[arg(long, value_enum, default_value_t = IoKind::Epoll)]
     pub io: IoKind,
-    /// IORING_SETUP_SQPOLL: a kernel thread polls the submission queue.
-    #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
-    pub sqpoll: bool,
-    /// IORING_SETUP_COOP_TASKRUN (Linux 5.19).
-    #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
-    pub coop_taskrun: bool,
-    /// IORING_SETUP_DEFER_TASKRUN (Linux 6.1); needs --single-issuer.
-    #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
-    pub defer_taskrun: bool,
-    /// IORING_SETUP_SINGLE_ISSUER (Linux 6.0).
-    #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
-    pub single_issuer: bool,
-    /// Register each socket in the ring's file table (IOSQE_FIXED_FILE).
-    #[arg(long, help_heading = "io_uring ring setup (--io uring*)")]
-    pub fixed_files: bool,
+    /// The io_uring knobs of the knob table that apply to socket rings.
+    #[command(flatten)]
+    pub ring: HttpKnobArgs,
     /// Do not collect kernel evidence (tracepoint counters, IPIs, helper
     /// threads) during the run.
     #[arg(long)]
     pub no_kstat: bool,
-}
-
-/// Ring setup of the uring drivers, as it will be applied.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RingKnobs {
-    pub sqpoll: bool,
-    pub coop_taskrun: bool,
-    pub defer_taskrun: bool,
-    pub single_issuer: bool,
-    pub fixed_files: bool,
-}
-
-impl RingKnobs {
-    fn names(&self) -> Vec<&'static str> {
-        [
-            (self.sqpoll, "sqpoll"),
-            (self.coop_taskrun, "coop-taskrun"),
-            (self.defer_taskrun, "defer-taskrun"),
-            (self.single_issuer, "single-issuer"),
-            (self.fixed_files, "fixed-files"),
-        ]
-        .into_iter()
-        .filter_map(|(on, n)| on.then_some(n))
-        .collect()
-    }
 }
 
 /// The parts of the URL a request needs.
@@ -184,7 +123,10 @@ pub struct HttpPlan {
     pub pipeline: u32,
     pub rate: Option<f64>,
     pub io: IoKind,
-    pub ring: RingKnobs,
+    /// Ring setup of the uring drivers, as it will be applied.
+    pub ring: UringOptions,
+    /// The ring knobs chosen by default, not given (the default ring).
+    pub ring_defaults: Vec<&'static str>,
     /// Collect kernel evidence (not --no-kstat).
     pub kstat: bool,
     /// The bytes of one request, sent as they are.
@@ -294,14 +236,7 @@ impl HttpPlan {
             }
         }
         check_framing_headers(&args.header)?;
-        let ring = RingKnobs {
-            sqpoll: args.sqpoll,
-            coop_taskrun: args.coop_taskrun,
-            defer_taskrun: args.defer_taskrun,
-            single_issuer: args.single_issuer,
-            fixed_files: args.fixed_files,
-        };
-        let ring = check_ring(args.io, ring)?;
+        let (ring, ring_defaults) = check_ring(args.io, &args.ring)?;
         if args.u_latency && args.rate.is_none() {
             usage!("--u_latency needs -R: without a rate there is no correction, so the uncorrected latency is the latency --latency prints");
         }
@@ -348,6 +283,7 @@ impl HttpPlan {
             rate: args.rate,
             io: args.io,
             ring,
+            ring_defaults,
             kstat: !args.no_kstat,
             request,
         })
@@ -365,73 +301,86 @@ impl HttpPlan {
         base + u32::from(t < self.connections % self.threads)
     }
 
-    pub fn config_map(&self) -> Map<String, Value> {
-        let v = json!({
-            "url": self.url,
-            "threads": self.threads,
-            "connections": self.connections,
-            "duration": self.duration.as_secs_f64(),
-            "timeout": self.timeout.as_secs_f64(),
-            "latency": self.latency,
-            "u_latency": self.u_latency,
-            "percentile-list": self.percentiles,
-            "requests": self.total_requests,
-            "script": self.script.as_ref().map(|s| s.path.display().to_string()),
-            "script-args": self.script.as_ref().map(|s| s.args.clone()),
-            "header": self.headers,
-            "method": self.method,
-            "body": self.body,
-            "pipeline": self.pipeline,
-            "rate": self.rate,
-            "io": self.io.name(),
-            "sqpoll": self.ring.sqpoll,
-            "coop-taskrun": self.ring.coop_taskrun,
-            "defer-taskrun": self.ring.defer_taskrun,
-            "single-issuer": self.ring.single_issuer,
-            "fixed-files": self.ring.fixed_files,
-            "no-kstat": !self.kstat,
-        });
-        match v {
-            Value::Object(m) => m,
-            _ => unreachable!("json! of an object literal is an object"),
+    /// The resolved options as a result's typed `config`.
+    pub fn config(&self) -> HttpConfig {
+        HttpConfig {
+            url: self.url.clone(),
+            threads: self.threads,
+            connections: self.connections,
+            duration: self.duration.as_secs_f64(),
+            timeout: self.timeout.as_secs_f64(),
+            latency: self.latency,
+            u_latency: self.u_latency,
+            percentile_list: self.percentiles.clone(),
+            requests: self.total_requests,
+            script: self.script.as_ref().map(|s| s.path.display().to_string()),
+            script_args: self.script.as_ref().map(|s| s.args.clone()),
+            header: self.headers.clone(),
+            method: self.method.clone(),
+            body: self.body.clone(),
+            pipeline: self.pipeline,
+            rate: self.rate,
+            io: self.io,
+            ring: HttpRing(self.ring.clone()),
+            no_kstat: !self.kstat,
+            default_knobs: self.ring_defaults.iter().map(|s| s.to_string()).collect(),
         }
+    }
+
+    pub fn config_map(&self) -> Map<String, Value> {
+        self.config().to_map()
     }
 }
 
 /// Refuses knob combinations the kernel (or the driver) cannot honour and
 /// returns the knobs in effect (uring-mshot always runs single-issuer,
 /// defer-taskrun and fixed files).
-fn check_ring(io: IoKind, k: RingKnobs) -> Result<RingKnobs> {
-    if io == IoKind::Epoll && k != RingKnobs::default() {
+fn check_ring(io: IoKind, given: &HttpKnobArgs) -> Result<(UringOptions, Vec<&'static str>)> {
+    if let (IoKind::Epoll, Some(first)) = (io, given.given().first()) {
         usage!(
-            "--{} is an io_uring setting and --io epoll does not use io_uring: drop it or pick --io uring, uring-nb or uring-mshot",
-            k.names()[0]
+            "--{first} is an io_uring setting and --io epoll does not use io_uring: drop it or pick --io uring, uring-nb or uring-mshot"
         );
     }
-    if io == IoKind::UringMshot && (k.sqpoll || k.coop_taskrun) {
+    let mut k = given.apply()?;
+    match k.mode {
+        None | Some(Mode::Iou) => {}
+        Some(m) => usage!(
+            "--mode {} is a storage preset of ringlab io; ringlab http takes --mode iou (the bare kernel ring) or the knobs themselves",
+            m.name()
+        ),
+    }
+    if io == IoKind::UringMshot && (k.sqpoll || k.coop_taskrun || k.mode.is_some()) {
         usage!(
             "--io uring-mshot runs with DEFER_TASKRUN, which the kernel does not combine with --{}: drop it",
-            if k.sqpoll { "sqpoll" } else { "coop-taskrun" }
+            if k.sqpoll {
+                "sqpoll"
+            } else if k.coop_taskrun {
+                "coop-taskrun"
+            } else {
+                "mode iou (the bare ring)"
+            }
         );
     }
-    if k.defer_taskrun && !k.single_issuer {
-        usage!("--defer-taskrun needs --single-issuer (the kernel refuses it alone): add --single-issuer");
-    }
-    if k.sqpoll && (k.coop_taskrun || k.defer_taskrun) {
-        usage!(
-            "--{} does not apply with --sqpoll (the SQPOLL thread runs the completion work): drop one of them",
-            if k.defer_taskrun { "defer-taskrun" } else { "coop-taskrun" }
-        );
-    }
+    ringlab_core::uring::knobs::check_combinations(&k, &|f| format!("--{f}"))?;
     if io == IoKind::UringMshot {
-        return Ok(RingKnobs {
-            single_issuer: true,
-            defer_taskrun: true,
-            fixed_files: true,
-            ..k
-        });
+        k.single_issuer = true;
+        k.defer_taskrun = true;
+        k.fixed_files = true;
+        return Ok((k, Vec::new()));
     }
-    Ok(k)
+    if io == IoKind::Epoll {
+        return Ok((k, Vec::new()));
+    }
+    // Each client thread owns its ring: the default ring of fio and
+    // t/io_uring, where the kernel has it.
+    let names = given.given();
+    let ring_use = RingUse {
+        given: &names,
+        completion_thread: false,
+        spins: false,
+    };
+    let defaults = apply_default_ring(&mut k, &ring_use, &kernel_has);
+    Ok((k, defaults))
 }
 
 /// Headers that would contradict how ringlab frames its requests (it
@@ -584,30 +533,23 @@ mod tests {
 
     #[test]
     fn ring_knobs_that_contradict_are_refused() {
-        let k = |f: fn(&mut RingKnobs)| {
-            let mut r = RingKnobs::default();
-            f(&mut r);
-            r
-        };
-        assert!(check_ring(IoKind::Epoll, k(|r| r.sqpoll = true)).is_err());
-        assert!(check_ring(IoKind::Uring, k(|r| r.defer_taskrun = true)).is_err());
+        let k = |given: &[(&'static str, Option<&str>)]| HttpKnobArgs::of(given);
+        assert!(check_ring(IoKind::Epoll, &k(&[("sqpoll", None)])).is_err());
+        assert!(check_ring(IoKind::Uring, &k(&[("defer-taskrun", None)])).is_err());
         assert!(check_ring(
             IoKind::Uring,
-            k(|r| {
-                r.sqpoll = true;
-                r.coop_taskrun = true
-            })
+            &k(&[("sqpoll", None), ("coop-taskrun", None)])
         )
         .is_err());
-        assert!(check_ring(IoKind::UringMshot, k(|r| r.sqpoll = true)).is_err());
-        let m = check_ring(IoKind::UringMshot, RingKnobs::default()).unwrap();
+        assert!(check_ring(IoKind::UringMshot, &k(&[("sqpoll", None)])).is_err());
+        let (m, _) = check_ring(IoKind::UringMshot, &k(&[])).unwrap();
         assert!(m.defer_taskrun && m.single_issuer && m.fixed_files);
+        assert!(check_ring(IoKind::Uring, &k(&[("mode", Some("iou+k"))])).is_err());
+        let (bare, none) = check_ring(IoKind::Uring, &k(&[("mode", Some("iou"))])).unwrap();
+        assert!(none.is_empty() && !bare.coop_taskrun && !bare.defer_taskrun);
         assert!(check_ring(
             IoKind::Uring,
-            k(|r| {
-                r.defer_taskrun = true;
-                r.single_issuer = true
-            })
+            &k(&[("defer-taskrun", None), ("single-issuer", None)])
         )
         .is_ok());
     }

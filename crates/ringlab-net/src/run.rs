@@ -10,8 +10,8 @@ use crate::script::{DoneErrors, DoneSummary, ScriptRun, StatsUd, ThreadScript, W
 use crate::sys::{self, RawAddr};
 use crate::text;
 use anyhow::{anyhow, Result};
+use ringlab_core::harness::{Aborted, Harness, JobSlot, JobSpec, RunHeader};
 use ringlab_core::usage_error;
-use ringlab_core::StartGate;
 use ringlab_kstat::ThreadUsage;
 use ringlab_stats::{
     DirectionFigures, Figures, HttpFigures, JobFigures, LatencyRecorder, RateSummary, RunResult,
@@ -20,9 +20,8 @@ use ringlab_stats::{
 use std::collections::BTreeMap;
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
-use std::thread;
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::time::SystemTime;
 
 /// Descriptors kept free beyond one per connection (rings, epoll, stdio).
 const FD_SLACK: u64 = 64;
@@ -133,102 +132,59 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
     let fds_before = open_fds();
     let n = plan.threads as usize;
     let progress: Vec<Arc<AtomicU64>> = (0..n).map(|_| Arc::new(AtomicU64::new(0))).collect();
-    let gate = Arc::new(StartGate::default());
-    let failed: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-    let (ready_tx, ready_rx) = mpsc::channel::<()>();
-    let plan_arc = Arc::new(plan.clone());
-    let mut handles = Vec::with_capacity(n);
-    for t in 0..plan.threads {
-        let thread_script = script
-            .as_mut()
-            .and_then(|s| s.threads.get_mut(t as usize))
-            .and_then(Option::take);
-        let addr = script
-            .as_ref()
-            .and_then(|s| s.addr_of(t as usize))
-            .unwrap_or(plan.addr);
-        let (plan, gate_t, failed, stop, ready, prog) = (
-            plan_arc.clone(),
-            gate.clone(),
-            failed.clone(),
-            stop.clone(),
-            ready_tx.clone(),
-            progress[t as usize].clone(),
-        );
-        let spawned = thread::Builder::new()
-            .name(format!("ringlab-http{t}"))
-            .spawn(move || {
-                let th = ThreadCtx {
-                    t,
-                    addr,
-                    per_write,
-                    script: thread_script,
-                };
-                client_thread(th, &plan, &gate_t, ready, &failed, &stop, &prog)
-            });
-        match spawned {
-            Ok(h) => handles.push(h),
-            Err(e) => {
-                // Send the threads already started home before failing.
-                gate.open(false);
-                for h in handles {
-                    let _ = h.join();
-                }
-                return Err(anyhow!(
-                    "cannot start client thread {t}: {e}; lower --threads"
-                ));
-            }
-        }
-    }
-    drop(ready_tx);
-    // Every thread has set up its driver (or failed to) before any starts.
-    let _ = ready_rx.iter().take(n).count();
-    let all_ok = failed.lock().unwrap_or_else(|p| p.into_inner()).is_none();
+    let spec = JobSpec {
+        count: plan.threads,
+        thread_name: "ringlab-http",
+        what: "client thread",
+        fewer: "--threads",
+    };
+    // Each thread takes its own Lua state and address (setup() may set one
+    // per thread) out of these when it starts.
+    let ctxs: Vec<std::sync::Mutex<Option<ThreadCtx>>> = (0..plan.threads)
+        .map(|t| {
+            let thread_script = script
+                .as_mut()
+                .and_then(|s| s.threads.get_mut(t as usize))
+                .and_then(Option::take);
+            let addr = script
+                .as_ref()
+                .and_then(|s| s.addr_of(t as usize))
+                .unwrap_or(plan.addr);
+            std::sync::Mutex::new(Some(ThreadCtx {
+                addr,
+                per_write,
+                script: thread_script,
+            }))
+        })
+        .collect();
+    let (p, pr) = (Arc::new(plan.clone()), progress.clone());
+    let mut harness = Harness::spawn(&spec, move |slot| {
+        let th = ctxs[slot.index as usize]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| anyhow!("client thread {} started twice", slot.index))?;
+        client_thread(th, &p, &slot, &pr[slot.index as usize])
+    })?;
     if let Some(k) = &mut kstat {
         let threads = progress.clone();
         k.enable(Arc::new(move || {
             threads.iter().map(|p| p.load(Ordering::Relaxed)).sum()
         }));
     }
-    let started_at = SystemTime::now();
-    let start = std::time::Instant::now();
-    gate.open(all_ok);
+    let started_at = harness.start();
     // The kernel counts the measured run only, not the closing of the
     // connections after it; the per-request counters are counted in
     // sampling windows (as in ringlab io).
-    let tick = Duration::from_millis(50);
-    let mut ticks = 0u64;
-    while all_ok && start.elapsed() < plan.duration && !stop.load(Ordering::Relaxed) {
-        if handles.iter().all(|h| h.is_finished()) {
-            break;
-        }
+    harness.supervise(Some(plan.duration), &stop, |tick, _| {
         if let Some(k) = &mut kstat {
-            k.tick(ticks);
+            k.tick(tick);
         }
-        ticks += 1;
-        thread::sleep(tick.min(plan.duration.saturating_sub(start.elapsed())));
-    }
+    });
     if let Some(k) = &mut kstat {
         k.disable();
     }
-    let outcomes: Vec<Option<ThreadOutcome>> = handles
-        .into_iter()
-        .map(|h| h.join().unwrap_or(None))
-        .collect();
-    if let Some(msg) = failed.lock().unwrap_or_else(|p| p.into_inner()).take() {
-        // A driver that could not be set up is an unusable setup found
-        // before anything was measured (exit 2); a failure later is a
-        // failed run.
-        return Err(if all_ok {
-            anyhow!(msg)
-        } else {
-            usage_error(msg)
-        });
-    }
-    let mut outcomes: Vec<ThreadOutcome> = outcomes
-        .into_iter()
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(|| anyhow!("a client thread panicked"))?;
+    let mut outcomes = harness.finish(|_| false)?;
     if let Some(s) = &mut script {
         for (t, o) in outcomes.iter_mut().enumerate() {
             if let Some(ts) = o.script.take() {
@@ -279,23 +235,21 @@ fn probe(plan: &HttpPlan) -> Result<()> {
 
 /// What differs between client threads.
 struct ThreadCtx {
-    t: u32,
     /// The server address (a script's setup() may set it per thread).
     addr: std::net::SocketAddr,
     per_write: u32,
     script: Option<ThreadScript>,
 }
 
+/// One client thread: its driver set up, then its share of connections
+/// driven until the end of the run (or a failure, which is the run's error).
 fn client_thread(
     th: ThreadCtx,
     plan: &HttpPlan,
-    gate: &StartGate,
-    ready: mpsc::Sender<()>,
-    failed: &Mutex<Option<String>>,
-    stop: &AtomicBool,
+    slot: &JobSlot,
     progress: &AtomicU64,
-) -> Option<ThreadOutcome> {
-    let t = th.t;
+) -> Result<ThreadOutcome> {
+    let t = slot.index;
     let connections = plan.connections_of(t);
     let request = th
         .script
@@ -327,45 +281,38 @@ fn client_thread(
     }
     let driver: std::io::Result<Box<dyn Driver>> = match plan.io {
         IoKind::Epoll => EpollDriver::new(connections as usize).map(|d| Box::new(d) as _),
-        kind => UringDriver::new(kind, plan.ring, connections as usize).map(|d| Box::new(d) as _),
+        kind => UringDriver::new(kind, &plan.ring, connections as usize).map(|d| Box::new(d) as _),
     };
     let mut driver = match driver {
-        Ok(d) => Some(d),
+        Ok(d) => d,
         Err(e) => {
-            let mut f = failed.lock().unwrap_or_else(|p| p.into_inner());
-            if f.is_none() {
-                *f = Some(crate::drivers::uring::explain_setup_error(plan, &e));
-            }
-            None
+            slot.ready(false);
+            // A driver that cannot be set up is an unusable setup found
+            // before anything was measured: exit 2.
+            return Err(usage_error(match plan.io {
+                IoKind::Epoll => format!(
+                    "epoll setup for --io epoll: {e}; if descriptors ran out, raise 'ulimit -n' or lower --connections"
+                ),
+                _ => crate::drivers::uring::explain_setup_error(plan, &e),
+            }));
         }
     };
-    let _ = ready.send(());
-    drop(ready);
-    if !gate.wait() {
-        return Some(ThreadOutcome {
-            stats: ClientStats::default(),
-            measurements: ThreadMeasurements::default(),
-            script: client.script.take().map(|b| *b),
-        });
+    if !slot.ready(true) {
+        return Err(Aborted.into());
     }
-    let driver = driver.as_mut()?;
     let usage_before = ThreadUsage::now().unwrap_or_default();
     client.start_clock();
     let ctx = RunCtx {
         addr: RawAddr::new(&th.addr),
         end_ns: plan.duration.as_nanos() as u64,
-        stop,
+        stop: &slot.stop,
         progress,
     };
     let run = driver.run(&mut client, &ctx);
     let elapsed_ns = client.now().min(ctx.end_ns.max(1)).max(1);
     let used = ThreadUsage::now().unwrap_or_default().since(&usage_before);
     if let Err(e) = run {
-        let mut f = failed.lock().unwrap_or_else(|p| p.into_inner());
-        if f.is_none() {
-            *f = Some(format!("client thread {t} ({}): {e}", plan.io.name()));
-        }
-        stop.store(true, Ordering::SeqCst);
+        return Err(anyhow!("client thread {t} ({}): {e}", plan.io.name()));
     }
     let measurements = ThreadMeasurements {
         elapsed_ns,
@@ -376,7 +323,7 @@ fn client_thread(
         ctx_involuntary: used.involuntary_switches,
         ..Default::default()
     };
-    Some(ThreadOutcome {
+    Ok(ThreadOutcome {
         script: client.script.take().map(|b| *b),
         stats: client.stats,
         measurements,
@@ -444,14 +391,15 @@ fn build(
     if total.ops == 0 {
         warnings.push(no_response(&total_s, plan));
     }
+    let head = RunHeader::new("http", started_at);
     let result = RunResult {
         schema_version: SCHEMA_VERSION,
         tool: ToolInfo {
-            name: "ringlab".to_string(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
+            name: head.tool.to_string(),
+            version: head.version.to_string(),
         },
-        command: "http".to_string(),
-        started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
+        command: head.command.to_string(),
+        started_at: head.started_at,
         host: ringlab_kstat::host_info(),
         config: plan.config_map(),
         target: None,

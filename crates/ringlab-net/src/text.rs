@@ -5,8 +5,8 @@
 //! `Requests/sec:`, and `Requests/sec:`/`Transfer/sec:` stay the last two
 //! lines, as in wrk.
 
+use crate::config::HttpConfig;
 use ringlab_stats::{Figures, HttpFigures, KstatReport, LatencyRecorder, RunResult};
-use serde_json::Value;
 use std::fmt::Write;
 
 /// wrk's `format_units`: divide by `scale` while the amount is at least
@@ -82,21 +82,22 @@ fn pct_label(p: f64, precise: bool) -> String {
 /// percentiles and the "+/- Stdev" column the JSON summary does not hold).
 pub fn render(r: &RunResult, lat: &LatencyRecorder, uncorrected: &LatencyRecorder) -> String {
     let mut o = String::new();
-    let c = &r.config;
-    let get = |k: &str| c.get(k).cloned().unwrap_or(Value::Null);
+    let c = match HttpConfig::from_map(&r.config) {
+        Ok(c) => c,
+        Err(e) => return format!("(this result's config is not an http config: {e})\n"),
+    };
     let t = &r.total;
-    let open_loop = !get("rate").is_null();
+    let open_loop = c.rate.is_some();
     let _ = writeln!(
         o,
         "Running {} test @ {}",
-        header_duration(get("duration").as_f64().unwrap_or(0.0)),
-        get("url").as_str().unwrap_or("?")
+        header_duration(c.duration),
+        c.url
     );
     let _ = writeln!(
         o,
         "  {} threads and {} connections",
-        get("threads"),
-        get("connections")
+        c.threads, c.connections
     );
     let _ = writeln!(o, "  Thread Stats   Avg      Stdev     Max   +/- Stdev");
     match &t.lat_ns {
@@ -129,10 +130,8 @@ pub fn render(r: &RunResult, lat: &LatencyRecorder, uncorrected: &LatencyRecorde
             rs.within_stdev_pct
         );
     }
-    let custom: Option<Vec<f64>> = get("percentile-list")
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_f64).collect());
-    let latency = get("latency").as_bool() == Some(true) && lat.count() > 0;
+    let custom: Option<Vec<f64>> = c.percentile_list.clone();
+    let latency = c.latency && lat.count() > 0;
     if latency && open_loop {
         hdr_block(&mut o, "Recorded Latency", lat, custom.as_deref());
     } else if latency {
@@ -151,7 +150,7 @@ pub fn render(r: &RunResult, lat: &LatencyRecorder, uncorrected: &LatencyRecorde
             }
         }
     }
-    if get("u_latency").as_bool() == Some(true) && open_loop && uncorrected.count() > 0 {
+    if c.u_latency && open_loop && uncorrected.count() > 0 {
         let _ = writeln!(o);
         hdr_block(
             &mut o,
@@ -248,32 +247,29 @@ fn ringlab_block(
     distribution_shown: bool,
 ) -> String {
     let mut o = String::new();
-    let c = &r.config;
-    let get = |k: &str| c.get(k).cloned().unwrap_or(Value::Null);
-    let mut line = format!("  ringlab: io {}", get("io").as_str().unwrap_or("?"));
-    let knobs: Vec<&str> = [
-        "sqpoll",
-        "coop-taskrun",
-        "defer-taskrun",
-        "single-issuer",
-        "fixed-files",
-    ]
-    .into_iter()
-    .filter(|k| get(k).as_bool() == Some(true))
-    .collect();
+    let Ok(c) = HttpConfig::from_map(&r.config) else {
+        return String::new();
+    };
+    let mut line = format!("  ringlab: io {}", c.io.name());
+    let knobs = c.ring.on();
     if !knobs.is_empty() {
-        let _ = write!(line, " ({})", knobs.join("+"));
+        let default = if c.default_knobs.is_empty() {
+            ""
+        } else {
+            ", chosen by default; --mode iou for the bare kernel ring"
+        };
+        let _ = write!(line, " ({}{default})", knobs.join("+"));
     }
-    if let Some(p) = get("pipeline").as_u64().filter(|&p| p > 1) {
-        let _ = write!(line, ", pipeline {p}");
+    if c.pipeline > 1 {
+        let _ = write!(line, ", pipeline {}", c.pipeline);
     }
-    if let Some(rate) = get("rate").as_f64() {
+    if let Some(rate) = c.rate {
         let _ = write!(
             line,
             ", open loop at {rate} req/s (latency from when each request was due)"
         );
     }
-    if let Some(s) = get("script").as_str() {
+    if let Some(s) = &c.script {
         let _ = write!(line, ", script {s}");
     }
     let _ = writeln!(o, "{line}");
@@ -287,7 +283,7 @@ fn ringlab_block(
             );
         }
     }
-    if !get("rate").is_null() && !distribution_shown {
+    if c.rate.is_some() && !distribution_shown {
         if let Some(u) = uncorrected.summary() {
             let _ = writeln!(
                 o,

@@ -11,6 +11,8 @@ pub enum ParseError {
     SizeOverflow(String),
     #[error("'{0}' is not a duration: use a number with a unit, e.g. 500ms, 2s, 1m, 1h (a bare number means seconds)")]
     Duration(String),
+    #[error("duration '{0}' is too large (over 2^64 seconds)")]
+    DurationOverflow(String),
 }
 
 /// Parses a size in bytes. Suffixes are fio's with its default `kb_base=1024`:
@@ -51,10 +53,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, ParseError> {
     if t.bytes().all(|b| b.is_ascii_digit()) {
         let secs: u64 = t
             .parse()
-            .map_err(|_| ParseError::Duration(text.to_string()))?;
+            .map_err(|_| ParseError::DurationOverflow(text.to_string()))?;
         return Ok(Duration::from_secs(secs));
     }
-    humantime::parse_duration(t).map_err(|_| ParseError::Duration(text.to_string()))
+    humantime::parse_duration(t).map_err(|e| match e {
+        humantime::DurationError::NumberOverflow => ParseError::DurationOverflow(text.to_string()),
+        _ => ParseError::Duration(text.to_string()),
+    })
 }
 
 /// Formats bytes with a binary unit: `4 KiB`, `1.50 GiB`.
@@ -162,6 +167,12 @@ mod tests {
         assert_eq!(parse_duration("1m30s"), Ok(Duration::from_secs(90)));
         for bad in ["", "abc", "2x", "-1s", "s"] {
             assert!(parse_duration(bad).is_err(), "{bad:?} parsed");
+        }
+        for huge in ["99999999999999999999999", "9999999999999999999h"] {
+            assert_eq!(
+                parse_duration(huge),
+                Err(ParseError::DurationOverflow(huge.to_string()))
+            );
         }
     }
 

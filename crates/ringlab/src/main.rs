@@ -4,14 +4,14 @@
 //! Exit codes: 0 success, 1 a run that failed (I/O error, verify mismatch),
 //! 2 bad usage or an unusable setup found before anything was measured.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use ringlab_core::output::Output;
 use ringlab_io::run::{run_io, RunOptions};
 use ringlab_io::{IoArgs, IoPlan, UsageError};
 use ringlab_stats::RunResult;
-use std::fs::File;
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod lab;
@@ -95,7 +95,7 @@ enum Command {
     /// HTTP/1.1 load generator on epoll or io_uring (wrk's options, wrk2's -R).
     Http {
         #[command(flatten)]
-        http: ringlab_net::HttpArgs,
+        http: Box<ringlab_net::HttpArgs>,
         #[command(flatten)]
         output: OutputArgs,
     },
@@ -115,7 +115,8 @@ struct OutputArgs {
     /// text for people, json for programs (schema/result.schema.json).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     output_format: OutputFormat,
-    /// Write the result to FILE instead of standard output.
+    /// Write the result to FILE instead of standard output (whole, at the
+    /// end; a failed run leaves FILE as it was). '-' is standard output.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Same as --output-format json (oha's --json).
@@ -154,7 +155,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             say(&format!("ringlab: {e:#}"));
-            if e.downcast_ref::<ringlab_lab::Interrupted>().is_some() {
+            if e.downcast_ref::<ringlab_lab::Interrupted>().is_some()
+                || e.downcast_ref::<ringlab_core::error::Interrupted>()
+                    .is_some()
+            {
                 ExitCode::from(130)
             } else if e.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(2)
@@ -241,53 +245,20 @@ fn run(cli: Cli) -> Result<()> {
                 OutputFormat::Text => ringlab_io::features::render(&f),
                 OutputFormat::Json => serde_json::to_string_pretty(&f)? + "\n",
             };
-            write_output(output.output.as_deref(), &text)
+            open_output(&output, &[])?.finish(text.as_bytes())
         }
     }
 }
 
-/// Writes `text` to FILE, or to standard output.
-fn write_output(path: Option<&std::path::Path>, text: &str) -> Result<()> {
-    match path {
-        Some(p) => std::fs::write(p, text)
-            .map_err(|e| anyhow::Error::new(UsageError(format!("--output {}: {e}", p.display())))),
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(text.as_bytes())
-                .context("writing to standard output")?;
-            stdout.flush().context("writing to standard output")
-        }
-    }
-}
-
-/// The file of --output, opened before the run so a bad path fails at once.
-fn open_output(output: &OutputArgs) -> Result<Option<File>> {
-    match &output.output {
-        Some(p) => Ok(Some(File::create(p).map_err(|e| {
-            anyhow::Error::new(UsageError(format!("--output {}: {e}", p.display())))
-        })?)),
-        None => Ok(None),
-    }
-}
-
-fn emit(out_file: &mut Option<File>, rendered: &str) -> Result<()> {
-    match out_file {
-        Some(f) => f.write_all(rendered.as_bytes()).context("writing --output"),
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(rendered.as_bytes())
-                .and_then(|()| stdout.flush())
-                .context("writing to standard output")?;
-            Ok(())
-        }
-    }
+/// The output of a command: checked (and its temporary file opened) before
+/// the command runs, written whole at the end; see `ringlab_core::output`.
+fn open_output(output: &OutputArgs, avoid: &[&Path]) -> Result<Output> {
+    Output::open(output.output.as_deref(), avoid)
 }
 
 fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result<()> {
     let plan = ringlab_net::HttpPlan::from_args(args)?;
-    let mut out_file = open_output(output)?;
+    let out = open_output(output, &[])?;
     let interrupted = ringlab_core::interrupt_flag()?;
     let mut outcome = ringlab_net::run::run_http(&plan, interrupted)?;
     outcome.result.diagnoses = ringlab_lab::diagnose::diagnose(&outcome.result);
@@ -301,13 +272,13 @@ fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result
             s
         }
     };
-    emit(&mut out_file, &rendered)?;
+    out.finish(rendered.as_bytes())?;
     // A script's done() writes after the report, as in wrk.
     outcome.script_done()
 }
 
 fn run_serve_command(args: &ringlab_net::ServeArgs, output: &OutputArgs) -> Result<()> {
-    let mut out_file = open_output(output)?;
+    let out = open_output(output, &[])?;
     let interrupted = ringlab_core::interrupt_flag()?;
     let summary = ringlab_net::serve::serve(args, interrupted, |addr| {
         // On stderr, so that stdout holds only the summary (text or JSON).
@@ -317,19 +288,15 @@ fn run_serve_command(args: &ringlab_net::ServeArgs, output: &OutputArgs) -> Resu
         OutputFormat::Text => summary.text(),
         OutputFormat::Json => summary.json(),
     };
-    emit(&mut out_file, &rendered)
+    out.finish(rendered.as_bytes())
 }
 
 fn run_io_command(args: &IoArgs, output: &OutputArgs) -> Result<()> {
     let plan = IoPlan::from_args(args)?;
-    // Open the output before the run, so a bad path fails in a second, not
-    // after the whole runtime.
-    let mut out_file = match &output.output {
-        Some(p) => Some(File::create(p).map_err(|e| {
-            anyhow::Error::new(UsageError(format!("--output {}: {e}", p.display())))
-        })?),
-        None => None,
-    };
+    // Check the output before the run, so a bad path fails in a second,
+    // not after the whole runtime, and never names the target.
+    let target: Vec<&Path> = plan.target.as_deref().into_iter().collect();
+    let out = open_output(output, &target)?;
     let interrupted = ringlab_core::interrupt_flag()?;
     let opts = RunOptions {
         progress: std::io::stdout().is_terminal(),
@@ -338,19 +305,7 @@ fn run_io_command(args: &IoArgs, output: &OutputArgs) -> Result<()> {
     let mut result = run_io(&plan, &opts)?;
     result.diagnoses = ringlab_lab::diagnose::diagnose(&result);
     let rendered = render(&result, output.format())?;
-    match &mut out_file {
-        Some(f) => f
-            .write_all(rendered.as_bytes())
-            .context("writing --output")?,
-        None => {
-            let mut stdout = std::io::stdout().lock();
-            stdout
-                .write_all(rendered.as_bytes())
-                .and_then(|()| stdout.flush())
-                .context("writing to standard output")?;
-        }
-    }
-    Ok(())
+    out.finish(rendered.as_bytes())
 }
 
 fn render(result: &RunResult, format: OutputFormat) -> Result<String> {

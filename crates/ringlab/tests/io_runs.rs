@@ -292,12 +292,24 @@ fn interrupt_ends_the_run_reports_and_cleans_up() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Signal once the run is under way: its file exists and was laid out.
+    // Signal once the run is under way: its job thread exists (the file is
+    // unlinked as soon as it is created, so it cannot be watched for).
     let start = Instant::now();
-    while leftovers(dir.path()).is_empty() && start.elapsed() < Duration::from_secs(10) {
+    let job = format!("/proc/{}/task", child.id());
+    let running = || {
+        std::fs::read_dir(&job)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|t| {
+                std::fs::read_to_string(t.path().join("comm"))
+                    .is_ok_and(|c| c.trim() == "ringlab-job0")
+            })
+    };
+    while !running() && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::thread::sleep(Duration::from_millis(500));
+    std::thread::sleep(Duration::from_millis(300));
     // SAFETY: sending a signal to our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let start = Instant::now();

@@ -26,6 +26,18 @@ fn verified_run(dir: &str, knobs: &str) -> Value {
     r
 }
 
+/// The setup flags `ringlab features` found this kernel refuses.
+fn refused_setup_flags() -> Vec<String> {
+    let f = json_run("features");
+    f["setup_flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["supported"] == false)
+        .map(|k| k["flag"].as_str().unwrap().to_string())
+        .collect()
+}
+
 fn poll_queues_available(dir: &std::path::Path) -> bool {
     let out = ringlab(&format!(
         "io --directory {} --size 1m --runtime 20ms --direct --iopoll",
@@ -88,6 +100,9 @@ fn every_knob_moves_the_right_bytes_and_is_recorded() {
             1.into(),
         ),
         ("--register-ring", "register-ring", Value::Bool(true)),
+        ("--submit-all", "submit-all", Value::Bool(true)),
+        ("--no-sqarray", "no-sqarray", Value::Bool(true)),
+        ("--no-sqarray --sqpoll", "no-sqarray", Value::Bool(true)),
         ("--cq-size 64", "cq-size", 64.into()),
         (
             "--iowq-max-workers 2,0 --force-async",
@@ -107,12 +122,20 @@ fn every_knob_moves_the_right_bytes_and_is_recorded() {
         ),
     ];
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let refused = refused_setup_flags();
     for (flags, key, want) in cases {
         if cpus < 2 && flags.contains("--completion-thread 1") {
             skip(
                 &format!("{} ({flags})", current_test()),
                 "this machine has one CPU",
             );
+            continue;
+        }
+        if let Some(f) = refused
+            .iter()
+            .find(|f| flags.split(' ').any(|w| w == format!("--{f}")))
+        {
+            eprintln!("skipped {flags}: this kernel refuses --{f} (ringlab features)");
             continue;
         }
         let r = verified_run(&d, flags);
@@ -126,6 +149,12 @@ fn every_knob_moves_the_right_bytes_and_is_recorded() {
         let r = verified_run(&d, "--iopoll");
         assert_eq!(r["config"]["iopoll"], true);
         verified_run(&d, "--iopoll --sqpoll");
+        if refused.iter().any(|f| f == "hybrid-iopoll") {
+            eprintln!("skipped --hybrid-iopoll: this kernel refuses it (ringlab features)");
+        } else {
+            let r = verified_run(&d, "--iopoll --hybrid-iopoll");
+            assert_eq!(r["config"]["hybrid-iopoll"], true);
+        }
     } else {
         skip(
             &format!("{} (--iopoll runs)", current_test()),
@@ -254,6 +283,9 @@ fn features_reports_what_the_kernel_accepts_and_the_device() {
         "single-issuer",
         "defer-taskrun",
         "attach-wq",
+        "submit-all",
+        "no-sqarray",
+        "hybrid-iopoll",
     ] {
         let k = flags
             .iter()
@@ -286,4 +318,69 @@ fn features_reports_what_the_kernel_accepts_and_the_device() {
         2,
         &["does not exist"],
     );
+}
+
+#[test]
+fn the_default_ring_is_the_peers_and_mode_iou_is_bare() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let refused = refused_setup_flags();
+    let want: Vec<&str> = ["coop-taskrun", "single-issuer", "defer-taskrun"]
+        .into_iter()
+        .filter(|f| !refused.iter().any(|r| r == f))
+        .filter(|f| *f != "defer-taskrun" || !refused.iter().any(|r| r == "single-issuer"))
+        .collect();
+    let r = verified_run(&d, "");
+    assert_eq!(r["config"]["default-knobs"], serde_json::json!(want));
+    for k in &want {
+        assert_eq!(r["config"][*k], true, "{k}");
+    }
+    let bare = verified_run(&d, "--mode iou");
+    assert_eq!(bare["config"]["default-knobs"], serde_json::json!([]));
+    for k in ["coop-taskrun", "single-issuer", "defer-taskrun"] {
+        assert_eq!(bare["config"][k], false, "{k}");
+    }
+    // What the user chose stays as chosen; SQPOLL gets none of them.
+    let given = verified_run(&d, "--coop-taskrun");
+    assert_eq!(given["config"]["default-knobs"], serde_json::json!([]));
+    assert_eq!(given["config"]["defer-taskrun"], false);
+    let sq = verified_run(&d, "--sqpoll");
+    assert_eq!(sq["config"]["default-knobs"], serde_json::json!([]));
+    assert_eq!(sq["config"]["coop-taskrun"], false);
+    // The text says which were chosen by default.
+    let out = ringlab(&format!(
+        "io --directory {d} --size 2m --direct --runtime 50ms"
+    ));
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !want.is_empty() {
+        assert!(text.contains("chosen by default"), "{text}");
+    }
+}
+
+#[test]
+fn http_uring_drivers_get_the_default_ring_too() {
+    let refused = refused_setup_flags();
+    if ["coop-taskrun", "single-issuer", "defer-taskrun"]
+        .iter()
+        .any(|f| refused.iter().any(|r| r == f))
+    {
+        eprintln!("skipped http_uring_drivers_get_the_default_ring_too: this kernel lacks part of the default ring");
+        return;
+    }
+    let server = Server::start("");
+    let url = server.url();
+    for (io, extra, want) in [
+        ("uring", "", true),
+        ("uring-nb", "", true),
+        ("uring", "--mode iou", false),
+        ("uring", "--sqpoll", false),
+    ] {
+        let r = json_run(&format!("http {url} -d 100ms -t 1 -c 2 --io {io} {extra}"));
+        let c = &r["config"];
+        assert!(r["total"]["ops"].as_u64().unwrap() > 0, "{io} {extra}");
+        assert_eq!(c["defer-taskrun"], want, "{io} {extra}: {c}");
+        let defaults = c["default-knobs"].as_array().unwrap();
+        assert_eq!(defaults.len(), if want { 3 } else { 0 }, "{io} {extra}");
+    }
+    server.stop();
 }

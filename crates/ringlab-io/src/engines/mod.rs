@@ -22,19 +22,16 @@ mod posixaio;
 mod sync;
 mod uring;
 
+pub use crate::engine_kind::EngineKind;
 pub use libaio::LibaioEngine;
 pub use posixaio::PosixAioEngine;
 pub use sync::SyncEngine;
-pub use uring::{
-    probe_io_uring, supported_opcodes, try_registration, try_setup_flag, UringEngine, UringShared,
-};
+pub use uring::{probe_io_uring, UringEngine, UringShared};
 
 use crate::buffers::BufferPool;
 use crate::plan::IoPlan;
-use crate::worker::{self, JobContext, JobOutcome};
 use crate::workload::Dir;
 use anyhow::Result;
-use clap::ValueEnum;
 use std::os::fd::RawFd;
 use std::time::Instant;
 
@@ -101,36 +98,7 @@ pub trait Engine {
     fn reap(&mut self, min: u32, out: &mut Vec<Completion>) -> Result<()>;
 }
 
-/// The engines `--engine` names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum EngineKind {
-    /// pread/pwrite, one I/O at a time per job.
-    Sync,
-    /// io_uring, batched submit and reap, every knob of the kernel.
-    #[value(alias = "io_uring")]
-    Uring,
-    /// Linux AIO (io_submit/io_getevents); O_DIRECT only.
-    Libaio,
-    /// glibc POSIX AIO (aio_read/aio_write/aio_suspend), a thread pool in
-    /// user space.
-    Posixaio,
-}
-
 impl EngineKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineKind::Sync => "sync",
-            EngineKind::Uring => "uring",
-            EngineKind::Libaio => "libaio",
-            EngineKind::Posixaio => "posixaio",
-        }
-    }
-
-    /// Whether the engine keeps more than one I/O in flight.
-    pub fn is_async(self) -> bool {
-        !matches!(self, EngineKind::Sync)
-    }
-
     /// Checks, before any file is laid out, that the interface is usable.
     pub fn probe(self, plan: &IoPlan) -> Result<()> {
         match self {
@@ -149,17 +117,6 @@ impl EngineKind {
                 _ => None,
             },
         })
-    }
-
-    /// Sets up the engine on the calling (job) thread, reports setup through
-    /// `ready`, and runs the job's worker loop with it.
-    pub fn run_job(self, ctx: JobContext, ready: impl FnOnce(bool) -> bool) -> Result<JobOutcome> {
-        match self {
-            EngineKind::Sync => worker::run_job(ctx, ready, |s| Ok(SyncEngine::new(s))),
-            EngineKind::Uring => worker::run_job(ctx, ready, UringEngine::new),
-            EngineKind::Libaio => worker::run_job(ctx, ready, LibaioEngine::new),
-            EngineKind::Posixaio => worker::run_job(ctx, ready, PosixAioEngine::new),
-        }
     }
 }
 

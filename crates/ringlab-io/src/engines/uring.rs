@@ -18,6 +18,7 @@ use crate::plan::IoPlan;
 use crate::workload::Dir;
 use anyhow::{bail, Context, Result};
 use io_uring::{opcode, squeue, types, EnterFlags, IoUring};
+use ringlab_core::uring::ring::{build_ring, explain_setup_error, register_ring_fd};
 use ringlab_core::usage_error;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -28,8 +29,6 @@ use std::time::Instant;
 
 /// user_data of the NOP that tells the completion thread to leave.
 const STOP_TAG: u64 = u64::MAX;
-/// IORING_REGISTER_RING_FDS.
-const REGISTER_RING_FDS: u32 = 20;
 
 /// The SQPOLL ring whose poller thread and io-wq every job ring attaches to
 /// (`--attach-wq`); it submits nothing itself.
@@ -63,41 +62,6 @@ pub struct UringEngine {
 /// Ring entries for a queue depth: the kernel rounds up to a power of two.
 fn ring_entries(iodepth: u32) -> u32 {
     iodepth.max(1).next_power_of_two()
-}
-
-/// Builds a ring of `entries` with the setup flags of `o`; `attach` is the
-/// ring whose SQPOLL thread and io-wq to share.
-fn build_ring(entries: u32, o: &UringOptions, attach: Option<RawFd>) -> io::Result<IoUring> {
-    let mut b = IoUring::builder();
-    if o.iopoll {
-        b.setup_iopoll();
-    }
-    if o.sqpoll {
-        // 0 lets the kernel pick its default idle time (one second).
-        b.setup_sqpoll(o.sqpoll_idle_ms.unwrap_or(0));
-        if let Some(cpu) = o.sqpoll_cpu {
-            b.setup_sqpoll_cpu(cpu);
-        }
-    }
-    if let Some(n) = o.cq_size {
-        b.setup_cqsize(n);
-    }
-    if let Some(fd) = attach {
-        b.setup_attach_wq(fd);
-    }
-    if o.coop_taskrun {
-        b.setup_coop_taskrun();
-    }
-    if o.taskrun_flag {
-        b.setup_taskrun_flag();
-    }
-    if o.single_issuer {
-        b.setup_single_issuer();
-    }
-    if o.defer_taskrun {
-        b.setup_defer_taskrun();
-    }
-    b.build(entries)
 }
 
 /// Checks, before any file is laid out, that io_uring with these knobs can
@@ -149,48 +113,19 @@ fn check_poll_queues(plan: &IoPlan) -> Result<()> {
         .unwrap_or_else(|| plan.directory.clone());
     if let Some((dev, false)) = crate::target::poll_queues(&path) {
         ringlab_core::usage!(
-            "--iopoll: device {dev} (behind {}) has no poll queues (/sys/block/{dev}/queue/io_poll is 0), so the kernel answers EOPNOTSUPP; drop --iopoll, or use a device with poll queues (NVMe with nvme.poll_queues=N, virtio-blk with virtio_blk.poll_queues=N, null_blk with poll_queues=N)",
+            "--iopoll{}: device {dev} (behind {}) has no poll queues (/sys/block/{dev}/queue/io_poll is 0), so the kernel answers EOPNOTSUPP; drop --iopoll, or use a device with poll queues (NVMe with nvme.poll_queues=N, virtio-blk with virtio_blk.poll_queues=N, null_blk with poll_queues=N)",
+            if plan.uring.hybrid_iopoll { " (and --hybrid-iopoll, which polls too)" } else { "" },
             path.display()
         );
     }
     Ok(())
 }
 
-/// Registers `ring_fd` with itself; returns the registered index.
-fn register_ring_fd(ring_fd: RawFd) -> io::Result<i32> {
-    #[repr(C)]
-    struct RsrcUpdate {
-        offset: u32,
-        resv: u32,
-        data: u64,
-    }
-    let mut up = RsrcUpdate {
-        offset: u32::MAX,
-        resv: 0,
-        data: ring_fd as u64,
-    };
-    // SAFETY: io_uring_register reads and writes one io_uring_rsrc_update,
-    // which `up` is (same layout), for the duration of the call.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_io_uring_register,
-            ring_fd,
-            REGISTER_RING_FDS,
-            &mut up as *mut RsrcUpdate,
-            1u32,
-        )
-    };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(up.offset as i32)
-}
-
 fn register_error(e: io::Error, flag: &str, what: &str) -> anyhow::Error {
     match e.raw_os_error() {
         Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => usage_error(format!(
             "--{flag}: {what}: this kernel ({}) refuses it ({e}); it needs Linux {}",
-            ringlab_kstat::host_info().kernel,
+            ringlab_core::uring::ring::kernel_release(),
             knobs::since(flag)
         )),
         Some(libc::ENOMEM) => usage_error(format!(
@@ -200,144 +135,10 @@ fn register_error(e: io::Error, flag: &str, what: &str) -> anyhow::Error {
     }
 }
 
-/// Turns an `io_uring_setup` failure into a message that says why and what
-/// to do.
+/// Turns an `io_uring_setup` failure into a usage error that says why and
+/// what to do.
 fn setup_error(e: io::Error, o: &UringOptions) -> anyhow::Error {
-    let sysctl = ringlab_kstat::host::io_uring_disabled();
-    let msg = match e.raw_os_error() {
-        Some(libc::EPERM) if o.sqpoll && sysctl == Some(0) => {
-            "io_uring_setup refused --sqpoll (EPERM): before Linux 5.11 SQPOLL needs root \
-             (CAP_SYS_ADMIN); run as root, or drop --sqpoll"
-                .to_string()
-        }
-        Some(libc::EPERM) => match sysctl {
-            Some(2) => "io_uring is disabled on this host (kernel.io_uring_disabled=2): \
-                        run `sysctl kernel.io_uring_disabled=0` as root, or use --engine sync"
-                .to_string(),
-            Some(1) => "io_uring is limited to the group in kernel.io_uring_group \
-                        (kernel.io_uring_disabled=1): join that group, run as root, or use --engine sync"
-                .to_string(),
-            _ => "io_uring_setup was refused (EPERM) although kernel.io_uring_disabled allows it: \
-                  a seccomp filter (container runtime, systemd SystemCallFilter) blocks io_uring; \
-                  run outside it or use --engine sync"
-                .to_string(),
-        },
-        Some(libc::ENOSYS) => "io_uring is not available (io_uring_setup: ENOSYS): the kernel was \
-                               built without CONFIG_IO_URING or a seccomp filter hides it; use --engine sync"
-            .to_string(),
-        Some(libc::ENOMEM) => "io_uring_setup: not enough locked memory for the rings (kernels before \
-                               5.12 charge them to RLIMIT_MEMLOCK): raise `ulimit -l` or lower --iodepth"
-            .to_string(),
-        Some(libc::EINVAL) if !o.setup_flag_names().is_empty() => {
-            let kernel = ringlab_kstat::host_info().kernel;
-            match refused_setup_flag(o) {
-                Some(flag) => format!(
-                    "io_uring_setup refused --{flag} (EINVAL): this kernel ({kernel}) lacks it; it needs Linux {}",
-                    knobs::since(flag)
-                ),
-                None => format!(
-                    "io_uring_setup refused the combination {} (EINVAL) on this kernel ({kernel}), though each alone works",
-                    o.setup_flag_names()
-                        .iter()
-                        .map(|n| format!("--{n}"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                ),
-            }
-        }
-        _ => format!("io_uring_setup failed: {e}"),
-    };
-    usage_error(msg)
-}
-
-/// The options that turn on setup flag `flag` alone (with what it depends
-/// on); `None` for a flag that needs another ring (attach-wq).
-fn single_flag_options(flag: &str, sqpoll_cpu: Option<u32>) -> Option<UringOptions> {
-    let mut one = UringOptions::default();
-    match flag {
-        "iopoll" => one.iopoll = true,
-        "sqpoll" => one.sqpoll = true,
-        "sqpoll-cpu" => {
-            one.sqpoll = true;
-            one.sqpoll_cpu = Some(sqpoll_cpu.unwrap_or(0));
-        }
-        "cq-size" => one.cq_size = Some(8),
-        "coop-taskrun" => one.coop_taskrun = true,
-        "taskrun-flag" => {
-            one.coop_taskrun = true;
-            one.taskrun_flag = true;
-        }
-        "single-issuer" => one.single_issuer = true,
-        "defer-taskrun" => {
-            one.single_issuer = true;
-            one.defer_taskrun = true;
-        }
-        _ => return None,
-    }
-    Some(one)
-}
-
-/// Tries each requested setup flag alone and returns the first the kernel
-/// refuses.
-fn refused_setup_flag(o: &UringOptions) -> Option<&'static str> {
-    o.setup_flag_names().into_iter().find(|flag| {
-        single_flag_options(flag, o.sqpoll_cpu).is_some_and(|one| {
-            build_ring(4, &one, None).is_err_and(|e| e.raw_os_error() == Some(libc::EINVAL))
-        })
-    })
-}
-
-/// Whether this kernel accepts setup flag `flag` (`sqpoll`, `defer-taskrun`,
-/// ...): `Ok`, or the kernel's error. `None` for a flag that cannot be tried
-/// on its own.
-pub fn try_setup_flag(flag: &str) -> Option<io::Result<()>> {
-    if flag == "attach-wq" {
-        let base = UringOptions::default();
-        return Some(
-            build_ring(4, &base, None)
-                .and_then(|first| build_ring(4, &base, Some(first.as_raw_fd())).map(drop)),
-        );
-    }
-    let one = single_flag_options(flag, None)?;
-    Some(build_ring(4, &one, None).map(drop))
-}
-
-/// Tries a registration on a fresh default ring.
-pub fn try_registration(flag: &str) -> Option<io::Result<()>> {
-    let ring = match IoUring::new(4) {
-        Ok(r) => r,
-        Err(e) => return Some(Err(e)),
-    };
-    let s = ring.submitter();
-    Some(match flag {
-        "register-ring" => register_ring_fd(ring.as_raw_fd()).map(drop),
-        // 0,0 asks for the current limits without changing them.
-        "iowq-max-workers" => s.register_iowq_max_workers(&mut [0, 0]),
-        "fixed-files" => {
-            std::fs::File::open("/dev/null").and_then(|f| s.register_files(&[f.as_raw_fd()]))
-        }
-        "fixed-buffers" => {
-            let mut page = vec![0u8; 4096];
-            let iov = libc::iovec {
-                iov_base: page.as_mut_ptr().cast(),
-                iov_len: page.len(),
-            };
-            // SAFETY: the page outlives the ring, which is dropped first.
-            let r = unsafe { s.register_buffers(&[iov]) };
-            drop(ring);
-            drop(page);
-            return Some(r);
-        }
-        _ => return None,
-    })
-}
-
-/// The opcodes this kernel supports (IORING_REGISTER_PROBE), by code.
-pub fn supported_opcodes() -> io::Result<Vec<u8>> {
-    let ring = IoUring::new(4)?;
-    let mut probe = io_uring::Probe::new();
-    ring.submitter().register_probe(&mut probe)?;
-    Ok((0..=u8::MAX).filter(|&op| probe.is_supported(op)).collect())
+    usage_error(explain_setup_error(&e, o, "--engine sync"))
 }
 
 impl UringEngine {

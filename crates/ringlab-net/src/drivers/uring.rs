@@ -15,10 +15,11 @@
 use super::{Driver, RunCtx};
 use crate::client::{Client, ErrKind, Phase};
 use crate::http::Flow;
-use crate::plan::{HttpPlan, IoKind, RingKnobs};
+use crate::plan::{HttpPlan, IoKind};
 use crate::sys;
 use io_uring::types::{BufRingEntry, CancelBuilder, Fd, Fixed, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, IoUring};
+use ringlab_core::uring::{build_ring, UringOptions};
 use std::io;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
@@ -146,63 +147,56 @@ pub struct UringDriver {
     cqes: Vec<(u64, i32, u32)>,
 }
 
-/// One line that says why the ring could not be set up, and what to do.
+/// One line that says why the ring could not be set up, and what to do:
+/// the ring builder's explanation, for this `--io`.
 pub fn explain_setup_error(plan: &HttpPlan, e: &io::Error) -> String {
-    let knobs = plan.config_map();
-    let on: Vec<&str> = [
-        "sqpoll",
-        "coop-taskrun",
-        "defer-taskrun",
-        "single-issuer",
-        "fixed-files",
-    ]
-    .into_iter()
-    .filter(|k| knobs.get(*k).and_then(|v| v.as_bool()) == Some(true))
-    .collect();
     let what = format!("io_uring setup for --io {}", plan.io.name());
     if let Some(why) = sys::io_uring_refused(e, &what, "--io epoll") {
         return why;
     }
-    match e.raw_os_error() {
-        Some(libc::EINVAL) => format!(
-            "io_uring setup for --io {} ({}): {e}; this kernel lacks one of them (coop-taskrun needs Linux 5.19, single-issuer 6.0, defer-taskrun 6.1, buffer rings 5.19): drop it or use --io uring",
-            plan.io.name(),
-            if on.is_empty() { "no knobs".to_string() } else { on.join(", ") }
-        ),
-        Some(libc::ENOMEM) => format!(
+    if e.raw_os_error() == Some(libc::ENOMEM) {
+        return format!(
             "io_uring setup for --io {}: {e}; the ring or its buffers do not fit in locked memory: lower --connections or raise 'ulimit -l'",
             plan.io.name()
-        ),
-        _ => format!("io_uring setup for --io {}: {e}", plan.io.name()),
+        );
+    }
+    format!(
+        "--io {}: {}",
+        plan.io.name(),
+        ringlab_core::uring::explain_setup_error(e, &plan.ring, "--io epoll")
+    )
+}
+
+/// A registration after the ring was set up failed: say which, so the
+/// setup flags are not blamed.
+fn after_setup(e: io::Error, what: &str) -> io::Error {
+    io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+/// The ring of a driver: the plan's knobs, a completion ring four times
+/// the submission ring, and SQPOLL's poller idling one second.
+fn ring_options(knobs: &UringOptions, entries: u32) -> UringOptions {
+    UringOptions {
+        cq_size: Some(entries * 4),
+        sqpoll_idle_ms: knobs.sqpoll.then_some(1000),
+        ..knobs.clone()
     }
 }
 
 impl UringDriver {
-    pub fn new(kind: IoKind, knobs: RingKnobs, connections: usize) -> io::Result<UringDriver> {
+    pub fn new(kind: IoKind, knobs: &UringOptions, connections: usize) -> io::Result<UringDriver> {
         let mode = match kind {
             IoKind::UringNb => Mode::Nb,
             IoKind::UringMshot => Mode::Mshot,
             _ => Mode::Batch,
         };
         let entries = (connections * 2).next_power_of_two().clamp(64, 4096) as u32;
-        let mut b = IoUring::builder();
-        b.setup_cqsize(entries * 4);
-        if knobs.sqpoll {
-            b.setup_sqpoll(1000);
-        }
-        if knobs.coop_taskrun {
-            b.setup_coop_taskrun();
-        }
-        if knobs.single_issuer {
-            b.setup_single_issuer();
-        }
-        if knobs.defer_taskrun {
-            b.setup_defer_taskrun();
-        }
-        let ring = b.build(entries)?;
+        let ring = build_ring(entries, &ring_options(knobs, entries), None)?;
         let fixed = knobs.fixed_files;
         if fixed {
-            ring.submitter().register_files_sparse(connections as u32)?;
+            ring.submitter()
+                .register_files_sparse(connections as u32)
+                .map_err(|e| after_setup(e, "registering a sparse file table (Linux 5.19)"))?;
         }
         let bufring = if mode == Mode::Mshot {
             let count = (connections * 2).next_power_of_two().clamp(256, 8192) as u16;
@@ -211,7 +205,8 @@ impl UringDriver {
             // is dropped (field order), and holds `count` entries.
             unsafe {
                 ring.submitter()
-                    .register_buf_ring_with_flags(br.entries as u64, count, BGID, 0)?
+                    .register_buf_ring_with_flags(br.entries as u64, count, BGID, 0)
+                    .map_err(|e| after_setup(e, "registering the provided buffer ring (IORING_REGISTER_PBUF_RING, Linux 5.19)"))?
             };
             Some(br)
         } else {

@@ -18,8 +18,14 @@ const S_CANCEL: u64 = 4;
 
 /// The ring of one server thread (made before the thread starts, so that
 /// an io_uring the kernel refuses is reported before "listening").
+/// Built by the one ring builder, with the bare kernel ring's flags (serve
+/// is the other side of a measurement, not the side under test).
 pub fn ring() -> io::Result<IoUring> {
-    IoUring::builder().setup_cqsize(8192).build(2048)
+    let o = ringlab_core::uring::knobs::UringOptions {
+        cq_size: Some(8192),
+        ..Default::default()
+    };
+    ringlab_core::uring::build_ring(2048, &o, None)
 }
 
 fn s_ud(op: u64, i: usize, generation: u32) -> u64 {

@@ -1,0 +1,784 @@
+//! Fault injection: what the disk, the signals and the file system can do
+//! to a run, and what ringlab must do then. Every case asserts the exit
+//! code, the message, what is left on disk, and that the run ends (a
+//! generous limit kills it and fails the test; no timing is asserted).
+//!
+//! Most cases need root (tmpfs mounts, loop devices); without it each
+//! prints `skipped <name>: <reason>`.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Engines, their extra flags and depths: every engine at depth 1, and each
+/// asynchronous one at 32 (sync has one I/O in flight at any depth).
+const MATRIX: [(&str, &str, u32); 7] = [
+    ("sync", "", 1),
+    ("uring", "", 1),
+    ("uring", "", 32),
+    ("libaio", "--direct", 1),
+    ("libaio", "--direct", 32),
+    ("posixaio", "", 1),
+    ("posixaio", "", 32),
+];
+
+/// How long any run may take before the test kills it and fails.
+const LIMIT: Duration = Duration::from_secs(20);
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn skip_unless_root(name: &str) -> bool {
+    if is_root() {
+        return false;
+    }
+    eprintln!("skipped {name}: needs root (tmpfs mounts, loop devices)");
+    true
+}
+
+fn sh(cmd: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{cmd}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// A tmpfs of `size` mounted on a temporary directory, unmounted when
+/// dropped; without root, a plain temporary directory (`mounted` false).
+struct Tmpfs {
+    dir: tempfile::TempDir,
+    mounted: bool,
+}
+
+impl Tmpfs {
+    /// Scratch space: a tmpfs as root (fast, and off the disk), else a
+    /// temporary directory.
+    fn scratch(size: &str) -> Tmpfs {
+        if is_root() {
+            return Tmpfs::mount(size);
+        }
+        Tmpfs {
+            dir: tempfile::tempdir().unwrap(),
+            mounted: false,
+        }
+    }
+
+    fn mount(size: &str) -> Tmpfs {
+        let dir = tempfile::tempdir().unwrap();
+        sh(
+            "mount",
+            &[
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size}"),
+                "tmpfs",
+                dir.path().to_str().unwrap(),
+            ],
+        )
+        .expect("mounting a tmpfs as root");
+        Tmpfs { dir, mounted: true }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = sh("umount", &["-l", self.dir.path().to_str().unwrap()]);
+        }
+    }
+}
+
+/// A loop device over a file, detached (and unmounted) when dropped.
+struct Loop {
+    dev: String,
+    mounted: Option<PathBuf>,
+}
+
+impl Loop {
+    fn over(file: &Path) -> Result<Loop, String> {
+        let dev = sh("losetup", &["-f", "--show", file.to_str().unwrap()])?;
+        Ok(Loop { dev, mounted: None })
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        if let Some(m) = &self.mounted {
+            let _ = sh("umount", &[m.to_str().unwrap()]);
+        }
+        let _ = sh("losetup", &["-d", &self.dev]);
+    }
+}
+
+fn spawn(line: &str) -> Child {
+    Command::new(BIN)
+        .args(argv(line))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn ringlab")
+}
+
+/// Waits for `child` for at most [`LIMIT`]; past it, kills it and fails.
+fn finish(mut child: Child, what: &str) -> Output {
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > LIMIT {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{what}: still running after {LIMIT:?} (killed); stderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn run(line: &str) -> Output {
+    finish(spawn(line), line)
+}
+
+/// Polls `cond` every millisecond until it holds; fails after [`LIMIT`].
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < LIMIT, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Whether process `pid` has a thread named `name`.
+fn has_thread(pid: u32, name: &str) -> bool {
+    fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|t| fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == name))
+}
+
+/// Whether process `pid` holds its created data file open.
+fn holds_created_file(pid: u32) -> bool {
+    fs::read_dir(format!("/proc/{pid}/fd"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|fd| {
+            fs::read_link(fd.path()).is_ok_and(|l| l.to_string_lossy().contains("ringlab-io-"))
+        })
+}
+
+/// Read system calls process `pid` made so far (/proc/PID/io syscr).
+fn read_syscalls(pid: u32) -> u64 {
+    fs::read_to_string(format!("/proc/{pid}/io"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("syscr: ").map(|v| v.trim().parse().ok()))
+        })
+        .flatten()
+        .unwrap_or(0)
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill(2) on the pid of our own child, not yet reaped.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn json(out: &Output) -> Value {
+    assert!(out.status.success(), "failed: {}", stderr(out));
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut l = leftovers(dir);
+    l.sort();
+    l
+}
+
+/// Pseudo-random non-zero bytes, so that a read of them is a real read.
+fn data(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i as u8).wrapping_mul(31) | 1).collect()
+}
+
+#[test]
+fn enospc_ends_the_job_with_its_error_at_every_depth() {
+    if skip_unless_root("enospc_ends_the_job_with_its_error_at_every_depth") {
+        return;
+    }
+    // A sparse 2 MiB file on a 1 MiB tmpfs: random writes run out of space.
+    let fs = Tmpfs::mount("1m");
+    let f = fs.path().join("sparse.dat");
+    for (engine, extra, depth) in MATRIX {
+        fs::File::create(&f).unwrap().set_len(2 << 20).unwrap();
+        let out = run(&format!(
+            "io {} --engine {engine} {extra} --iodepth {depth} --rw randwrite --runtime 60s --no-kstat",
+            f.display()
+        ));
+        eprintln!(
+            "ENOSPC {engine} depth {depth}: {:?} {}",
+            out.status.code(),
+            stderr(&out).trim()
+        );
+        assert_fails(
+            &out,
+            1,
+            &[
+                "job 0: write of 4096 bytes at offset",
+                "No space left on device",
+            ],
+        );
+        assert!(out.stdout.is_empty());
+        // The user's file is still there, whole in size; nothing else.
+        assert_eq!(fs::metadata(&f).unwrap().len(), 2 << 20);
+        assert_eq!(listing(fs.path()), vec!["sparse.dat"]);
+        fs::remove_file(&f).unwrap();
+    }
+}
+
+#[test]
+fn a_file_truncated_during_a_run_ends_it_with_a_short_read() {
+    let fs = Tmpfs::scratch("64m");
+    let f = fs.path().join("shrinks.dat");
+    for (engine, extra, depth) in MATRIX {
+        fs::write(&f, data(4 << 20)).unwrap();
+        let child = spawn(&format!(
+            "io {} --engine {engine} {extra} --iodepth {depth} --rw randread --runtime 60s --no-kstat",
+            f.display()
+        ));
+        let pid = child.id();
+        wait_until("the job thread starts", || has_thread(pid, "ringlab-job0"));
+        fs::File::options()
+            .write(true)
+            .open(&f)
+            .unwrap()
+            .set_len(0)
+            .unwrap();
+        let out = finish(child, "randread of a truncated file");
+        eprintln!(
+            "truncated {engine} depth {depth}: {:?} {}",
+            out.status.code(),
+            stderr(&out).trim()
+        );
+        assert_fails(
+            &out,
+            1,
+            &[
+                "job 0: short read at offset",
+                "0 of 4096 bytes",
+                "truncated",
+            ],
+        );
+        assert_eq!(listing(fs.path()), vec!["shrinks.dat"]);
+    }
+}
+
+#[test]
+fn corruption_under_verify_names_the_block_at_every_depth() {
+    let fs = Tmpfs::scratch("16m");
+    let good = fs.path().join("good.dat");
+    let bad = fs.path().join("bad.dat");
+    let mut blocks = vec![0u8; 1 << 20];
+    for (i, b) in blocks.chunks_exact_mut(4096).enumerate() {
+        ringlab_io::verify::stamp(b, i as u64 * 4096, 7);
+    }
+    fs::write(&good, &blocks).unwrap();
+    blocks[5 * 4096 + 100] ^= 0xff;
+    fs::write(&bad, &blocks).unwrap();
+    for (engine, extra, depth) in MATRIX {
+        let base =
+            format!("--engine {engine} {extra} --iodepth {depth} --rw read --verify --no-kstat");
+        // The intact copy verifies: the failure below is the corruption's.
+        let ok = json(&run(&format!(
+            "io {} {base} --io-size 1m --output-format json",
+            good.display()
+        )));
+        assert_eq!(ok["total"]["ops"], 256, "{ok}");
+        let out = run(&format!("io {} {base} --runtime 60s", bad.display()));
+        eprintln!(
+            "corrupt {engine} depth {depth}: {:?} {}",
+            out.status.code(),
+            stderr(&out).trim()
+        );
+        assert_fails(
+            &out,
+            1,
+            &[
+                "verify failed: job 0 read at offset 20480 (block 5)",
+                "checksum mismatch",
+            ],
+        );
+    }
+    assert_eq!(listing(fs.path()), vec!["bad.dat", "good.dat"]);
+}
+
+/// SIGINT (once, or twice at once) while the file is laid out: exit 130,
+/// nothing measured, nothing left.
+#[test]
+fn interrupt_during_layout_exits_130_and_leaves_nothing() {
+    if skip_unless_root("interrupt_during_layout_exits_130_and_leaves_nothing") {
+        return;
+    }
+    // Room for a 3 GiB layout that the signal cuts short long before the end.
+    let fs = Tmpfs::mount("4g");
+    for signals in [1, 2] {
+        let child = spawn(&format!(
+            "io --directory {} --size 3g --runtime 10s --no-kstat",
+            fs.path().display()
+        ));
+        let pid = child.id();
+        wait_until("the file is being laid out", || holds_created_file(pid));
+        for _ in 0..signals {
+            signal(&child, libc::SIGINT);
+        }
+        let out = finish(child, "interrupted layout");
+        eprintln!(
+            "layout x{signals}: {:?} {}",
+            out.status.code(),
+            stderr(&out).trim()
+        );
+        assert_fails(
+            &out,
+            130,
+            &["interrupted before the run", "nothing was measured"],
+        );
+        assert!(out.stdout.is_empty());
+        assert!(listing(fs.path()).is_empty(), "{:?}", listing(fs.path()));
+    }
+}
+
+/// SIGINT (once, or twice at once) while the jobs run, at every depth and
+/// engine: the figures measured so far are printed, and nothing is left.
+#[test]
+fn interrupt_during_the_run_reports_what_was_measured() {
+    let fs = Tmpfs::scratch("64m");
+    for (engine, extra, depth) in MATRIX {
+        for signals in [1, 2] {
+            let child = spawn(&format!(
+                "io --directory {} --size 4m --engine {engine} {extra} --iodepth {depth} --rw randrw --runtime 60s --no-kstat --output-format json",
+                fs.path().display()
+            ));
+            let pid = child.id();
+            wait_until("the job thread starts", || has_thread(pid, "ringlab-job0"));
+            std::thread::sleep(Duration::from_millis(50));
+            for _ in 0..signals {
+                signal(&child, libc::SIGINT);
+            }
+            let out = finish(child, "interrupted run");
+            let v = json(&out);
+            eprintln!(
+                "run {engine} depth {depth} x{signals}: {:?} ops {} warnings {}",
+                out.status.code(),
+                v["total"]["ops"],
+                v["warnings"]
+            );
+            assert!(v["warnings"].to_string().contains("interrupted"), "{v}");
+            // On a loaded machine the signal may come before the first I/O:
+            // then zero operations is the honest figure.
+            assert!(v["total"]["ops"].as_u64().is_some(), "{v}");
+            assert!(listing(fs.path()).is_empty(), "{:?}", listing(fs.path()));
+        }
+    }
+}
+
+/// SIGINT during the read-back of --verify: it stops there, the result
+/// says how far it got, and nothing is left.
+#[test]
+fn interrupt_during_verify_read_back_says_how_far_it_got() {
+    let fs = Tmpfs::scratch("64m");
+    for signals in [1, 2] {
+        // io_uring writes without read system calls: the first burst of
+        // them is the read-back (pread per block).
+        let child = spawn(&format!(
+            "io --directory {} --size 16m --io-size 16m --bs 512 --rw write --verify --iodepth 32 --no-kstat --output-format json",
+            fs.path().display()
+        ));
+        let pid = child.id();
+        wait_until("the job thread starts", || has_thread(pid, "ringlab-job0"));
+        let base = read_syscalls(pid);
+        wait_until("the read-back starts", || read_syscalls(pid) > base + 1000);
+        for _ in 0..signals {
+            signal(&child, libc::SIGINT);
+        }
+        let out = finish(child, "interrupted read-back");
+        let v = json(&out);
+        let warnings = v["warnings"].to_string();
+        eprintln!("read-back x{signals}: {:?} {warnings}", out.status.code());
+        assert!(
+            warnings.contains("verify read-back interrupted after"),
+            "{warnings}"
+        );
+        assert!(v["total"]["ops"].as_u64().unwrap() > 0);
+        assert!(listing(fs.path()).is_empty(), "{:?}", listing(fs.path()));
+    }
+}
+
+/// `--thinkcycles 10000000000` (seconds of work per I/O) still ends on
+/// SIGINT, at depth 1 and 32.
+#[test]
+fn huge_think_time_ends_on_interrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    for (engine, depth) in [("sync", 1), ("uring", 1), ("uring", 32)] {
+        let child = spawn(&format!(
+            "io --directory {} --size 1m --engine {engine} --iodepth {depth} --thinkcycles 10000000000 --runtime 120s --no-kstat --output-format json",
+            dir.path().display()
+        ));
+        let pid = child.id();
+        wait_until("the job thread starts", || has_thread(pid, "ringlab-job0"));
+        std::thread::sleep(Duration::from_millis(100));
+        signal(&child, libc::SIGINT);
+        let out = finish(child, "think time and SIGINT");
+        let v = json(&out);
+        eprintln!(
+            "think {engine} depth {depth}: {:?} ops {}",
+            out.status.code(),
+            v["total"]["ops"]
+        );
+        assert!(v["warnings"].to_string().contains("interrupted"), "{v}");
+        assert!(listing(dir.path()).is_empty());
+    }
+}
+
+/// SIGKILL leaves neither the data file nor a temporary output, and the
+/// existing output as it was.
+#[test]
+fn sigkill_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("out.json");
+    fs::write(&out_file, "old").unwrap();
+    let child = spawn(&format!(
+        "io --directory {} --size 4m --runtime 60s --no-kstat --output {}",
+        dir.path().display(),
+        out_file.display()
+    ));
+    let pid = child.id();
+    wait_until("the job thread starts", || has_thread(pid, "ringlab-job0"));
+    signal(&child, libc::SIGKILL);
+    let out = finish(child, "SIGKILL");
+    assert_eq!(out.status.code(), None, "killed by a signal");
+    assert_eq!(listing(dir.path()), vec!["out.json"]);
+    assert_eq!(fs::read_to_string(&out_file).unwrap(), "old");
+}
+
+#[test]
+fn output_never_destroys_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let target = d.join("target.dat");
+    let content = data(1 << 20);
+    fs::write(&target, &content).unwrap();
+    let io = format!(
+        "io {} --rw randwrite --size 64k --runtime 100ms --no-kstat",
+        target.display()
+    );
+    // The target itself, by its name or another (hard link): refused, the
+    // target untouched.
+    let link = d.join("link.dat");
+    fs::hard_link(&target, &link).unwrap();
+    for p in [&target, &link] {
+        let out = run(&format!("{io} --output {}", p.display()));
+        eprintln!(
+            "--output target: {:?} {}",
+            out.status.code(),
+            stderr(&out).trim()
+        );
+        assert_fails(&out, 2, &["is the target", "name another file"]);
+        assert_eq!(fs::read(&target).unwrap(), content);
+    }
+    fs::remove_file(&link).unwrap();
+    // A directory, a character device: refused before anything runs.
+    for (p, what) in [
+        (d.to_str().unwrap(), "a directory"),
+        ("/dev/null", "a character device"),
+    ] {
+        let out = run(&format!("{io} --output {p}"));
+        eprintln!(
+            "--output {p}: {:?} {}",
+            out.status.code(),
+            stderr(&out).trim()
+        );
+        assert_fails(&out, 2, &["refusing to write the result over", what]);
+        let out = run(&format!("features --output {p}"));
+        assert_fails(&out, 2, &[what]);
+    }
+    assert_eq!(fs::read(&target).unwrap(), content);
+    // A run that fails (no verify header) leaves the existing output as it
+    // was, and no temporary file.
+    let out_file = d.join("out.json");
+    fs::write(&out_file, "old").unwrap();
+    let zeros = d.join("zeros.dat");
+    fs::write(&zeros, vec![0u8; 64 << 10]).unwrap();
+    let out = run(&format!(
+        "io {} --rw read --verify --runtime 10s --no-kstat --output {}",
+        zeros.display(),
+        out_file.display()
+    ));
+    eprintln!(
+        "failed run with --output: {:?} {}",
+        out.status.code(),
+        stderr(&out).trim()
+    );
+    assert_fails(&out, 1, &["no ringlab verify header"]);
+    assert_eq!(fs::read_to_string(&out_file).unwrap(), "old");
+    assert_eq!(listing(d), vec!["out.json", "target.dat", "zeros.dat"]);
+    // A run that succeeds replaces it whole; '-' is standard output.
+    let out = run(&format!(
+        "{io} --output {} --output-format json",
+        out_file.display()
+    ));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&fs::read_to_string(&out_file).unwrap()).unwrap();
+    assert_eq!(v["command"], "io");
+    assert_eq!(listing(d), vec!["out.json", "target.dat", "zeros.dat"]);
+    let out = run(&format!("{io} --output - --output-format json"));
+    json(&out);
+}
+
+#[test]
+fn output_over_a_block_device_is_refused() {
+    if skip_unless_root("output_over_a_block_device_is_refused") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("dev.img");
+    let content = data(4 << 20);
+    fs::write(&img, &content).unwrap();
+    let dev = match Loop::over(&img) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("skipped output_over_a_block_device_is_refused: no loop device: {e}");
+            return;
+        }
+    };
+    let out = run(&format!(
+        "io --directory {} --size 1m --runtime 100ms --no-kstat --output {}",
+        dir.path().display(),
+        dev.dev
+    ));
+    eprintln!(
+        "--output {}: {:?} {}",
+        dev.dev,
+        out.status.code(),
+        stderr(&out).trim()
+    );
+    assert_fails(
+        &out,
+        2,
+        &["refusing to write the result over a block device"],
+    );
+    drop(dev);
+    assert_eq!(fs::read(&img).unwrap(), content);
+}
+
+/// Signatures libblkid knows and the old table did not (minix, cramfs):
+/// ringlab refuses them, naming what `blkid -p` names.
+#[test]
+fn destructive_writes_refused_for_what_blkid_finds() {
+    if skip_unless_root("destructive_writes_refused_for_what_blkid_finds") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let minix = d.join("minix.img");
+    fs::write(&minix, vec![0u8; 8 << 20]).unwrap();
+    let cramfs = d.join("cramfs.img");
+    let tree = d.join("tree");
+    fs::create_dir(&tree).unwrap();
+    fs::write(tree.join("a"), "a").unwrap();
+    let made = sh("mkfs.minix", &[minix.to_str().unwrap()]).and_then(|_| {
+        sh(
+            "mkfs.cramfs",
+            &[tree.to_str().unwrap(), cramfs.to_str().unwrap()],
+        )
+    });
+    if let Err(e) = made {
+        eprintln!("skipped destructive_writes_refused_for_what_blkid_finds: {e}");
+        return;
+    }
+    fs::File::options()
+        .write(true)
+        .open(&cramfs)
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    for (img, fs_type) in [(&minix, "minix"), (&cramfs, "cramfs")] {
+        let dev = Loop::over(img).unwrap();
+        let blkid = sh("blkid", &["-p", "-o", "value", "-s", "TYPE", &dev.dev]).unwrap();
+        assert_eq!(blkid, fs_type, "blkid -p on {}", dev.dev);
+        let write = |extra: &str| {
+            run(&format!(
+                "io {} --rw randwrite --size 1m --runtime 100ms --no-kstat {extra}",
+                dev.dev
+            ))
+        };
+        let out = write("");
+        eprintln!(
+            "write {fs_type} device: {:?} {}",
+            out.status.code(),
+            stderr(&out).trim()
+        );
+        assert_fails(
+            &out,
+            2,
+            &["refusing to write", fs_type, "--allow-destructive"],
+        );
+        // Its backing file, while the loop device is attached, is refused
+        // too.
+        let out = run(&format!(
+            "io {} --rw randwrite --size 1m --runtime 100ms --no-kstat",
+            img.display()
+        ));
+        eprintln!(
+            "write {fs_type} backing file: {:?} {}",
+            out.status.code(),
+            stderr(&out).trim()
+        );
+        assert_fails(&out, 2, &["backs loop device", &dev.dev, "attached"]);
+        assert_eq!(
+            sh("blkid", &["-p", "-o", "value", "-s", "TYPE", &dev.dev]).unwrap(),
+            fs_type
+        );
+        if fs_type == "minix" {
+            let out = write("--allow-destructive");
+            assert!(out.status.success(), "{}", stderr(&out));
+        }
+    }
+}
+
+/// A file system mounted in another mount namespace, and the backing file
+/// of a mounted loop device: both refused.
+#[test]
+fn destructive_writes_refused_when_mounted_anywhere() {
+    if skip_unless_root("destructive_writes_refused_when_mounted_anywhere") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let img = dir.path().join("ext4.img");
+    fs::write(&img, vec![0u8; 16 << 20]).unwrap();
+    if let Err(e) = sh("mkfs.ext4", &["-q", "-F", img.to_str().unwrap()]) {
+        eprintln!("skipped destructive_writes_refused_when_mounted_anywhere: {e}");
+        return;
+    }
+    let mut dev = Loop::over(&img).unwrap();
+    let mnt = dir.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let write = |path: &str| {
+        run(&format!(
+            "io {path} --rw randwrite --size 1m --runtime 100ms --no-kstat"
+        ))
+    };
+
+    // Mounted in a private mount namespace: invisible in ours.
+    let mut ns = match Command::new("unshare")
+        .args([
+            "-m",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &format!(
+                "mount {} {} && echo mounted && exec sleep 60",
+                dev.dev,
+                mnt.display()
+            ),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("skipped destructive_writes_refused_when_mounted_anywhere: unshare: {e}");
+            return;
+        }
+    };
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(ns.stdout.take().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    if line.trim() != "mounted" {
+        let _ = ns.kill();
+        let out = ns.wait_with_output().unwrap();
+        eprintln!(
+            "skipped destructive_writes_refused_when_mounted_anywhere: no mount namespace: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    let out = write(&dev.dev);
+    eprintln!(
+        "write device mounted elsewhere: {:?} {}",
+        out.status.code(),
+        stderr(&out).trim()
+    );
+    assert_fails(
+        &out,
+        2,
+        &["refusing to write", "in use", "another mount namespace"],
+    );
+    let out = write(img.to_str().unwrap());
+    eprintln!(
+        "write backing file mounted elsewhere: {:?} {}",
+        out.status.code(),
+        stderr(&out).trim()
+    );
+    assert_fails(&out, 2, &["backs loop device", "another mount namespace"]);
+    let _ = ns.kill();
+    let _ = ns.wait();
+
+    // Mounted here: the backing file is refused, naming the mount point.
+    sh("mount", &[&dev.dev, mnt.to_str().unwrap()]).unwrap();
+    dev.mounted = Some(mnt.clone());
+    let out = write(img.to_str().unwrap());
+    eprintln!(
+        "write backing file mounted here: {:?} {}",
+        out.status.code(),
+        stderr(&out).trim()
+    );
+    assert_fails(
+        &out,
+        2,
+        &[
+            "backs loop device",
+            &dev.dev,
+            "mounted at",
+            mnt.to_str().unwrap(),
+        ],
+    );
+    drop(dev);
+    // Detached, the image is a plain file again.
+    assert_eq!(
+        sh(
+            "blkid",
+            &["-p", "-o", "value", "-s", "TYPE", img.to_str().unwrap()]
+        )
+        .unwrap(),
+        "ext4"
+    );
+}
