@@ -124,6 +124,29 @@ fn advise_calibrates_ranks_and_recommends_within_its_budget() {
         .map(|s| s["setup"].as_str().unwrap())
         .collect();
     assert!(ranked.contains(&"bare"), "{ranked:?}");
+    // Each setup ran as planned: the bare ring without ringlab's default
+    // task-run flags, the others with their knobs, read back from results.
+    let row = |name: &str| {
+        a["ranked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["setup"] == name)
+            .cloned()
+    };
+    let bare = row("bare").unwrap();
+    assert_eq!(bare["knobs"], serde_json::json!([]));
+    assert!(
+        bare["flags"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f == "--mode iou"),
+        "{bare}"
+    );
+    if let Some(coop) = row("coop") {
+        assert_eq!(coop["knobs"], serde_json::json!(["coop-taskrun"]));
+    }
     let rec = a["recommendation"]["setup"].as_str().unwrap();
     assert!(ranked.contains(&rec));
     assert!(a["recommendation"]["ringlab_io"]

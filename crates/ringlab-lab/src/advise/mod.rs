@@ -98,9 +98,12 @@ fn setup<S: AsRef<str>>(name: &str, flags: &[S]) -> Setup {
     }
 }
 
-/// The flags of the bare io_uring ring (no setup flags, no registrations).
+/// The flags of the bare io_uring ring (no setup flags, no registrations):
+/// `--mode iou` leaves out the default ring's COOP_TASKRUN, SINGLE_ISSUER
+/// and DEFER_TASKRUN. Every other setup adds its knobs to it, so that each
+/// is measured against the same baseline.
 pub fn bare_ring_flags() -> Vec<&'static str> {
-    vec!["--engine", "uring"]
+    vec!["--engine", "uring", "--mode", "iou"]
 }
 
 /// The setups that matter for `shape` with the job threads on `cpus`, on

@@ -329,6 +329,13 @@ pub fn summarise(name: &str, runs: &[Json]) -> SetupFigures {
         .map(|k| k.to_string())
         .collect();
     let mut flags = vec!["--engine".to_string(), engine.clone()];
+    let task_run = knobs
+        .iter()
+        .any(|k| knobs::default_ring().contains(&k.as_str()) || k == "sqpoll");
+    if engine == "uring" && !task_run {
+        // Without it ringlab io sets up its default ring.
+        flags.push("--mode iou".to_string());
+    }
     for k in &knobs {
         match config.get(k.as_str()) {
             Some(Json::Number(n)) if n.as_u64() != Some(1) => flags.push(format!("--{k}={n}")),

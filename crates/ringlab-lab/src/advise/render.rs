@@ -66,13 +66,30 @@ pub fn fio_line(s: &SetupFigures) -> String {
             }
         }
     }
+    if s.engine == "uring" {
+        let ring = s
+            .knobs
+            .iter()
+            .filter(|k| knobs::default_ring().contains(&k.as_str()))
+            .count();
+        let sqpoll = s.knobs.iter().any(|k| k == "sqpoll");
+        missing.retain(|m| !knobs::default_ring().contains(m));
+        if !sqpoll && ring != knobs::default_ring().len() {
+            // fio (3.33+) sets its default ring up itself, with no option.
+            missing.push("a ring without all of COOP_TASKRUN, SINGLE_ISSUER and DEFER_TASKRUN (fio 3.33+ sets them where the kernel has them)");
+        }
+    }
     let mut line = parts.join(" ");
     if !missing.is_empty() {
         line.push_str(&format!(
             "   # fio has no option for {}",
             missing
                 .iter()
-                .map(|k| format!("--{k}"))
+                .map(|k| if k.contains(' ') {
+                    k.to_string()
+                } else {
+                    format!("--{k}")
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         ));

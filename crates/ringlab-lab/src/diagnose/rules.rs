@@ -81,7 +81,7 @@ pub static RULES: &[Rule] = &[
         value: |c| c.per_op("reschedule_ipis_per_op"),
         message: "{value} rescheduling IPIs per I/O: {cause}",
         cause: |_| "completion work interrupts the submitting thread, which COOP_TASKRUN would defer to its next kernel entry",
-        try_next: "--coop-taskrun (IORING_SETUP_COOP_TASKRUN), or --single-issuer --defer-taskrun when one thread owns the ring; not with completions reaped on another thread",
+        try_next: "ringlab's default ring (no --mode iou): COOP_TASKRUN, with SINGLE_ISSUER and DEFER_TASKRUN when one thread owns the ring; or --coop-taskrun alone; not with completions reaped on another thread",
     },
     Rule {
         name: "sqpoll-preempted",
