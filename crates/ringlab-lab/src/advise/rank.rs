@@ -490,6 +490,20 @@ pub fn recommend(goal: Goal, ranked: &[SetupFigures]) -> Recommendation {
             chosen.setup
         )
     };
+    let mut why = why;
+    if let Some(top) = ranked.first().filter(|t| t.engine != best.engine) {
+        why.push_str(&format!(
+            "; the {} reference ({}) measured better than every io_uring setup by {}{}",
+            top.engine,
+            top.setup,
+            goal.name(),
+            if within_noise(goal, top, best) {
+                ", inside the noise"
+            } else {
+                ""
+            }
+        ));
+    }
     let baseline = pool
         .iter()
         .copied()
@@ -649,7 +663,7 @@ mod tests {
     }
 
     #[test]
-    fn lower_is_better_for_cpu_and_libaio_is_only_a_reference() {
+    fn lower_is_better_for_cpu_and_libaio_is_only_a_reference_named_in_why() {
         let mut a = fig("bare", &[], &[100.0]);
         a.cpu_us_per_op = Range::of(&[10.0, 11.0]);
         let mut b = fig("coop", &["coop-taskrun"], &[100.0]);
@@ -659,7 +673,15 @@ mod tests {
         c.cpu_us_per_op = Range::of(&[1.0, 1.5]);
         let ranked = rank(Goal::Cpu, vec![a, b, c]);
         assert_eq!(ranked[0].setup, "libaio");
-        assert_eq!(recommend(Goal::Cpu, &ranked).setup, "coop");
+        let r = recommend(Goal::Cpu, &ranked);
+        assert_eq!(r.setup, "coop");
+        assert!(
+            r.why.contains(
+                "the libaio reference (libaio) measured better than every io_uring setup by cpu"
+            ),
+            "{}",
+            r.why
+        );
     }
 
     #[test]
