@@ -149,7 +149,10 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
         });
     }
     let target = match &plan.target {
-        Some(path) => existing(plan, path)?,
+        Some(path) => {
+            crate::named::prepare_named(plan, path, interrupted, announce)?;
+            existing(plan, path)?
+        }
         None => create(plan, interrupted, announce)?,
     };
     if plan.verify && plan.writes() && plan.numjobs > 1 && target.job_blocks(plan, 0).1 == 0 {
@@ -364,6 +367,9 @@ fn create(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Tar
     }
     lay_out(&mut file, size, plan, interrupted)
         .with_context(|| format!("laying out {}", path.display()))?;
+    // Marked, so that a kept file can be written again without
+    // --allow-destructive.
+    crate::named::mark(&file);
     let dev = file.metadata().map(|m| m.dev()).unwrap_or(0);
     Ok(Target {
         path: shown,
@@ -379,7 +385,12 @@ fn create(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Tar
 
 /// Fills a new file with real data (never sparse): the verify pattern in
 /// blocks of --bs when --verify is on, pseudo-random bytes otherwise.
-fn lay_out(file: &mut File, size: u64, plan: &IoPlan, interrupted: &AtomicBool) -> Result<()> {
+pub(crate) fn lay_out(
+    file: &mut File,
+    size: u64,
+    plan: &IoPlan,
+    interrupted: &AtomicBool,
+) -> Result<()> {
     let chunk_len = ((1u64 << 20).max(plan.bs) / plan.bs * plan.bs) as usize;
     let mut chunk = vec![0u8; chunk_len];
     let mut written = 0u64;

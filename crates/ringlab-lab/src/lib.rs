@@ -3,7 +3,9 @@
 //! plots in `plot`) and comparisons ([`compare`]).
 //!
 //! Files depend one way: `metric` <- `plot` <- `report`; `plan` <- `store`
-//! <- `sweep`; every input file is read through `input`. Only what the binary uses is public.
+//! <- `sweep`; every input file is read through `input`. Public: what the
+//! binary uses, and the results store (`store`), which other producers of
+//! results (rocksdb, reproduce) write.
 #![warn(unreachable_pub)]
 
 pub mod advise;
@@ -14,7 +16,7 @@ mod metric;
 mod plan;
 mod plot;
 pub mod report;
-mod store;
+pub mod store;
 mod sweep;
 
 pub use plan::{load_plan, Plan};

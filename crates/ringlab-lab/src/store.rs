@@ -23,17 +23,17 @@ use serde_json::Value as Json;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-pub(crate) const INDEX_FILE: &str = "index.json";
-pub(crate) const PLAN_FILE: &str = "plan.toml";
-pub(crate) const RUNS_DIR: &str = "runs";
+pub const INDEX_FILE: &str = "index.json";
+pub const PLAN_FILE: &str = "plan.toml";
+pub const RUNS_DIR: &str = "runs";
 const LOCK_FILE: &str = ".lock";
 const SCRATCH_DIR: &str = ".scratch";
-const INDEX_FORMAT: &str = "ringlab-sweep-index";
+pub const INDEX_FORMAT: &str = "ringlab-sweep-index";
 const INDEX_VERSION: u32 = 1;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub(crate) enum Status {
+pub enum Status {
     Pending,
     Done,
     Failed,
@@ -41,7 +41,7 @@ pub(crate) enum Status {
 
 /// One planned run as the index records it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct RunEntry {
+pub struct RunEntry {
     pub id: String,
     /// Axis name -> value.
     pub values: serde_json::Map<String, Json>,
@@ -62,7 +62,7 @@ pub(crate) struct RunEntry {
 
 impl RunEntry {
     /// `iodepth=4 engine=uring repeat 2`.
-    pub(crate) fn label(&self) -> String {
+    pub fn label(&self) -> String {
         let mut parts: Vec<String> = self
             .values
             .iter()
@@ -78,7 +78,7 @@ impl RunEntry {
 
 /// `DIR/index.json`: the plan's identity and its runs in execution order.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Index {
+pub struct Index {
     pub format: String,
     pub version: u32,
     /// [`Plan::identity`] of the plan that made these runs.
@@ -115,18 +115,18 @@ impl Index {
     }
 
     /// The swept axes, in plan order.
-    pub(crate) fn axes(&self) -> Vec<String> {
+    pub fn axes(&self) -> Vec<String> {
         self.plan["axes"]
             .as_object()
             .map(|m| m.keys().cloned().collect())
             .unwrap_or_default()
     }
 
-    pub(crate) fn command(&self) -> &str {
+    pub fn command(&self) -> &str {
         self.plan["command"].as_str().unwrap_or("io")
     }
 
-    pub(crate) fn done(&self) -> usize {
+    pub fn done(&self) -> usize {
         self.runs
             .iter()
             .filter(|r| r.status == Status::Done)
@@ -135,7 +135,7 @@ impl Index {
 }
 
 /// Reads `DIR/index.json` (for reports and dry runs; takes no lock).
-pub(crate) fn read_index(dir: &Path) -> Result<Index> {
+pub fn read_index(dir: &Path) -> Result<Index> {
     let path = dir.join(INDEX_FILE);
     let text = read_text_limited(&path, INDEX_MAX_BYTES).map_err(|e| {
         usage_error(format!(
@@ -161,7 +161,7 @@ pub(crate) fn read_index(dir: &Path) -> Result<Index> {
 }
 
 /// A results directory opened for writing by one sweep.
-pub(crate) struct Store {
+pub struct Store {
     pub dir: PathBuf,
     pub index: Index,
     // Held for the life of the store: a second sweep on DIR is refused.
@@ -171,7 +171,7 @@ pub(crate) struct Store {
 impl Store {
     /// Opens DIR for `plan`: creates it, or resumes the runs of the same plan.
     /// A directory holding another plan's sweep, or other files, is refused.
-    pub(crate) fn open(dir: &Path, plan: &Plan, runs: &[PlannedRun]) -> Result<Store> {
+    pub fn open(dir: &Path, plan: &Plan, runs: &[PlannedRun]) -> Result<Store> {
         let made = std::fs::create_dir_all(dir.join(RUNS_DIR))
             .and_then(|()| std::fs::create_dir_all(dir.join(SCRATCH_DIR)));
         made.map_err(|e| {
@@ -207,26 +207,26 @@ impl Store {
         Ok(store)
     }
 
-    pub(crate) fn save(&self) -> Result<()> {
+    pub fn save(&self) -> Result<()> {
         let mut text = serde_json::to_string_pretty(&self.index)?;
         text.push('\n');
         write_atomic(&self.dir.join(INDEX_FILE), text.as_bytes())
     }
 
-    pub(crate) fn result_path(&self, entry: &RunEntry) -> PathBuf {
+    pub fn result_path(&self, entry: &RunEntry) -> PathBuf {
         self.dir.join(&entry.result)
     }
 
     /// Removes the data files runs left in the scratch directory (a run
     /// killed by a signal cannot remove its own).
-    pub(crate) fn clean_scratch(&self) {
+    pub fn clean_scratch(&self) {
         clean_scratch(&scratch_dir(&self.dir));
     }
 }
 
 /// The index of DIR if it holds a sweep of `plan`; `None` for a new or
 /// empty directory; a usage error for anything else.
-pub(crate) fn existing_index(dir: &Path, plan: &Plan) -> Result<Option<Index>> {
+pub fn existing_index(dir: &Path, plan: &Plan) -> Result<Option<Index>> {
     if !dir.join(INDEX_FILE).exists() {
         let foreign: Vec<String> = match std::fs::read_dir(dir) {
             Ok(rd) => rd
@@ -289,7 +289,7 @@ fn differences(a: &Json, b: &Json) -> Vec<String> {
 /// A result of `command` that a report can read: JSON with the `total`
 /// figures, of the sweep's command. The error says what the bytes are
 /// instead.
-pub(crate) fn parse_result(bytes: &[u8], command: &str) -> std::result::Result<Json, String> {
+pub fn parse_result(bytes: &[u8], command: &str) -> std::result::Result<Json, String> {
     let v: Json = serde_json::from_slice(bytes).map_err(|e| format!("not JSON ({e})"))?;
     if !v["total"].is_object() {
         return Err("JSON without 'total' figures: not a ringlab result".to_string());
@@ -304,7 +304,7 @@ pub(crate) fn parse_result(bytes: &[u8], command: &str) -> std::result::Result<J
 }
 
 /// The result stored at `path` (bounded read, see [`parse_result`]).
-pub(crate) fn read_result(path: &Path, command: &str) -> std::result::Result<Json, String> {
+pub fn read_result(path: &Path, command: &str) -> std::result::Result<Json, String> {
     parse_result(&read_limited(path, RESULT_MAX_BYTES)?, command)
 }
 
@@ -323,7 +323,7 @@ fn remove_temp_files(runs: &Path) {
 
 /// Where `io` runs of the sweep in `dir` that name no target create their
 /// data file.
-pub(crate) fn scratch_dir(dir: &Path) -> PathBuf {
+pub fn scratch_dir(dir: &Path) -> PathBuf {
     dir.join(SCRATCH_DIR)
 }
 
@@ -359,7 +359,7 @@ fn lock_dir(dir: &Path) -> Result<File> {
 
 /// Writes `bytes` to `path` through a temporary file and a rename, so that
 /// readers see the old file or the whole new one.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

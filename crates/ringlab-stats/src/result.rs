@@ -328,6 +328,11 @@ pub struct DirectionFigures {
     pub iops: f64,
     pub bw_bytes_per_s: f64,
     pub lat_ns: Option<LatencySummary>,
+    /// The latency histogram behind `lat_ns`, for exporters that need more
+    /// than the summary (fio-json's percentiles, buckets and bins). Not
+    /// part of the JSON schema; `None` in a result read back from JSON.
+    #[serde(skip)]
+    pub lat_recorder: Option<LatencyRecorder>,
 }
 
 /// What a worker thread measured, before it becomes [`Figures`].
@@ -375,6 +380,7 @@ impl DirectionRecorder {
             iops: per_second(self.ops, elapsed_ns),
             bw_bytes_per_s: per_second(self.bytes, elapsed_ns),
             lat_ns: self.lat.summary(),
+            lat_recorder: Some(self.lat.clone()),
         }
     }
 }

@@ -5,15 +5,15 @@
 //! 2 bad usage or an unusable setup found before anything was measured.
 
 use anyhow::Result;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use ringlab_core::output::Output;
 use ringlab_io::run::{run_io, RunOptions};
 use ringlab_io::{IoArgs, IoPlan, UsageError};
-use ringlab_stats::RunResult;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+mod fio;
 mod lab;
 
 #[derive(Parser, Debug)]
@@ -75,11 +75,18 @@ enum Command {
     #[command(display_order = 103)]
     Advise(Box<lab::AdviseArgs>),
     /// Storage benchmark: one workload, one engine (fio's words for options).
+    #[command(after_help = ringlab_io::fio::help_text())]
     Io {
         #[command(flatten)]
         io: Box<IoArgs>,
         #[command(flatten)]
-        output: OutputArgs,
+        output: fio::IoOutputArgs,
+        /// Run a fio job file: [global] and job sections, one run per
+        /// section (its numjobs threads), groups (stonewall, new_group) in
+        /// order. A job file given as TARGET is recognised by its content
+        /// and run the same way, never written to.
+        #[arg(long, value_name = "JOBFILE", help_heading = "fio")]
+        fio: Option<PathBuf>,
     },
     /// What this kernel and a device support: io_uring setup flags and
     /// opcodes (found by trying them), RLIMIT_MEMLOCK, and for a device its
@@ -99,6 +106,9 @@ enum Command {
         #[command(flatten)]
         output: OutputArgs,
     },
+    /// RocksDB db_bench multireadrandom under the first study's backend
+    /// configurations, through ringlab's io_uring FileSystem plugin.
+    Rocksdb(Box<ringlab_rocksdb::RocksdbArgs>),
     /// Minimal HTTP/1.1 server on epoll or io_uring: 200 and a fixed body.
     #[command(mut_arg("output_format", |a| a.help("text for people, json for programs (schema/serve.schema.json)")))]
     Serve {
@@ -141,12 +151,27 @@ enum OutputFormat {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    // fio's spellings of `ringlab io` become ringlab's before clap parses
+    // them; a job file is run as one.
+    let (args, fio_words) = match fio::preprocess() {
+        Ok(fio::Parsed::Args(args, words)) => (args, words),
+        Ok(fio::Parsed::Done(code)) => return code,
+        Err(e) => {
+            eprintln!("ringlab: {e:#} (see 'ringlab io --help')");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
     };
+    let help = match &cli.command {
+        Command::Io { .. } => " (see 'ringlab io --help')",
+        _ => "",
+    };
     quiet_closed_output();
-    let ran = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli))) {
+    let ran = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli, &fio_words)))
+    {
         Ok(ran) => ran,
         Err(p) if closed_output(&*p) => return ExitCode::from(1),
         Err(p) => std::panic::resume_unwind(p),
@@ -154,7 +179,8 @@ fn main() -> ExitCode {
     match ran {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            say(&format!("ringlab: {e:#}"));
+            let usage = e.downcast_ref::<UsageError>().is_some();
+            say(&format!("ringlab: {e:#}{}", if usage { help } else { "" }));
             if e.downcast_ref::<ringlab_lab::Interrupted>().is_some()
                 || e.downcast_ref::<ringlab_core::error::Interrupted>()
                     .is_some()
@@ -218,11 +244,17 @@ fn clap_exit(e: clap::Error) -> ExitCode {
         })
         .collect();
     let line = parts.join("; ").replacen("error: ", "", 1);
-    say(&format!("ringlab: {line} (see 'ringlab --help')"));
+    // Point to the help of the subcommand the user typed, if any.
+    let sub = std::env::args()
+        .nth(1)
+        .filter(|a| Cli::command().find_subcommand(a).is_some())
+        .map(|a| format!("{a} "))
+        .unwrap_or_default();
+    say(&format!("ringlab: {line} (see 'ringlab {sub}--help')"));
     ExitCode::from(2)
 }
 
-fn run(cli: Cli) -> Result<()> {
+fn run(cli: Cli, fio_words: &ringlab_io::fio::options::Translated) -> Result<()> {
     match cli.command {
         Command::Sweep {
             plan,
@@ -236,9 +268,13 @@ fn run(cli: Cli) -> Result<()> {
             output_format,
         } => lab::compare(&a, &b, matches!(output_format, OutputFormat::Json)),
         Command::Advise(args) => lab::advise(&args),
-        Command::Io { io, output } => run_io_command(&io, &output),
+        Command::Io { io, output, fio } => match fio {
+            Some(path) => fio::run_job_file(&path, &[]),
+            None => run_io_command(&io, &output, fio_words),
+        },
         Command::Http { http, output } => run_http_command(&http, &output),
         Command::Serve { serve, output } => run_serve_command(&serve, &output),
+        Command::Rocksdb(args) => ringlab_rocksdb::run_command(&args),
         Command::Features { target, output } => {
             let f = ringlab_io::features::features(target.as_deref())?;
             let text = match output.format() {
@@ -291,32 +327,29 @@ fn run_serve_command(args: &ringlab_net::ServeArgs, output: &OutputArgs) -> Resu
     out.finish(rendered.as_bytes())
 }
 
-fn run_io_command(args: &IoArgs, output: &OutputArgs) -> Result<()> {
+fn run_io_command(
+    args: &IoArgs,
+    output: &fio::IoOutputArgs,
+    fio_words: &ringlab_io::fio::options::Translated,
+) -> Result<()> {
     let plan = IoPlan::from_args(args)?;
     // Check the output before the run, so a bad path fails in a second,
     // not after the whole runtime, and never names the target.
     let target: Vec<&Path> = plan.target.as_deref().into_iter().collect();
-    let out = open_output(output, &target)?;
+    let out = Output::open(output.output.as_deref(), &target)?;
     let interrupted = ringlab_core::interrupt_flag()?;
     let opts = RunOptions {
         progress: std::io::stdout().is_terminal(),
         interrupted,
     };
+    fio::print_notes(&fio_words.notes);
     let mut result = run_io(&plan, &opts)?;
     result.diagnoses = ringlab_lab::diagnose::diagnose(&result);
-    let rendered = render(&result, output.format())?;
+    let rendered = fio::render_io(&[(fio_words, 0, &result)], &[], output.output_format)?;
     out.finish(rendered.as_bytes())
 }
 
-fn render(result: &RunResult, format: OutputFormat) -> Result<String> {
-    Ok(match format {
-        OutputFormat::Text => {
-            ringlab_io::text::render(result) + &ringlab_lab::diagnose::render(&result.diagnoses)
-        }
-        OutputFormat::Json => {
-            let mut s = serde_json::to_string_pretty(result)?;
-            s.push('\n');
-            s
-        }
-    })
+/// The text of one io result, its diagnoses at the end.
+fn io_text(result: &ringlab_stats::RunResult) -> String {
+    ringlab_io::text::render(result) + &ringlab_lab::diagnose::render(&result.diagnoses)
 }

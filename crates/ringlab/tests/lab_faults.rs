@@ -213,12 +213,12 @@ fn a_sweep_killed_by_sigkill_leaves_no_data_file_in_the_current_directory_nor_a_
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // Kill it while a run is under way: its data file exists.
+    // Kill it while a run is under way. The run unlinks its data file
+    // right after creating it (so even SIGKILL of the run leaves none), so
+    // the run is found by its command line, not by its file.
+    let needle = format!("--directory {}", scratch.display());
     let start = Instant::now();
-    while !files_in(&scratch)
-        .iter()
-        .any(|n| n.starts_with("ringlab-io-"))
-    {
+    while processes_with(&needle).is_empty() {
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "no run started: {:?}",
@@ -227,10 +227,11 @@ fn a_sweep_killed_by_sigkill_leaves_no_data_file_in_the_current_directory_nor_a_
         assert!(sweep.try_wait().unwrap().is_none(), "the sweep ended early");
         std::thread::sleep(Duration::from_millis(2));
     }
+    // Let the run get past its layout.
+    std::thread::sleep(Duration::from_millis(100));
     sweep.kill().unwrap();
     sweep.wait().unwrap();
     // The orphaned run gets SIGTERM (PDEATHSIG) and ends by itself.
-    let needle = format!("--directory {}", scratch.display());
     let start = Instant::now();
     while !processes_with(&needle).is_empty() {
         assert!(

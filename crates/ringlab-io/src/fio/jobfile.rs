@@ -1,0 +1,301 @@
+//! fio's INI job files: `[global]` and job sections, `;`/`#` comments,
+//! `${VAR}` from the environment (empty when unset, as fio does), fio's
+//! `$ncpus`, `$pagesize` and `$mb_memory`, and groups: a job with
+//! `stonewall` (`wait_for_previous`) or `new_group` starts a new group.
+
+use super::options::{self, Origin, Written};
+use anyhow::Result;
+use ringlab_core::usage_error;
+use std::path::Path;
+
+/// Largest job file read (a job file is a few lines; this bounds a wrong
+/// file named by mistake).
+pub const JOB_FILE_MAX_BYTES: u64 = 1 << 20;
+
+/// One job section, with the `[global]` options in force where it stands
+/// first and its own after them.
+#[derive(Clone, Debug)]
+pub struct Section {
+    pub name: String,
+    /// Line of the `[name]` header (1-based).
+    pub line: usize,
+    pub options: Vec<Written>,
+    /// Reporting group: 0 for the first, one more at each stonewall or
+    /// new_group.
+    pub group: u32,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct JobFile {
+    /// The `[global]` options as written (fio's "global options").
+    pub global: Vec<(String, String)>,
+    pub jobs: Vec<Section>,
+}
+
+/// Whether `path` names an existing regular file that reads as a fio job
+/// file (see [`looks_like_job_file`]).
+pub fn is_job_file_path(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() || meta.len() > JOB_FILE_MAX_BYTES || meta.len() == 0 {
+        return false;
+    }
+    std::fs::read(path).is_ok_and(|b| looks_like_job_file(&b))
+}
+
+/// Whether `bytes` are a fio job file: text whose first line that is not
+/// blank or a comment is a `[section]` header, followed by at least one
+/// line naming an option fio and ringlab both know.
+pub fn looks_like_job_file(bytes: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return false;
+    };
+    let mut lines = text.lines().map(strip_comment).filter(|l| !l.is_empty());
+    let Some(first) = lines.next() else {
+        return false;
+    };
+    if !(first.starts_with('[') && first.ends_with(']') && first.len() > 2) {
+        return false;
+    }
+    lines.any(|l| {
+        let key = l.split('=').next().unwrap_or("").trim();
+        options::find(key).is_some()
+    })
+}
+
+/// The line without its comment (`;` or `#` at its start, or after a blank)
+/// and surrounding blanks.
+fn strip_comment(line: &str) -> &str {
+    let t = line.trim();
+    if t.starts_with(';') || t.starts_with('#') {
+        return "";
+    }
+    let mut cut = t.len();
+    let b = t.as_bytes();
+    for i in 1..b.len() {
+        if (b[i] == b';' || b[i] == b'#') && (b[i - 1] == b' ' || b[i - 1] == b'\t') {
+            cut = i;
+            break;
+        }
+    }
+    t[..cut].trim()
+}
+
+/// Expands `${VAR}` (from `env`, empty when unset) and fio's reserved
+/// `$ncpus`, `$pagesize`, `$mb_memory`.
+pub fn expand(value: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::new();
+    let mut rest = value;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        match rest[at + 2..].find('}') {
+            Some(end) => {
+                let name = &rest[at + 2..at + 2 + end];
+                out.push_str(&env(name).unwrap_or_default());
+                rest = &rest[at + 2 + end + 1..];
+            }
+            None => {
+                out.push_str(&rest[at..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    for (word, value) in reserved() {
+        out = out.replace(word, &value);
+    }
+    out
+}
+
+fn reserved() -> [(&'static str, String); 3] {
+    // SAFETY: sysconf has no preconditions.
+    let ncpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1);
+    // SAFETY: as above.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1);
+    // SAFETY: as above.
+    let pages = unsafe { libc::sysconf(libc::_SC_PHYS_PAGES) }.max(0);
+    let mb = (pages as u64).saturating_mul(page as u64) >> 20;
+    [
+        ("$mb_memory", mb.to_string()),
+        ("$pagesize", page.to_string()),
+        ("$ncpus", ncpus.to_string()),
+    ]
+}
+
+fn is_group_start(o: &Written) -> bool {
+    let k = o.key.replace('-', "_");
+    matches!(k.as_str(), "stonewall" | "wait_for_previous" | "new_group")
+        && !matches!(o.value.as_deref().map(str::trim), Some("0"))
+}
+
+/// Parses a job file. `shown` names it in error messages.
+pub fn parse(shown: &str, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<JobFile> {
+    let mut file = JobFile::default();
+    let mut global: Vec<Written> = Vec::new();
+    // (name, header line, options, in [global])
+    let mut current: Option<(String, usize, Vec<Written>, bool)> = None;
+    let mut finished: Vec<(String, usize, Vec<Written>)> = Vec::new();
+    let close = |cur: Option<(String, usize, Vec<Written>, bool)>,
+                 global: &mut Vec<Written>,
+                 finished: &mut Vec<(String, usize, Vec<Written>)>| {
+        if let Some((name, line, opts, is_global)) = cur {
+            if is_global {
+                global.extend(opts);
+            } else {
+                let mut all = global.clone();
+                all.extend(opts);
+                finished.push((name, line, all));
+            }
+        }
+    };
+    for (n, raw) in text.lines().enumerate() {
+        let line_no = n + 1;
+        let line = strip_comment(raw);
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(inner) = line.strip_prefix('[') {
+            let Some(name) = inner.strip_suffix(']').map(str::trim) else {
+                return Err(usage_error(format!(
+                    "{shown}:{line_no}: '{line}' opens a section but has no closing ']'"
+                )));
+            };
+            if name.is_empty() {
+                return Err(usage_error(format!(
+                    "{shown}:{line_no}: a section needs a name: [name]"
+                )));
+            }
+            close(current.take(), &mut global, &mut finished);
+            current = Some((name.to_string(), line_no, Vec::new(), name == "global"));
+            continue;
+        }
+        let Some((section, _, opts, _)) = current.as_mut() else {
+            return Err(usage_error(format!(
+                "{shown}:{line_no}: '{line}' stands before any [section]; fio's options belong in [global] or a job section"
+            )));
+        };
+        if line.starts_with("include ") || line == "include" {
+            return Err(usage_error(format!(
+                "{shown}:{line_no}: [{section}] include: not yet supported by ringlab; write the included options into the job file"
+            )));
+        }
+        let (key, value) = match line.split_once('=') {
+            Some((k, v)) => (k.trim().to_string(), Some(expand(v.trim(), env))),
+            None => (line.trim().to_string(), None),
+        };
+        opts.push(Written {
+            key,
+            value,
+            origin: Origin::File {
+                path: shown.to_string(),
+                section: section.clone(),
+                line: line_no,
+            },
+        });
+    }
+    close(current.take(), &mut global, &mut finished);
+    file.global = global
+        .iter()
+        .map(|o| (o.key.clone(), o.value.clone().unwrap_or_default()))
+        .collect();
+    if finished.is_empty() {
+        return Err(usage_error(format!(
+            "{shown}: no job section: fio's job files name each job in [brackets] after [global]"
+        )));
+    }
+    let mut group = 0u32;
+    let mut names: Vec<String> = Vec::new();
+    for (i, (name, line, options)) in finished.into_iter().enumerate() {
+        if i > 0 && options.iter().any(is_group_start) {
+            group += 1;
+        }
+        for o in &options {
+            if o.key.replace('-', "_") == "wait_for" {
+                let want = o.value.clone().unwrap_or_default();
+                if !names.contains(&want) {
+                    return Err(usage_error(format!(
+                        "{}: wait_for={want} names no job before this one (ringlab runs a job file's jobs in order, so a job can only wait for an earlier one)",
+                        o.origin.name("wait_for")
+                    )));
+                }
+            }
+        }
+        names.push(name.clone());
+        file.jobs.push(Section {
+            name,
+            line,
+            options,
+            group,
+        });
+    }
+    Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn sections_globals_groups_and_comments() {
+        let text = "; a comment\n[global]\nbs=4k\nsize=1m\t; trailing\n\n[one]\nrw=read\n\n# another\n[two]\nrw=write\nstonewall\n[three]\nrw=randread\n";
+        let f = parse("j.fio", text, &no_env).unwrap();
+        assert_eq!(
+            f.global,
+            vec![("bs".into(), "4k".into()), ("size".into(), "1m".into())]
+        );
+        let names: Vec<_> = f.jobs.iter().map(|j| (j.name.as_str(), j.group)).collect();
+        assert_eq!(names, [("one", 0), ("two", 1), ("three", 1)]);
+        assert_eq!(f.jobs[0].options.len(), 3);
+        assert_eq!(f.jobs[1].options[2].key, "rw");
+        assert_eq!(
+            f.jobs[1].options[2].origin,
+            Origin::File {
+                path: "j.fio".into(),
+                section: "two".into(),
+                line: 11
+            }
+        );
+    }
+
+    #[test]
+    fn env_expansion_as_fio_does() {
+        let env = |k: &str| (k == "SIZE").then(|| "64m".to_string());
+        assert_eq!(expand("${SIZE}", &env), "64m");
+        assert_eq!(expand("a${NOPE}b", &env), "ab");
+        assert_eq!(expand("${SIZE", &env), "${SIZE");
+        assert!(expand("$ncpus", &env).parse::<u32>().unwrap() >= 1);
+    }
+
+    #[test]
+    fn recognised_by_content() {
+        assert!(looks_like_job_file(b"# x\n[job]\nrw=read\n"));
+        assert!(!looks_like_job_file(b"hello\n[job]\nrw=read\n"));
+        assert!(!looks_like_job_file(b"[section]\nkey=value\n"));
+        assert!(!looks_like_job_file(b"\x7fELF\x02\x01"));
+        assert!(!looks_like_job_file(b""));
+    }
+
+    #[test]
+    fn errors_name_line_and_section() {
+        let e = parse("j.fio", "rw=read\n", &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("j.fio:1") && e.contains("before any [section]"),
+            "{e}"
+        );
+        let e = parse("j.fio", "[a]\nwait_for=b\n", &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("j.fio:2: [a] wait_for"), "{e}");
+        let e = parse("j.fio", "[global]\nbs=4k\n", &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no job section"), "{e}");
+    }
+}

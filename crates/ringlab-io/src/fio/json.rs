@@ -1,0 +1,370 @@
+//! `--output-format fio-json` and `json+`: ringlab's results in the shape
+//! fio 3.x writes with `--output-format=json` (`json+` adds `clat_ns.bins`),
+//! so that fio's consumers (fio-plot, fio2gnuplot scripts, dashboards) read
+//! them. ringlab's own evidence (kernel counters, target, warnings) sits
+//! under the key `ringlab`, which fio never writes.
+
+use ringlab_stats::{DirectionFigures, Figures, LatencyRecorder, RunResult};
+use serde_json::{json, Map, Value};
+
+/// fio's default `percentile_list`.
+pub const FIO_PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
+
+/// One job of a fio-json document: a command line's run, or a job file's
+/// section.
+pub struct FioJob<'a> {
+    pub name: String,
+    pub groupid: u32,
+    /// The options as written (fio's "job options").
+    pub options: Vec<(String, String)>,
+    /// One entry for the section's threads together (fio's
+    /// group_reporting) instead of one per thread.
+    pub group_reporting: bool,
+    /// fio's percentile_list; `None`: fio's default list.
+    pub percentiles: Option<Vec<f64>>,
+    pub result: &'a RunResult,
+}
+
+/// The whole document.
+pub fn render(jobs: &[FioJob], global: &[(String, String)], plus: bool) -> Value {
+    let started = jobs
+        .first()
+        .and_then(|j| humantime::parse_rfc3339(&j.result.started_at).ok())
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .unwrap_or_default();
+    let mut entries = Vec::new();
+    let mut evidence = Vec::new();
+    for j in jobs {
+        let r = j.result;
+        if j.group_reporting {
+            entries.push(entry(j, global, &r.total, r.jobs.len().max(1), None, plus));
+        } else {
+            for jf in &r.jobs {
+                entries.push(entry(
+                    j,
+                    global,
+                    &jf.figures,
+                    1,
+                    Some((jf.job, jf.cpu)),
+                    plus,
+                ));
+            }
+        }
+        evidence.push(json!({
+            "jobname": j.name,
+            "groupid": j.groupid,
+            "target": r.target,
+            "config": r.config,
+            "warnings": r.warnings,
+            "kstat": r.kstat,
+        }));
+    }
+    json!({
+        "fio version": format!("ringlab-{}", env!("CARGO_PKG_VERSION")),
+        "timestamp": started.as_secs(),
+        "timestamp_ms": started.as_millis() as u64,
+        "time": jobs.first().map(|j| j.result.started_at.clone()).unwrap_or_default(),
+        "global options": options_map(global),
+        "jobs": entries,
+        "ringlab": evidence,
+    })
+}
+
+fn options_map(opts: &[(String, String)]) -> Map<String, Value> {
+    opts.iter()
+        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+        .collect()
+}
+
+/// fio's "job options": as written, plus the resolved rw, bs, iodepth,
+/// numjobs and ioengine when they were not written (fio-plot and other
+/// consumers select runs by these keys, and ringlab's defaults differ from
+/// fio's where ringlab has its own, so the resolved value is the truth).
+fn job_options(j: &FioJob, global: &[(String, String)]) -> Map<String, Value> {
+    let mut m = options_map(&j.options);
+    let in_global = |k: &str| global.iter().any(|(g, _)| g == k);
+    let c = &j.result.config;
+    let text = |k: &str| {
+        c.get(k)
+            .map(|v| v.as_str().map_or(v.to_string(), str::to_string))
+    };
+    let mut fill = |key: &str, v: Option<String>| {
+        if let (Some(v), false) = (v, in_global(key)) {
+            m.entry(key.to_string()).or_insert(Value::String(v));
+        }
+    };
+    fill("rw", text("rw"));
+    fill(
+        "bs",
+        c.get("bs").and_then(Value::as_u64).map(|b| {
+            if b % 1024 == 0 {
+                format!("{}k", b / 1024)
+            } else {
+                b.to_string()
+            }
+        }),
+    );
+    fill("iodepth", text("iodepth"));
+    fill("numjobs", text("numjobs"));
+    fill(
+        "ioengine",
+        text("engine").map(|e| match e.as_str() {
+            "uring" => "io_uring".to_string(),
+            "sync" => "psync".to_string(),
+            other => other.to_string(),
+        }),
+    );
+    m
+}
+
+fn entry(
+    j: &FioJob,
+    global: &[(String, String)],
+    f: &Figures,
+    threads: usize,
+    job: Option<(u32, Option<u32>)>,
+    plus: bool,
+) -> Value {
+    let pcts: &[f64] = j.percentiles.as_deref().unwrap_or(&FIO_PERCENTILES);
+    let run_ns = f.elapsed_ns.max(1) as f64 * threads as f64;
+    let cpu_pct = |ns: u64| ns as f64 * 100.0 / run_ns;
+    // fio's bw_agg: this entry's share of its group's bandwidth.
+    let group = &j.result.total;
+    let mut all = LatencyRecorder::new();
+    for d in [&f.read, &f.write] {
+        if let Some(r) = &d.lat_recorder {
+            all.merge(r);
+        }
+    }
+    let mut e = json!({
+        "jobname": j.name,
+        "groupid": j.groupid,
+        "error": 0,
+        "eta": 0,
+        "elapsed": (f.elapsed_ns as f64 / 1e9).round() as u64,
+        "job options": job_options(j, global),
+        "read": direction(&f.read, f.elapsed_ns, group.read.bw_bytes_per_s, pcts, plus),
+        "write": direction(&f.write, f.elapsed_ns, group.write.bw_bytes_per_s, pcts, plus),
+        // ringlab issues no trims and no syncs.
+        "trim": direction(&DirectionFigures::default(), 0, 0.0, pcts, plus),
+        "sync": {"total_ios": 0, "lat_ns": empty_lat()},
+        "job_runtime": f.elapsed_ns / 1_000_000,
+        "usr_cpu": cpu_pct(f.cpu_user_ns),
+        "sys_cpu": cpu_pct(f.cpu_sys_ns),
+        "ctx": f.ctx_voluntary + f.ctx_involuntary,
+        "latency_depth": j.result.config.get("iodepth").cloned().unwrap_or(Value::Null),
+        "latency_target": 0,
+        "latency_percentile": 100.0,
+        "latency_window": 0,
+    });
+    let (ns, us, ms) = buckets(&all);
+    e["latency_ns"] = ns;
+    e["latency_us"] = us;
+    e["latency_ms"] = ms;
+    e["ringlab"] = match job {
+        Some((n, cpu)) => json!({"job": n, "cpu": cpu}),
+        None => json!({"threads": threads}),
+    };
+    e
+}
+
+/// What fio writes for a latency it did not measure: zeros with N = 0.
+fn empty_lat() -> Value {
+    json!({"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0})
+}
+
+fn direction(
+    d: &DirectionFigures,
+    elapsed_ns: u64,
+    group_bw: f64,
+    percentiles: &[f64],
+    plus: bool,
+) -> Value {
+    if d.ops == 0 {
+        return json!({
+            "io_bytes": 0, "io_kbytes": 0, "bw_bytes": 0, "bw": 0, "iops": 0.0,
+            "runtime": 0, "total_ios": 0, "short_ios": 0, "drop_ios": 0,
+            "slat_ns": empty_lat(), "clat_ns": empty_lat(), "lat_ns": empty_lat(),
+            "bw_min": 0, "bw_max": 0, "bw_agg": 0.0, "bw_mean": 0.0, "bw_dev": 0.0, "bw_samples": 0,
+            "iops_min": 0, "iops_max": 0, "iops_mean": 0.0, "iops_stddev": 0.0, "iops_samples": 0,
+        });
+    }
+    let bw_bytes = d.bw_bytes_per_s.round() as u64;
+    let bw_kib = bw_bytes / 1024;
+    let lat = match &d.lat_ns {
+        Some(l) => json!({
+            "min": l.min, "max": l.max, "mean": l.mean, "stddev": l.stdev, "N": d.ops,
+        }),
+        None => empty_lat(),
+    };
+    // ringlab times each I/O from just before it is handed to the engine
+    // until its completion is reaped: fio's lat (submission plus
+    // completion). It does not yet time the submission on its own, so
+    // clat_ns repeats lat_ns and slat_ns is what fio writes for a latency
+    // it did not measure (N = 0); separating them needs a second timestamp
+    // in the worker loop.
+    let mut clat = lat.clone();
+    if let Some(r) = &d.lat_recorder {
+        let pct: Map<String, Value> = percentiles
+            .iter()
+            .filter_map(|p| Some((format!("{p:.6}"), json!(r.quantile(p / 100.0)?))))
+            .collect();
+        clat["percentile"] = Value::Object(pct);
+        if plus {
+            let bins: Map<String, Value> = r
+                .recorded()
+                .into_iter()
+                .map(|(v, n)| (v.to_string(), json!(n)))
+                .collect();
+            clat["bins"] = Value::Object(bins);
+        }
+    } else if let Some(l) = &d.lat_ns {
+        clat["percentile"] = json!({
+            "50.000000": l.p50, "90.000000": l.p90, "99.000000": l.p99,
+            "99.900000": l.p99_9, "99.990000": l.p99_99,
+        });
+    }
+    // ringlab keeps no per-interval series yet: the whole run is one
+    // sample, and fio writes one sample as min = max = mean, deviation 0,
+    // samples 1.
+    let iops_whole = d.iops.round() as u64;
+    json!({
+        "io_bytes": d.bytes,
+        "io_kbytes": d.bytes / 1024,
+        "bw_bytes": bw_bytes,
+        "bw": bw_kib,
+        "iops": d.iops,
+        "runtime": elapsed_ns / 1_000_000,
+        "total_ios": d.ops,
+        // A short transfer fails a ringlab run, and nothing is dropped.
+        "short_ios": 0,
+        "drop_ios": 0,
+        "slat_ns": empty_lat(),
+        "clat_ns": clat,
+        "lat_ns": lat,
+        "bw_min": bw_kib,
+        "bw_max": bw_kib,
+        "bw_agg": if group_bw > 0.0 { d.bw_bytes_per_s * 100.0 / group_bw } else { 0.0 },
+        "bw_mean": bw_kib as f64,
+        "bw_dev": 0.0,
+        "bw_samples": 1,
+        "iops_min": iops_whole,
+        "iops_max": iops_whole,
+        "iops_mean": d.iops,
+        "iops_stddev": 0.0,
+        "iops_samples": 1,
+    })
+}
+
+/// fio's latency buckets: the percentage of I/Os under 2, 4, 10, ... 1000
+/// ns, us and ms (each bucket from the previous bound up to its own), and
+/// `>=2000` ms.
+fn buckets(r: &LatencyRecorder) -> (Value, Value, Value) {
+    const BOUNDS: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+    let mut ns = [0u64; 10];
+    let mut us = [0u64; 10];
+    let mut ms = [0u64; 12];
+    let slot = |v: u64| BOUNDS.iter().position(|&b| v < b);
+    let mut total = 0u64;
+    for (v, n) in r.recorded() {
+        total += n;
+        if v < 1_000 {
+            ns[slot(v).unwrap_or(9)] += n;
+        } else if v < 1_000_000 {
+            us[slot(v / 1_000).unwrap_or(9)] += n;
+        } else {
+            let m = v / 1_000_000;
+            let i = match slot(m) {
+                Some(i) => i,
+                None if m < 2000 => 10,
+                None => 11,
+            };
+            ms[i] += n;
+        }
+    }
+    let pct = |n: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / total as f64
+        }
+    };
+    let map = |counts: &[u64]| -> Map<String, Value> {
+        BOUNDS
+            .iter()
+            .map(|b| b.to_string())
+            .chain(["2000".to_string(), ">=2000".to_string()])
+            .zip(counts)
+            .map(|(k, &n)| (k, json!(pct(n))))
+            .collect()
+    };
+    (
+        Value::Object(map(&ns)),
+        Value::Object(map(&us)),
+        Value::Object(map(&ms)),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringlab_stats::ThreadMeasurements;
+
+    #[test]
+    fn buckets_follow_fio_bounds() {
+        let mut r = LatencyRecorder::new();
+        r.record(500); // ns bucket 750
+        r.record(3_000); // us bucket 4
+        r.record(1_500_000); // ms bucket 2
+        r.record(3_000_000_000); // ms >=2000
+        let (ns, us, ms) = buckets(&r);
+        assert_eq!(ns["750"], 25.0);
+        assert_eq!(us["4"], 25.0);
+        assert_eq!(ms["2"], 25.0);
+        assert_eq!(ms[">=2000"], 25.0);
+        assert_eq!(ns.as_object().unwrap().len(), 10);
+        assert_eq!(ms.as_object().unwrap().len(), 12);
+    }
+
+    #[test]
+    fn direction_has_fio_keys_and_units() {
+        let mut m = ThreadMeasurements {
+            elapsed_ns: 2_000_000_000,
+            ..Default::default()
+        };
+        for i in 0..1000 {
+            m.read.record(4096, 10_000 + i);
+        }
+        let f = m.figures(m.elapsed_ns);
+        let d = direction(
+            &f.read,
+            f.elapsed_ns,
+            f.read.bw_bytes_per_s,
+            &FIO_PERCENTILES,
+            true,
+        );
+        assert_eq!(d["io_bytes"], 4_096_000);
+        assert_eq!(d["io_kbytes"], 4000);
+        assert_eq!(d["bw_bytes"], 2_048_000);
+        assert_eq!(d["bw"], 2000);
+        assert_eq!(d["iops"], 500.0);
+        assert_eq!(d["runtime"], 2000);
+        assert_eq!(d["total_ios"], 1000);
+        assert_eq!(d["lat_ns"]["N"], 1000);
+        assert_eq!(d["slat_ns"]["N"], 0);
+        assert_eq!(d["bw_agg"], 100.0);
+        let p = &d["clat_ns"]["percentile"];
+        assert!(p["99.000000"].as_u64().unwrap() >= 10_980);
+        assert_eq!(p.as_object().unwrap().len(), 17);
+        let bins: u64 = d["clat_ns"]["bins"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(bins, 1000);
+    }
+}

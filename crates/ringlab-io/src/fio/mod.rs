@@ -1,0 +1,10 @@
+//! fio's language for `ringlab io`: its option names on the command line
+//! ([`cli`]), its INI job files ([`jobfile`]), both translated by one table
+//! ([`options`]), and its JSON output shape ([`json`]).
+
+pub mod cli;
+pub mod jobfile;
+pub mod json;
+pub mod options;
+
+pub use options::help_text;

@@ -1,0 +1,930 @@
+//! fio's option names, one record each: what `ringlab io` does with it.
+//!
+//! Knowledge as data: an option fio users type is either the same as a
+//! ringlab option, a different spelling of one, a no-op in ringlab (and the
+//! record says why it changes nothing), accepted only with the value that
+//! is ringlab's fixed behaviour, or refused with a hint that names the
+//! ringlab option or says plainly that ringlab has none.
+//!
+//! [`translate`] turns a list of fio `key=value` options (from a command
+//! line or a job file section) into the argv of one `ringlab io` run.
+
+use anyhow::Result;
+use ringlab_core::usage_error;
+use std::path::PathBuf;
+
+/// What ringlab does with one fio option.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    /// The same meaning: the value goes to this ringlab option.
+    Value(&'static str),
+    /// A fio boolean (bare, `=1` or `=0`) that turns this ringlab flag on.
+    Flag(&'static str),
+    /// Needs other options or a changed value: [`translate`] handles it.
+    Special,
+    /// Changes nothing in ringlab, for the reason given.
+    Ignored(&'static str),
+    /// Only this value is ringlab's behaviour; any other is refused with
+    /// the hint.
+    Fixed(&'static str, &'static str),
+    /// Refused, with the hint.
+    Refused(&'static str),
+}
+
+/// One fio option: its name, fio's aliases, and what ringlab does with it.
+pub struct FioOption {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    pub kind: Kind,
+}
+
+const NOT_YET: &str = "not yet supported by ringlab";
+
+macro_rules! opt {
+    ($name:literal, $kind:expr) => {
+        FioOption {
+            name: $name,
+            aliases: &[],
+            kind: $kind,
+        }
+    };
+    ($name:literal, [$($alias:literal),*], $kind:expr) => {
+        FioOption {
+            name: $name,
+            aliases: &[$($alias),*],
+            kind: $kind,
+        }
+    };
+}
+
+/// Every fio option ringlab knows, by fio's name (underscores as fio writes
+/// them; `-` is accepted for `_`).
+pub const FIO_OPTIONS: &[FioOption] = &[
+    // The workload: the same words in both tools.
+    opt!("rw", ["readwrite"], Kind::Special),
+    opt!("bs", ["blocksize"], Kind::Special),
+    opt!("size", Kind::Special),
+    opt!("filesize", Kind::Special),
+    opt!("io_size", ["io_limit"], Kind::Value("io-size")),
+    opt!("iodepth", Kind::Value("iodepth")),
+    opt!("numjobs", Kind::Value("numjobs")),
+    opt!("runtime", ["timeout"], Kind::Value("runtime")),
+    opt!("time_based", Kind::Special),
+    opt!("rwmixread", Kind::Value("rwmixread")),
+    opt!("rwmixwrite", Kind::Special),
+    opt!("filename", Kind::Special),
+    opt!("directory", Kind::Special),
+    opt!("name", Kind::Special),
+    opt!("ioengine", Kind::Special),
+    opt!("direct", Kind::Special),
+    opt!("buffered", Kind::Special),
+    opt!("cpus_allowed", Kind::Value("cpus")),
+    opt!("cpus_allowed_policy", Kind::Special),
+    opt!("thinkcycles", Kind::Value("thinkcycles")),
+    opt!("thinktime", Kind::Fixed("0", "not yet supported by ringlab (a sleep between I/Os needs the worker loop); for pure CPU work between I/Os use --thinkcycles")),
+    opt!("thinktime_spin", Kind::Refused("not yet supported by ringlab; for CPU work between I/Os use --thinkcycles")),
+    opt!("thinktime_blocks", Kind::Refused("not yet supported by ringlab; --thinkcycles runs after every completion")),
+    opt!("randrepeat", Kind::Special),
+    opt!("randseed", Kind::Value("seed")),
+    opt!("allow_mounted_write", Kind::Flag("allow-destructive")),
+    // io_uring and libaio, by fio's names.
+    opt!("sqthread_poll", Kind::Flag("sqpoll")),
+    opt!("sqthread_poll_cpu", Kind::Value("sqpoll-cpu")),
+    opt!("hipri", Kind::Flag("iopoll")),
+    opt!("registerfiles", Kind::Flag("fixed-files")),
+    opt!("fixedbufs", Kind::Flag("fixed-buffers")),
+    opt!("force_async", Kind::Special),
+    opt!("iodepth_batch_submit", ["iodepth_batch"], Kind::Special),
+    opt!("iodepth_batch_complete_min", ["iodepth_batch_complete"], Kind::Special),
+    opt!("iodepth_batch_complete_max", Kind::Special),
+    // Reporting and job-file structure.
+    opt!("group_reporting", Kind::Special),
+    opt!("stonewall", ["wait_for_previous"], Kind::Special),
+    opt!("new_group", Kind::Special),
+    opt!("wait_for", Kind::Special),
+    opt!("output", Kind::Special),
+    opt!("output_format", Kind::Special),
+    opt!("description", Kind::Ignored("a label for people; ringlab prints the job name")),
+    // No-ops in ringlab, each with its reason.
+    opt!("thread", ["threads"], Kind::Ignored("ringlab's jobs are always threads of one process, which is what thread=1 asks")),
+    opt!("norandommap", Kind::Ignored("ringlab draws random offsets uniformly with repetition and keeps no map of blocks done: norandommap is its only behaviour")),
+    opt!("disable_slat", Kind::Ignored("ringlab does not time submissions separately (see slat_ns in --output-format fio-json)")),
+    opt!("kb_base", Kind::Fixed("1024", "ringlab's sizes are powers of 1024 (kb_base=1024); write sizes as 4k, 1m")),
+    opt!("nrfiles", Kind::Fixed("1", "ringlab's jobs share one file or device: ringlab has no equivalent of several files per job")),
+    opt!("overwrite", Kind::Fixed("1", "ringlab always lays out a new file with real data before it runs, as overwrite=1 does")),
+    opt!("unlink", Kind::Fixed("0", "ringlab keeps the files it lays out for a named target (fio's unlink=0); without a target it removes its own file unless --keep")),
+    opt!("invalidate", Kind::Fixed("1", "not yet supported by ringlab: it always drops the target's cached pages before a run (invalidate=1)")),
+    opt!("loops", Kind::Fixed("1", NOT_YET)),
+    opt!("ramp_time", Kind::Fixed("0", NOT_YET)),
+    opt!("fsync", Kind::Fixed("0", NOT_YET)),
+    opt!("fdatasync", Kind::Fixed("0", NOT_YET)),
+    opt!("end_fsync", Kind::Fixed("0", NOT_YET)),
+    opt!("offset", Kind::Fixed("0", NOT_YET)),
+    opt!("bsrange", ["blocksize_range"], Kind::Special),
+    opt!("bssplit", Kind::Refused(NOT_YET)),
+    opt!("number_ios", Kind::Refused("not yet supported by ringlab; --io-size bounds the bytes each job moves")),
+    opt!("rate", Kind::Refused(NOT_YET)),
+    opt!("rate_iops", Kind::Refused(NOT_YET)),
+    opt!("rate_min", Kind::Refused(NOT_YET)),
+    opt!("percentile_list", Kind::Special),
+    opt!("status_interval", Kind::Refused(NOT_YET)),
+    opt!("write_lat_log", Kind::Refused(NOT_YET)),
+    opt!("write_bw_log", Kind::Refused(NOT_YET)),
+    opt!("write_iops_log", Kind::Refused(NOT_YET)),
+    opt!("log_avg_msec", Kind::Refused(NOT_YET)),
+    // fio options with a ringlab cousin that is not the same thing.
+    opt!("verify", Kind::Refused("ringlab's --verify stamps every block with its own header and a CRC32C and checks it on read; use --verify instead of fio's verify=")),
+    opt!("do_verify", Kind::Refused("ringlab's --verify checks during the run and reads back after it; use --verify")),
+    opt!("cpumask", Kind::Refused("use --cpus LIST (fio's cpus_allowed)")),
+    opt!("ioscheduler", Kind::Refused("ringlab has no equivalent: it does not change the device's scheduler; set /sys/block/DEV/queue/scheduler (ringlab reports the one in use)")),
+    opt!("fallocate", Kind::Refused("ringlab has no equivalent: it lays out new files by writing real data")),
+    opt!("exitall", Kind::Refused("ringlab has no equivalent: a job file's jobs run one after the other")),
+    opt!("iodepth_low", Kind::Refused("ringlab has no equivalent: it refills the queue as completions are reaped")),
+    opt!("gtod_reduce", Kind::Refused("ringlab has no equivalent: it always times every I/O")),
+    opt!("clocksource", Kind::Refused("ringlab has no equivalent: it times with CLOCK_MONOTONIC")),
+    opt!("nonvectored", Kind::Fixed("1", "ringlab's io_uring engine always uses the non-vectored IORING_OP_READ/WRITE (nonvectored=1); ringlab has no equivalent of vectored requests")),
+];
+
+/// The record of `key` (fio's name or alias, `-` or `_`).
+pub fn find(key: &str) -> Option<&'static FioOption> {
+    let k = key.replace('-', "_");
+    FIO_OPTIONS
+        .iter()
+        .find(|o| o.name == k || o.aliases.contains(&k.as_str()))
+}
+
+/// Whether fio's option is a boolean (bare, `=1` or `=0`) rather than one
+/// that needs a value.
+pub fn is_boolean(rec: &FioOption) -> bool {
+    match rec.kind {
+        Kind::Flag(_) => true,
+        Kind::Ignored(_) => rec.name != "description",
+        Kind::Special => matches!(
+            rec.name,
+            "time_based"
+                | "direct"
+                | "buffered"
+                | "group_reporting"
+                | "randrepeat"
+                | "stonewall"
+                | "new_group"
+        ),
+        _ => false,
+    }
+}
+
+/// Where an option was written, for error messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// On the command line.
+    Cli,
+    /// In a job file: its path, the section and the line (1-based).
+    File {
+        path: String,
+        section: String,
+        line: usize,
+    },
+}
+
+impl Origin {
+    /// `--key` on the command line, `key` with its place in a job file.
+    pub fn name(&self, key: &str) -> String {
+        match self {
+            Origin::Cli => format!("--{key}"),
+            Origin::File {
+                path,
+                section,
+                line,
+            } => format!("{path}:{line}: [{section}] {key}"),
+        }
+    }
+}
+
+/// One fio option as written: `key`, `key=value`, and where.
+#[derive(Clone, Debug)]
+pub struct Written {
+    pub key: String,
+    pub value: Option<String>,
+    pub origin: Origin,
+}
+
+/// One `ringlab io` run made from fio options.
+#[derive(Clone, Debug, Default)]
+pub struct Translated {
+    /// `ringlab io` options (without `ringlab io`).
+    pub args: Vec<String>,
+    /// fio's job name (`name=`, or the section), if any.
+    pub jobname: Option<String>,
+    pub group_reporting: bool,
+    /// The options as written (`key`, value; `""` for a bare flag), for
+    /// fio's "job options".
+    pub options: Vec<(String, String)>,
+    /// Where ringlab differs from fio in a way the user must know (said on
+    /// stderr, never hidden).
+    pub notes: Vec<String>,
+    /// The file or device to run on (fio's filename, or the file fio would
+    /// name after the job); the caller adds it as TARGET.
+    pub target: Option<String>,
+    /// fio's percentile_list: the percentiles of fio-json's clat_ns (the
+    /// text and ringlab json outputs keep their fixed p50 to p99.99).
+    pub percentiles: Option<Vec<f64>>,
+    /// `--output FILE` given as fio's `--output`.
+    pub output: Option<String>,
+    /// `--output-format` given with fio's values.
+    pub output_format: Option<String>,
+}
+
+fn bool_value(o: &Written) -> Result<bool> {
+    match o.value.as_deref().map(str::trim) {
+        None | Some("1") | Some("true") | Some("on") | Some("yes") => Ok(true),
+        Some("0") | Some("false") | Some("off") | Some("no") => Ok(false),
+        Some(v) => Err(usage_error(format!(
+            "{}={v}: fio's booleans are 1 or 0 (or the bare option for 1)",
+            o.origin.name(&o.key)
+        ))),
+    }
+}
+
+fn value_of(o: &Written) -> Result<String> {
+    match &o.value {
+        Some(v) if !v.trim().is_empty() => Ok(v.trim().to_string()),
+        _ => Err(usage_error(format!(
+            "{} needs a value ({}=VALUE)",
+            o.origin.name(&o.key),
+            o.origin.name(&o.key)
+        ))),
+    }
+}
+
+fn refuse(o: &Written, hint: &str) -> anyhow::Error {
+    let shown = match &o.value {
+        Some(v) => format!("{}={v}", o.origin.name(&o.key)),
+        None => o.origin.name(&o.key),
+    };
+    usage_error(format!("{shown}: {hint}"))
+}
+
+/// Options gathered from a list before they become ringlab's argv (some fio
+/// options only mean something together).
+#[derive(Default)]
+struct Gathered {
+    filename: Option<String>,
+    directory: Option<String>,
+    size: Option<String>,
+    filesize: Option<String>,
+    io_size_given: bool,
+    time_based: bool,
+    runtime: Option<String>,
+    iodepth: Option<String>,
+    submit_batch: Option<(Written, u32)>,
+    complete_min: Option<(Written, u32)>,
+    complete_max: Option<(Written, u32)>,
+    engine: Option<String>,
+    cpus_policy_split: bool,
+    cpus_given: bool,
+    randrepeat: Option<bool>,
+    seed_given: bool,
+    rwmixread: Option<String>,
+    rwmixwrite: Option<(Written, u32)>,
+    rw_given: bool,
+    /// An option only fio spells this way was used (not just ringlab's).
+    fio_spelling: bool,
+}
+
+/// Turns fio options into one `ringlab io` argv. `in_file`: the options come
+/// from a job file, where fio's rules hold exactly (without `time_based` a
+/// job stops after `size` bytes); on the command line ringlab's own rule
+/// stands (`--runtime` makes a run time based), and a note says so where
+/// fio would differ.
+///
+/// `default_name`: the job's name when no `name=` is given (a job file's
+/// section).
+pub fn translate(
+    written: &[Written],
+    in_file: bool,
+    default_name: Option<&str>,
+) -> Result<Translated> {
+    let mut t = Translated::default();
+    let mut g = Gathered::default();
+    for o in written {
+        t.options
+            .push((o.key.replace('-', "_"), o.value.clone().unwrap_or_default()));
+        let Some(rec) = find(&o.key) else {
+            return Err(unknown(&o.key, &o.origin));
+        };
+        let shared = [
+            "size",
+            "runtime",
+            "iodepth",
+            "io-size",
+            "directory",
+            "direct",
+            "engine",
+        ];
+        g.fio_spelling |= !shared.contains(&o.key.as_str());
+        if in_file && matches!(rec.name, "output" | "output_format") {
+            return Err(refuse(
+                o,
+                "a command-line option, as in fio: give it beside the job file (ringlab io --fio JOBFILE --output FILE --output-format FORMAT)",
+            ));
+        }
+        apply(rec, o, &mut t, &mut g)?;
+    }
+    if t.jobname.is_none() {
+        t.jobname = default_name.map(str::to_string);
+    }
+    finish(&mut t, g, in_file)?;
+    Ok(t)
+}
+
+fn apply(rec: &FioOption, o: &Written, t: &mut Translated, g: &mut Gathered) -> Result<()> {
+    let args = &mut t.args;
+    match rec.kind {
+        Kind::Value(flag) => {
+            let v = value_of(o)?;
+            match flag {
+                "io-size" => g.io_size_given = true,
+                "runtime" => g.runtime = Some(v.clone()),
+                "rwmixread" => g.rwmixread = Some(v.clone()),
+                "iodepth" => g.iodepth = Some(v.clone()),
+                "cpus" => g.cpus_given = true,
+                "seed" => g.seed_given = true,
+                _ => {}
+            }
+            args.push(format!("--{flag}"));
+            args.push(v);
+        }
+        Kind::Flag(flag) => {
+            if bool_value(o)? {
+                args.push(format!("--{flag}"));
+            }
+        }
+        Kind::Ignored(_) => {}
+        Kind::Fixed(value, hint) => {
+            let v = o.value.as_deref().map(str::trim).unwrap_or("1");
+            if v != value {
+                return Err(refuse(o, hint));
+            }
+        }
+        Kind::Refused(hint) => return Err(refuse(o, hint)),
+        Kind::Special => special(rec.name, o, t, g)?,
+    }
+    Ok(())
+}
+
+fn batch(o: &Written) -> Result<(Written, u32)> {
+    let v = value_of(o)?;
+    let n = v.parse::<u32>().map_err(|_| {
+        usage_error(format!(
+            "{}={v}: a whole number of requests",
+            o.origin.name(&o.key)
+        ))
+    })?;
+    Ok((o.clone(), n))
+}
+
+fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Result<()> {
+    match name {
+        "rw" => {
+            let v = value_of(o)?;
+            if v.contains(':') {
+                return Err(refuse(o, "ringlab has no equivalent of fio's offset modifiers (rw=PATTERN:N); drop the ':N'"));
+            }
+            if v.contains("trim") {
+                return Err(refuse(o, "ringlab has no equivalent of trim workloads: its patterns are read, write, randread, randwrite, randrw, rw"));
+            }
+            g.rw_given = true;
+            t.args.extend(["--rw".to_string(), v]);
+        }
+        "bs" => {
+            let v = value_of(o)?;
+            if v.contains(',') {
+                return Err(refuse(o, "ringlab has no equivalent of separate read and write block sizes: give one --bs"));
+            }
+            t.args.extend(["--bs".to_string(), v]);
+        }
+        "bsrange" => {
+            let v = value_of(o)?;
+            match v.split_once('-') {
+                Some((lo, hi)) if lo.trim().eq_ignore_ascii_case(hi.trim()) => {
+                    t.args.extend(["--bs".to_string(), lo.trim().to_string()]);
+                }
+                _ => return Err(refuse(o, "not yet supported by ringlab: it uses one block size (--bs); a range whose ends are equal, like 4k-4k, is accepted")),
+            }
+        }
+        "size" | "filesize" => {
+            let v = value_of(o)?;
+            if v.contains('%') || v.contains('-') {
+                return Err(refuse(o, "ringlab has no equivalent of a size in percent or a range: give a size like 64m or 1g"));
+            }
+            if name == "size" {
+                g.size = Some(v);
+            } else {
+                g.filesize = Some(v);
+            }
+        }
+        "time_based" => g.time_based = bool_value(o)?,
+        "rwmixwrite" => {
+            let v = value_of(o)?;
+            let pct: u32 = v
+                .parse()
+                .ok()
+                .filter(|p| *p <= 100)
+                .ok_or_else(|| refuse(o, "a percentage from 0 to 100"))?;
+            g.rwmixwrite = Some((o.clone(), pct));
+        }
+        "filename" => {
+            let v = value_of(o)?;
+            if v.contains(':') {
+                return Err(refuse(o, "ringlab has no equivalent of several files per job (fio's ':' separator): name one file or device"));
+            }
+            g.filename = Some(v);
+        }
+        "directory" => {
+            let v = value_of(o)?;
+            if v.contains(':') {
+                return Err(refuse(
+                    o,
+                    "ringlab has no equivalent of several directories: name one",
+                ));
+            }
+            g.directory = Some(v);
+        }
+        "name" => t.jobname = Some(value_of(o)?),
+        "ioengine" => {
+            let v = value_of(o)?;
+            let engine = match v.as_str() {
+                "psync" | "pvsync" | "sync" => "sync",
+                "io_uring" | "uring" => "uring",
+                "libaio" => "libaio",
+                "posixaio" => "posixaio",
+                _ => return Err(refuse(o, "ringlab has no equivalent of this engine: its engines are psync/sync (ringlab's sync), io_uring, libaio and posixaio")),
+            };
+            if o.key == "ioengine" && (v == "sync" || v == "pvsync") {
+                t.notes.push(format!(
+                    "ioengine={v}: ringlab's sync engine issues pread/pwrite (fio's psync); fio's {v} uses {} per I/O",
+                    if v == "sync" { "lseek and read/write" } else { "preadv/pwritev" }
+                ));
+            }
+            g.engine = Some(engine.to_string());
+            t.args.extend(["--engine".to_string(), engine.to_string()]);
+        }
+        "direct" => {
+            if bool_value(o)? {
+                t.args.push("--direct".to_string());
+            }
+        }
+        "buffered" => {
+            if !bool_value(o)? {
+                t.args.push("--direct".to_string());
+            }
+        }
+        "cpus_allowed_policy" => match value_of(o)?.as_str() {
+            "split" => g.cpus_policy_split = true,
+            "shared" => {}
+            _ => return Err(refuse(
+                o,
+                "fio's policies are shared and split; ringlab pins one CPU per job in turn (split)",
+            )),
+        },
+        "randrepeat" => g.randrepeat = Some(bool_value(o)?),
+        "force_async" => {
+            let v = value_of(o)?;
+            t.args.push(format!("--force-async={v}"));
+        }
+        "iodepth_batch_submit" => g.submit_batch = Some(batch(o)?),
+        "iodepth_batch_complete_min" => g.complete_min = Some(batch(o)?),
+        "iodepth_batch_complete_max" => g.complete_max = Some(batch(o)?),
+        "percentile_list" => {
+            let v = value_of(o)?;
+            let list: Option<Vec<f64>> = v
+                .split(':')
+                .map(|p| {
+                    p.trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|p| *p > 0.0 && *p <= 100.0)
+                })
+                .collect();
+            match list {
+                Some(l) if !l.is_empty() && l.len() <= 20 => t.percentiles = Some(l),
+                _ => return Err(refuse(o, "fio's list is up to 20 percentages above 0 and up to 100, separated by ':' (99:99.9:99.99)")),
+            }
+        }
+        "group_reporting" => t.group_reporting = bool_value(o)?,
+        // Structure of a job file; on a command line with one job they
+        // change nothing.
+        "stonewall" | "new_group" | "wait_for" => {}
+        "output" => t.output = Some(value_of(o)?),
+        "output_format" => t.output_format = Some(value_of(o)?),
+        _ => return Err(refuse(o, "ringlab has no equivalent")),
+    }
+    Ok(())
+}
+
+/// Options that only mean something together.
+fn finish(t: &mut Translated, g: Gathered, in_file: bool) -> Result<()> {
+    let size = g.size.clone().or(g.filesize.clone());
+    if let Some(s) = &size {
+        t.args.extend(["--size".to_string(), s.clone()]);
+    }
+    match (&g.filename, &g.directory) {
+        (Some(f), Some(d)) if !f.starts_with('/') => {
+            t.target = Some(PathBuf::from(d).join(f).to_string_lossy().into_owned());
+        }
+        (Some(f), _) => t.target = Some(f.clone()),
+        // fio names a job's file after the job, in the directory given.
+        (None, dir) => {
+            if let Some(name) = &t.jobname {
+                let d = PathBuf::from(dir.clone().unwrap_or_else(|| ".".to_string()));
+                t.target = Some(d.join(format!("{name}.0.0")).to_string_lossy().into_owned());
+            } else if let Some(d) = dir {
+                t.args.extend(["--directory".to_string(), d.clone()]);
+            }
+        }
+    }
+    // fio without time_based stops a job after `size` bytes (io_size) or
+    // at the runtime, whichever comes first; ringlab's --io-size is that.
+    if g.time_based && g.runtime.is_none() {
+        return Err(usage_error(
+            "time_based without runtime runs forever in fio: give runtime (ringlab io --runtime TIME)",
+        ));
+    }
+    if !g.time_based && !g.io_size_given {
+        match (&size, in_file) {
+            (Some(s), true) => t.args.extend(["--io-size".to_string(), s.clone()]),
+            (Some(s), false) if g.runtime.is_some() && g.fio_spelling => t.notes.push(format!(
+                "without --time_based fio stops each job after --size ({s}); ringlab runs for --runtime (add --io-size {s} for fio's stop)"
+            )),
+            _ => {}
+        }
+    }
+    if let Some((o, w)) = &g.rwmixwrite {
+        // fio takes both when they add up to 100 (its examples give both).
+        match g.rwmixread.as_deref().map(str::parse::<u32>) {
+            None => t
+                .args
+                .extend(["--rwmixread".to_string(), (100 - w).to_string()]),
+            Some(Ok(r)) if r + w == 100 => {}
+            Some(_) => {
+                return Err(refuse(
+                    o,
+                    "rwmixread and rwmixwrite must add up to 100; give one of them",
+                ))
+            }
+        }
+    }
+    if in_file {
+        // A job file means what it means to fio: fio's defaults where
+        // ringlab's differ (engine psync, pattern read).
+        if g.engine.is_none() {
+            t.args.extend(["--engine".to_string(), "sync".to_string()]);
+        }
+        if !g.rw_given {
+            t.args.extend(["--rw".to_string(), "read".to_string()]);
+        }
+        // Without size, fio moves the whole file once.
+        if !g.time_based && !g.io_size_given && size.is_none() {
+            let len = t
+                .target
+                .as_ref()
+                .and_then(|p| std::fs::metadata(p).ok())
+                .filter(|m| m.is_file() && m.len() > 0)
+                .map(|m| m.len());
+            match len {
+                Some(n) => t.args.extend(["--io-size".to_string(), n.to_string()]),
+                None => t.notes.push(
+                    "no size and no time_based: fio would move the whole target once; ringlab runs for --runtime (10s unless given)"
+                        .to_string(),
+                ),
+            }
+        }
+    }
+    if g.cpus_given && !g.cpus_policy_split {
+        t.notes.push("cpus_allowed: ringlab pins each job to one CPU of the list in turn (fio's cpus_allowed_policy=split); fio's default, shared, lets every job run on all of them".to_string());
+    }
+    if g.randrepeat == Some(false) && !g.seed_given {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1);
+        t.args.extend(["--seed".to_string(), seed.to_string()]);
+    }
+    let depth: u32 = g
+        .iodepth
+        .as_deref()
+        .and_then(|d| d.parse().ok())
+        .unwrap_or(1);
+    if let Some((_, n)) = &g.submit_batch {
+        // fio: 0 means "the whole iodepth at once".
+        let n = if *n == 0 { depth } else { *n };
+        t.args.extend(["--submit-batch".to_string(), n.to_string()]);
+    } else if in_file && depth > 1 && matches!(g.engine.as_deref(), Some("uring" | "libaio")) {
+        // fio's default iodepth_batch_submit is 1: one request per
+        // io_submit or io_uring_enter. A job file means what it means to
+        // fio, so it gets fio's default, not ringlab's once-per-loop-turn.
+        t.args
+            .extend(["--submit-batch".to_string(), "1".to_string()]);
+    }
+    if let Some((o, n)) = &g.complete_min {
+        if *n == 0 {
+            // fio: 0 reaps without waiting, which is ringlab's --reap peek.
+            if g.engine.as_deref().unwrap_or("uring") != "uring" {
+                return Err(refuse(o, "0 reaps without waiting, which ringlab has only for io_uring (--reap peek); use 1 or more with this engine"));
+            }
+            t.args.extend(["--reap".to_string(), "peek".to_string()]);
+        } else {
+            t.args
+                .extend(["--complete-batch".to_string(), n.to_string()]);
+        }
+    }
+    if let Some((o, n)) = &g.complete_max {
+        if *n != 0 && *n != depth {
+            return Err(refuse(o, "ringlab has no equivalent: a reap takes every completion available (fio's default, iodepth_batch_complete_max=iodepth)"));
+        }
+    }
+    Ok(())
+}
+
+/// Levenshtein distance, for suggestions.
+pub fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The nearest name among `names` (fio's and ringlab's), if close enough to
+/// be a likely misspelling.
+pub fn suggest<'a>(key: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let k = key.replace('-', "_").to_ascii_lowercase();
+    names
+        .into_iter()
+        .map(|n| (distance(&k, &n.replace('-', "_")), n))
+        .filter(|(d, n)| *d <= 2.max(n.len() / 4) && *d < k.len())
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+/// What an unknown option gets: the nearest fio or ringlab name, or the
+/// plain statement that ringlab has no equivalent.
+pub fn unknown(key: &str, origin: &Origin) -> anyhow::Error {
+    let names = FIO_OPTIONS
+        .iter()
+        .flat_map(|o| std::iter::once(o.name).chain(o.aliases.iter().copied()));
+    let shown = origin.name(key);
+    match suggest(key, names) {
+        Some(near) => usage_error(format!(
+            "{shown}: unknown option; did you mean fio's {}? {}",
+            origin.name(near),
+            describe(near)
+        )),
+        None => usage_error(format!(
+            "{shown}: ringlab has no equivalent of this option (it knows ringlab's options and the fio options listed in 'ringlab io --help')"
+        )),
+    }
+}
+
+/// What ringlab does with fio's `name`, in a few words.
+pub fn describe(name: &str) -> String {
+    let Some(rec) = find(name) else {
+        return String::new();
+    };
+    match rec.kind {
+        Kind::Value(flag) => format!("(ringlab's --{flag})"),
+        Kind::Flag(flag) => format!("(ringlab's --{flag})"),
+        Kind::Special => match rec.name {
+            "filename" => "(ringlab's TARGET)".to_string(),
+            "ioengine" => "(ringlab's --engine)".to_string(),
+            "direct" | "buffered" => "(ringlab's --direct)".to_string(),
+            "iodepth_batch_submit" => "(ringlab's --submit-batch)".to_string(),
+            "iodepth_batch_complete_min" => "(ringlab's --complete-batch)".to_string(),
+            "randrepeat" => "(ringlab's fixed --seed)".to_string(),
+            _ => String::new(),
+        },
+        Kind::Ignored(why) => format!("(accepted: {why})"),
+        Kind::Fixed(v, hint) => format!("(only ={v}: {hint})"),
+        Kind::Refused(hint) => format!("({hint})"),
+    }
+}
+
+/// The fio spellings for `ringlab io --help`.
+pub fn help_text() -> String {
+    let mut s = String::from(
+        "fio's spellings (--opt=value or --opt value; booleans bare, =1 or =0), also the words of job files (--fio JOBFILE):\n",
+    );
+    for o in FIO_OPTIONS {
+        let mut names = o.name.to_string();
+        for a in o.aliases {
+            names.push('/');
+            names.push_str(a);
+        }
+        let what = match (o.kind, o.name) {
+            (Kind::Special, "rw") => "--rw (no :N modifiers, no trim)".to_string(),
+            (Kind::Special, "bs") => "--bs (one size)".to_string(),
+            (Kind::Special, "size") | (Kind::Special, "filesize") => {
+                "--size; in a job file without time_based also --io-size (fio stops after size bytes)".to_string()
+            }
+            (Kind::Special, "time_based") => {
+                "ringlab is time based whenever --runtime is given".to_string()
+            }
+            (Kind::Special, "rwmixwrite") => "--rwmixread 100-N".to_string(),
+            (Kind::Special, "filename") => {
+                "TARGET (laid out at --size if missing, and kept)".to_string()
+            }
+            (Kind::Special, "directory") => {
+                "with filename: DIR/FILE; with name: DIR/NAME.0.0 (as fio names it); else --directory"
+                    .to_string()
+            }
+            (Kind::Special, "name") => {
+                "the job's name (fio-json jobname); without filename the target is NAME.0.0".to_string()
+            }
+            (Kind::Special, "ioengine") => {
+                "--engine: psync/sync/pvsync=sync, io_uring=uring, libaio, posixaio".to_string()
+            }
+            (Kind::Special, "direct") => "=1: --direct".to_string(),
+            (Kind::Special, "buffered") => "=0: --direct".to_string(),
+            (Kind::Special, "cpus_allowed_policy") => {
+                "split is ringlab's behaviour; shared is accepted with a note".to_string()
+            }
+            (Kind::Special, "randrepeat") => {
+                "=1: ringlab's fixed seed; =0: a seed from the clock".to_string()
+            }
+            (Kind::Special, "percentile_list") => {
+                "the percentiles of fio-json's clat_ns (P:P:..); text and json keep p50 to p99.99".to_string()
+            }
+            (Kind::Special, "force_async") => "--force-async=N".to_string(),
+            (Kind::Special, "iodepth_batch_submit") => {
+                "--submit-batch N (0: iodepth)".to_string()
+            }
+            (Kind::Special, "iodepth_batch_complete_min") => {
+                "--complete-batch N (0: --reap peek)".to_string()
+            }
+            (Kind::Special, "iodepth_batch_complete_max") => {
+                "only =iodepth (a reap takes every completion available)".to_string()
+            }
+            (Kind::Special, "bsrange") => "only LO-HI with LO=HI: --bs LO".to_string(),
+            (Kind::Special, "group_reporting") => {
+                "one fio-json entry per job-file section instead of one per thread".to_string()
+            }
+            (Kind::Special, "stonewall") | (Kind::Special, "new_group") => {
+                "job files: starts a new group (groups run one after the other)".to_string()
+            }
+            (Kind::Special, "wait_for") => {
+                "job files: an earlier section (sections run in order)".to_string()
+            }
+            (Kind::Special, "output") => "--output FILE".to_string(),
+            (Kind::Special, "output_format") => {
+                "normal=text, json+=fio json with clat_ns bins; json stays ringlab's schema, fio-json is fio's"
+                    .to_string()
+            }
+            (Kind::Value(f), _) => format!("--{f}"),
+            (Kind::Flag(f), _) => format!("--{f}"),
+            (Kind::Ignored(why), _) => format!("accepted, changes nothing: {why}"),
+            (Kind::Fixed(v, hint), _) => format!("only {v}; otherwise refused: {hint}"),
+            (Kind::Refused(hint), _) => format!("refused: {hint}"),
+            (Kind::Special, _) => String::new(),
+        };
+        s.push_str(&format!("  {names}: {what}\n"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(line: &str) -> Vec<Written> {
+        line.split_whitespace()
+            .map(|kv| {
+                let (k, v) = match kv.split_once('=') {
+                    Some((k, v)) => (k, Some(v.to_string())),
+                    None => (kv, None),
+                };
+                Written {
+                    key: k.to_string(),
+                    value: v,
+                    origin: Origin::Cli,
+                }
+            })
+            .collect()
+    }
+
+    fn args(line: &str, in_file: bool) -> String {
+        let t = translate(&w(line), in_file, None).unwrap();
+        let mut a = t.args;
+        a.extend(t.target);
+        a.join(" ")
+    }
+
+    fn err(line: &str) -> String {
+        translate(&w(line), true, None).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn fio_first_command_line_maps() {
+        let a = args("filename=x.dat size=64M rw=randread bs=4k ioengine=io_uring iodepth=32 direct=1 runtime=2 time_based name=test numjobs=2 group_reporting", false);
+        assert_eq!(a, "--rw randread --bs 4k --engine uring --iodepth 32 --direct --runtime 2 --numjobs 2 --size 64M x.dat");
+    }
+
+    #[test]
+    fn job_files_without_time_based_stop_after_size() {
+        assert_eq!(
+            args("size=1m rw=read runtime=5", true),
+            "--rw read --runtime 5 --size 1m --io-size 1m --engine sync"
+        );
+        assert_eq!(
+            args(
+                "size=1m runtime=5 time_based=1 ioengine=libaio iodepth=4",
+                true
+            ),
+            "--runtime 5 --engine libaio --iodepth 4 --size 1m --rw read --submit-batch 1"
+        );
+        let t = translate(&w("size=1m runtime=5 thread"), false, None).unwrap();
+        assert!(t.notes[0].contains("--io-size 1m"), "{:?}", t.notes);
+        assert!(err("time_based").contains("runs forever"));
+    }
+
+    #[test]
+    fn io_uring_names_and_booleans() {
+        assert_eq!(
+            args("hipri sqthread_poll=1 sqthread_poll_cpu=0 registerfiles fixedbufs=0 direct=0 buffered=0", false),
+            "--iopoll --sqpoll --sqpoll-cpu 0 --fixed-files --direct"
+        );
+        assert_eq!(
+            args(
+                "iodepth=8 iodepth_batch_submit=0 iodepth_batch_complete_min=2",
+                false
+            ),
+            "--iodepth 8 --submit-batch 8 --complete-batch 2"
+        );
+        assert_eq!(args("iodepth_batch_complete_min=0", false), "--reap peek");
+        assert!(err("direct=yes2").contains("1 or 0"));
+    }
+
+    #[test]
+    fn names_become_targets_as_fio_names_them() {
+        assert_eq!(args("name=j directory=/d", false), "/d/j.0.0");
+        assert_eq!(args("filename=f directory=/d", false), "/d/f");
+        assert_eq!(args("filename=/abs directory=/d", false), "/abs");
+        assert_eq!(args("directory=/d", false), "--directory /d");
+        assert_eq!(args("name=j", false), "./j.0.0");
+    }
+
+    #[test]
+    fn refusals_say_why_or_not_yet() {
+        assert!(err("ramp_time=5").contains("not yet supported by ringlab"));
+        assert_eq!(
+            args("ramp_time=0 loops=1 invalidate=1 thread norandommap", false),
+            ""
+        );
+        assert!(err("rate_iops=100").contains("not yet supported"));
+        assert!(err("output=x.json").contains("command-line option"));
+        assert!(err("percentile_list=99:x").contains("up to 20 percentages"));
+        let t = translate(&w("percentile_list=99:99.9"), false, None).unwrap();
+        assert_eq!(t.percentiles, Some(vec![99.0, 99.9]));
+        assert!(err("ioengine=mmap").contains("no equivalent"));
+        assert!(err("filename=a:b").contains("several files"));
+        assert!(err("verify=crc32c").contains("--verify"));
+        assert!(err("rw=randread:8").contains("offset modifiers"));
+        assert!(err("thinktime=10").contains("--thinkcycles"));
+        assert_eq!(args("bsrange=4k-4k", false), "--bs 4k");
+    }
+
+    #[test]
+    fn readme_and_help_list_every_fio_option() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+                .unwrap();
+        let help = help_text();
+        for o in FIO_OPTIONS {
+            for n in std::iter::once(o.name).chain(o.aliases.iter().copied()) {
+                assert!(
+                    readme.contains(&format!("| `{n}`")) || readme.contains(&format!(", `{n}`")),
+                    "README lacks {n}"
+                );
+                assert!(help.contains(n), "help lacks {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_options_get_fio_suggestions() {
+        let e = unknown("registerfile", &Origin::Cli).to_string();
+        assert!(
+            e.contains("fio's --registerfiles") && e.contains("--fixed-files"),
+            "{e}"
+        );
+        let e = unknown("iodepth_batch_complete_mn", &Origin::Cli).to_string();
+        assert!(e.contains("--iodepth_batch_complete_min"), "{e}");
+        let e = unknown("zonemode", &Origin::Cli).to_string();
+        assert!(e.contains("no equivalent"), "{e}");
+    }
+}

@@ -1,0 +1,248 @@
+//! Named targets that are files, as fio treats them, safely: a file that
+//! does not exist (or is empty) is laid out at --size with real data and
+//! kept; an existing file is read freely; a write workload on an existing
+//! non-empty file ringlab did not lay out itself is refused unless
+//! --allow-destructive. ringlab marks the files it lays out with the
+//! extended attribute [`LAYOUT_XATTR`]. A job file, an executable or a file
+//! that reads as text someone wrote is never a target.
+
+use crate::plan::IoPlan;
+use anyhow::{Context, Result};
+use ringlab_core::usage;
+use ringlab_stats::units::format_bytes;
+use std::ffi::CString;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+/// The extended attribute on every file ringlab lays out.
+pub const LAYOUT_XATTR: &str = "user.ringlab.layout";
+
+/// Marks a file ringlab laid out; `false` where the file system keeps no
+/// user attributes.
+pub fn mark(file: &File) -> bool {
+    let (Ok(name), value) = (CString::new(LAYOUT_XATTR), b"1") else {
+        return false;
+    };
+    // SAFETY: a valid fd, a NUL-terminated name, and a value buffer of the
+    // length given.
+    let rc = unsafe {
+        libc::fsetxattr(
+            file.as_raw_fd(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    rc == 0
+}
+
+/// Whether ringlab laid out this file (it carries [`LAYOUT_XATTR`]).
+pub fn is_marked(path: &Path) -> bool {
+    let (Ok(p), Ok(name)) = (
+        CString::new(path.as_os_str().as_bytes()),
+        CString::new(LAYOUT_XATTR),
+    ) else {
+        return false;
+    };
+    let mut buf = [0u8; 8];
+    // SAFETY: NUL-terminated path and name; the buffer is ours, of the
+    // length given.
+    let n = unsafe {
+        libc::getxattr(
+            p.as_ptr(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    n >= 0
+}
+
+/// What the first bytes of a file say it is, when that makes it no target.
+pub fn not_a_target(head: &[u8]) -> Option<&'static str> {
+    if head.starts_with(b"\x7fELF") {
+        return Some("an ELF executable");
+    }
+    if head.starts_with(b"#!") {
+        return Some("a script");
+    }
+    if crate::fio::jobfile::looks_like_job_file(head) {
+        return Some("a fio job file (run it with: ringlab io --fio FILE)");
+    }
+    if looks_like_text(head) {
+        return Some("text someone wrote");
+    }
+    None
+}
+
+/// Text: valid UTF-8 (a character cut by the end of the sample allowed), no
+/// NUL, and almost only printable characters and line breaks. Laid-out
+/// data (pseudo-random bytes, verify headers) never passes.
+fn looks_like_text(head: &[u8]) -> bool {
+    if head.is_empty() || head.contains(&0) {
+        return false;
+    }
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        Err(e) if e.error_len().is_none() => match std::str::from_utf8(&head[..e.valid_up_to()]) {
+            Ok(t) => t,
+            Err(_) => return false,
+        },
+        Err(_) => return false,
+    };
+    let total = text.chars().count().max(1);
+    let printable = text
+        .chars()
+        .filter(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'))
+        .count();
+    printable * 100 >= total * 95
+}
+
+fn head_of(path: &Path) -> io::Result<Vec<u8>> {
+    let mut f = File::open(path)?;
+    let mut buf = vec![0u8; 8192];
+    let mut n = 0;
+    while n < buf.len() {
+        let r = f.read(&mut buf[n..])?;
+        if r == 0 {
+            break;
+        }
+        n += r;
+    }
+    buf.truncate(n);
+    Ok(buf)
+}
+
+/// Applies the file rules to a named TARGET before it is inspected: lays
+/// out a missing, empty or too short ringlab file, and refuses what must
+/// not be a target or must not be written.
+pub fn prepare_named(
+    plan: &IoPlan,
+    path: &Path,
+    interrupted: &AtomicBool,
+    announce: bool,
+) -> Result<()> {
+    let meta = match fs::metadata(path) {
+        Ok(m) => Some(m),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        // The target checks that follow name this error.
+        Err(_) => return Ok(()),
+    };
+    let len = match &meta {
+        Some(m) if !m.is_file() => return Ok(()),
+        Some(m) => m.len(),
+        None => 0,
+    };
+    if len > 0 {
+        let head = head_of(path).with_context(|| format!("reading {}", path.display()))?;
+        if let Some(what) = not_a_target(&head) {
+            usage!(
+                "{} is {what}, not a benchmark target: name a data file or a device, or a new file that ringlab lays out",
+                path.display()
+            );
+        }
+        let marked = is_marked(path);
+        if plan.writes() && !plan.allow_destructive && !marked {
+            usage!(
+                "refusing to write to {}: it is an existing file ringlab did not lay out (it has no {LAYOUT_XATTR} attribute), so the workload would overwrite its data. Pass --allow-destructive if that is what you want, or name a new file and ringlab lays it out",
+                path.display()
+            );
+        }
+        match plan.size {
+            Some(size) if marked && size > len => {}
+            _ => return Ok(()),
+        }
+    }
+    let Some(size) = plan.size else {
+        usage!(
+            "target {} does not exist{}: give --size and ringlab lays it out there with real data and keeps it (as fio does), or omit TARGET and ringlab creates a temporary file (--size, --directory)",
+            path.display(),
+            if meta.is_some() { " or is empty" } else { "" }
+        );
+    };
+    if size < plan.bs {
+        usage!(
+            "--size {} is smaller than one block (--bs {})",
+            format_bytes(size),
+            format_bytes(plan.bs)
+        );
+    }
+    let new = meta.is_none();
+    let mut file = match OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o644)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) => usage!("cannot create {}: {e}", path.display()),
+    };
+    if announce || new {
+        eprintln!(
+            "ringlab: laying out {} at {} (kept)",
+            format_bytes(size),
+            path.display()
+        );
+    }
+    if let Err(e) = crate::target::lay_out(&mut file, size, plan, interrupted) {
+        if new {
+            let _ = fs::remove_file(path);
+        }
+        return Err(e).with_context(|| format!("laying out {}", path.display()));
+    }
+    if !mark(&file) {
+        eprintln!(
+            "ringlab: note: {} keeps no extended attributes, so it cannot be marked as laid out by ringlab: later write runs on it need --allow-destructive",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_is_never_a_target() {
+        assert_eq!(
+            not_a_target(b"\x7fELF\x02\x01\x01"),
+            Some("an ELF executable")
+        );
+        assert!(not_a_target(b"[job]\nrw=write\nbs=4k\n")
+            .unwrap()
+            .contains("job file"));
+        assert_eq!(
+            not_a_target("notes: café\n".as_bytes()),
+            Some("text someone wrote")
+        );
+        assert_eq!(not_a_target(&[0u8; 4096]), None);
+        let mut noise = vec![0u8; 4096];
+        crate::verify::fill_payload(&mut noise, 7);
+        assert_eq!(not_a_target(&noise), None);
+        // A multi-byte character cut by the end of the sample is still text.
+        let mut cut = "é".repeat(100).into_bytes();
+        cut.pop();
+        assert_eq!(not_a_target(&cut), Some("text someone wrote"));
+    }
+
+    #[test]
+    fn marks_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        let f = File::create(&p).unwrap();
+        assert!(!is_marked(&p));
+        if mark(&f) {
+            assert!(is_marked(&p));
+        } else {
+            eprintln!("skipped marks_read_back: no user xattrs on this file system");
+        }
+    }
+}
