@@ -98,7 +98,7 @@ fn advise_calibrates_ranks_and_recommends_within_its_budget() {
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("calibration");
     let out = ringlab(&format!(
-        "advise {} --size 4M --rw randread --bs 4k --iodepth 4 --threads 1 --cpus 0 --budget 8s --save {} --output-format json",
+        "advise {} --size 4M --rw randread --bs 4k --iodepth 4 --threads 1 --cpus 0 --budget 12s --save {} --output-format json",
         p(dir.path()),
         p(&saved)
     ));
@@ -265,6 +265,27 @@ fn advise_refuses_bad_input_with_exit_2() {
     assert_eq!(
         leftovers(dir.path()).len(),
         2,
+        "{:?}",
+        leftovers(dir.path())
+    );
+}
+
+#[test]
+fn advise_writes_to_its_own_calibration_file_and_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = json_run(&format!(
+        "advise {} --size 4M --rw randwrite --bs 4k --iodepth 4 --threads 1 --cpus 0 --budget 12s",
+        p(dir.path())
+    ));
+    assert_valid_against("advise.schema.json", &a);
+    assert_eq!(a["shape"]["rw"], "randwrite");
+    assert!(a["ranked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["iops"]["median"].as_f64().unwrap() > 0.0));
+    assert!(
+        leftovers(dir.path()).is_empty(),
         "{:?}",
         leftovers(dir.path())
     );

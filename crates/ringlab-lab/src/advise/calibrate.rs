@@ -112,7 +112,15 @@ fn create_file(dir: &Path, size: u64) -> Result<PathBuf> {
 }
 
 /// The `ringlab io` options of the shape (plan [options] TOML lines).
-fn shape_options(req: &Request, target: &Path, runtime_s: f64, jobs: &[u32]) -> String {
+/// `own_file`: the target is advise's own calibration file, whose data
+/// writes may overwrite.
+fn shape_options(
+    req: &Request,
+    target: &Path,
+    runtime_s: f64,
+    jobs: &[u32],
+    own_file: bool,
+) -> String {
     let s = &req.shape;
     let mut o = format!(
         "target = {:?}\nrw = {:?}\nbs = {:?}\niodepth = {}\nnumjobs = {}\nruntime = \"{runtime_s}s\"\n",
@@ -131,7 +139,7 @@ fn shape_options(req: &Request, target: &Path, runtime_s: f64, jobs: &[u32]) -> 
     if s.direct {
         o.push_str("direct = true\n");
     }
-    if req.allow_destructive {
+    if req.allow_destructive || (own_file && s.writes()) {
         o.push_str("allow-destructive = true\n");
     }
     o
@@ -201,6 +209,7 @@ pub fn calibrate(req: &Request, probe: &Probe, opts: &SweepOptions) -> Result<Ca
             req.size_bytes >> 20
         )));
     };
+    let own_file = cleanup.file.is_some();
     let dir = match &req.save {
         Some(d) => d.clone(),
         None => {
@@ -213,7 +222,7 @@ pub fn calibrate(req: &Request, probe: &Probe, opts: &SweepOptions) -> Result<Ca
     let pre_plan = parse_plan(
         &format!(
             "command = \"io\"\n[options]\n{}",
-            shape_options(req, &target, PREFLIGHT_S, &jobs)
+            shape_options(req, &target, PREFLIGHT_S, &jobs, own_file)
         ),
         "advise",
     )?;
@@ -232,7 +241,7 @@ pub fn calibrate(req: &Request, probe: &Probe, opts: &SweepOptions) -> Result<Ca
     let names: Vec<String> = setups.iter().map(|s| format!("{:?}", s.name)).collect();
     let text = format!(
         "# written by 'ringlab advise': the setup axis names sets of io_uring flags\n# (see the args of each run in index.json)\ncommand = \"io\"\nrepeats = {repeats}\nshuffle = true\n[options]\n{}[axes]\nsetup = [{}]\n",
-        shape_options(req, &target, runtime, &jobs),
+        shape_options(req, &target, runtime, &jobs, own_file),
         names.join(", ")
     );
     let plan = parse_plan(&text, "advise")?;
