@@ -6,6 +6,7 @@ pub mod compare;
 pub mod plan;
 pub mod plot;
 pub mod report;
+pub mod reproduce;
 pub mod store;
 pub mod sweep;
 

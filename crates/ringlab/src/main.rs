@@ -69,6 +69,11 @@ enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         output_format: OutputFormat,
     },
+    /// The seeds' findings as experiments: runs each recipe's sweeps, sets
+    /// the paper's claim beside our figures, writes DIR/NAME/verdict.json
+    /// and DIR/index.html.
+    #[command(display_order = 103)]
+    Reproduce(lab::ReproduceArgs),
     /// Storage benchmark: one workload, one engine (fio's words for options).
     Io {
         #[command(flatten)]
@@ -178,6 +183,7 @@ fn run(cli: Cli) -> Result<()> {
             b,
             output_format,
         } => lab::compare(&a, &b, matches!(output_format, OutputFormat::Json)),
+        Command::Reproduce(args) => lab::reproduce(&args),
         Command::Io { io, output } => run_io_command(&io, &output),
         Command::Http { http, output } => run_http_command(&http, &output),
         Command::Serve { serve, output } => run_serve_command(&serve, &output),
