@@ -223,8 +223,12 @@ fn every_runnable_recipe_runs_end_to_end_at_a_tiny_scale() {
     )
     .unwrap();
     if wrk["verdict"] != "cannot-run" {
-        let server = wrk["setup"]["server"].as_str().unwrap();
-        assert!(server.contains("nginx") || server.contains("ringlab serve"));
+        let server = wrk["setup"]["background"].as_str().unwrap();
+        assert!(
+            server.starts_with("server: ")
+                && (server.contains("nginx") || server.contains("ringlab serve")),
+            "{server}"
+        );
     }
     // One page with every recipe, well-formed, with the plots inline.
     let html = std::fs::read_to_string(dir.path().join("index.html")).unwrap();

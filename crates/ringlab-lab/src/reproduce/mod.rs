@@ -139,10 +139,12 @@ pub fn select(names: &[String]) -> Result<(Vec<Recipe>, bool)> {
     for n in names {
         match all.iter().find(|r| &r.name == n) {
             Some(r) => out.push(r.clone()),
-            None => return Err(usage_error(format!(
+            None => {
+                return Err(usage_error(format!(
                 "reproduce: no recipe named {n}; 'ringlab reproduce --list' shows the {} recipes",
                 all.len()
-            ))),
+            )))
+            }
         }
     }
     Ok((out, false))
@@ -497,7 +499,7 @@ fn start_background(
                 }
             };
             wait_listening(port, &mut child, &what)?;
-            vars.insert("server".into(), what.clone());
+            let what = format!("server: {what}");
             Ok(Some(BackgroundProc { child, what }))
         }
         "io" => {
@@ -715,8 +717,8 @@ pub fn judge(
             .collect();
         reason += &format!(" Checks: {}.", counts.join(", "));
     }
-    if let Some(srv) = &server {
-        reason += &format!(" Server: {srv}.");
+    if let Some(bg) = &server {
+        reason += &format!(" {}{}.", bg[..1].to_uppercase(), &bg[1..]);
     }
     if let Some(n) = &r.scale_note {
         reason += &format!(" {n}");
@@ -742,7 +744,7 @@ pub fn judge(
             "target": vars.get("target"),
             "irq_cpu": vars.get("irq_cpu"),
             "other_cpu": vars.get("other_cpu"),
-            "server": server,
+            "background": server,
             "sweeps": r.sweep.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
         }),
     );

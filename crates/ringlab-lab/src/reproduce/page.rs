@@ -233,8 +233,8 @@ fn section(v: &Json) -> Result<String> {
         n = esc(name),
         w = esc(word),
     );
-    if let Some(s) = v["setup"]["server"].as_str() {
-        h += &format!("<p>Server: {}</p>\n", esc(s));
+    if let Some(s) = v["setup"]["background"].as_str() {
+        h += &format!("<p>{}</p>\n", esc(s));
     }
     let checks = v["checks"].as_array().cloned().unwrap_or_default();
     if !checks.is_empty() {

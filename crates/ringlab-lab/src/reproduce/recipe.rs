@@ -155,6 +155,7 @@ impl Default for Runtime {
 pub struct SweepSpec {
     pub name: String,
     pub command: String,
+    /// Repeats at the default scale [default: 2; the median is used].
     #[serde(default)]
     pub repeats: Option<u32>,
     #[serde(default)]
@@ -370,7 +371,7 @@ impl Recipe {
         let mut table = toml::Table::new();
         table.insert("command".into(), sweep.command.clone().into());
         let repeats = match scale {
-            Scale::Default => sweep.repeats.unwrap_or(1),
+            Scale::Default => sweep.repeats.unwrap_or(2),
             _ => sweep.quick_repeats.unwrap_or(1),
         };
         table.insert("repeats".into(), i64::from(repeats).into());
