@@ -87,6 +87,11 @@ fn unknown_recipe_is_a_usage_error() {
     common::assert_fails(&out, 2, &["no-such-recipe", "--list"]);
     let out = ringlab("reproduce");
     common::assert_fails(&out, 2, &["all", "--list"]);
+    let out = ringlab(&format!(
+        "reproduce fixed-files --target /nonexistent/ringlab --output {}",
+        dir.path().display()
+    ));
+    common::assert_fails(&out, 2, &["--target", "does not exist"]);
 }
 
 #[test]

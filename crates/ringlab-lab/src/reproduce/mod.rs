@@ -686,6 +686,7 @@ pub fn judge(
 ) -> Json {
     let limits = Limits {
         tick_ns: machine.tick_ns(),
+        hz: machine.hz.as_ref().ok().copied(),
     };
     let outcomes: Vec<verdict::CheckOutcome> = r
         .check

@@ -142,6 +142,8 @@ pub struct CheckOutcome {
 /// What a bound named by word stands for on this machine.
 pub struct Limits {
     pub tick_ns: Option<f64>,
+    /// CONFIG_HZ, named in the reason of a tick-bounded check.
+    pub hz: Option<u32>,
 }
 
 pub fn evaluate(recipe: &Recipe, check: &Check, points: &[Point], limits: &Limits) -> CheckOutcome {
@@ -202,8 +204,14 @@ pub fn evaluate(recipe: &Recipe, check: &Check, points: &[Point], limits: &Limit
             }
             out.measured = Some(v);
             out.verdict = judge_bound(&check.expect, limit, tol, v);
+            let named = match (&check.size, limits.hz) {
+                (toml::Value::String(_), Some(hz)) => {
+                    format!(" (one timer tick at CONFIG_HZ={hz})")
+                }
+                _ => String::new(),
+            };
             out.reason = format!(
-                "{} {} of {} = {} against the limit {} ({} with tolerance {:.0}%)",
+                "{} {} of {} = {} against the limit {}{named} ({} with tolerance {:.0}%)",
                 check.reduce,
                 check.metric,
                 check.a,
@@ -469,7 +477,10 @@ tolerance = 0.1
 
     fn run(pts: &[Point], tick: Option<f64>) -> Vec<CheckOutcome> {
         let r = parse_recipe(RECIPE, "t").unwrap();
-        let limits = Limits { tick_ns: tick };
+        let limits = Limits {
+            tick_ns: tick,
+            hz: Some(250),
+        };
         r.check
             .iter()
             .map(|c| evaluate(&r, c, pts, &limits))
@@ -506,6 +517,8 @@ tolerance = 0.1
         let o = run(&points([125.0, 250.0], [100.0, 200.0], 3e6), None);
         assert_eq!(o[1].verdict, Verdict::CannotRun);
         assert!(o[1].reason.contains("not known"), "{}", o[1].reason);
+        let o = run(&points([125.0, 250.0], [100.0, 200.0], 3e6), Some(4e6));
+        assert!(o[1].reason.contains("CONFIG_HZ=250"), "{}", o[1].reason);
         let mut pts = points([125.0, 250.0], [100.0, 200.0], 3e6);
         pts.retain(|p| p.values["engine"] == "slow");
         let o = run(&pts, Some(4e6));
