@@ -155,7 +155,6 @@ fn every_runnable_recipe_runs_end_to_end_at_a_tiny_scale() {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap();
-    let pid = child.id();
     let start = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if start.elapsed() > Duration::from_secs(300) {
@@ -262,5 +261,15 @@ fn every_runnable_recipe_runs_end_to_end_at_a_tiny_scale() {
         .filter(|n| n.ends_with(".dat"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
-    assert!(!Path::new(&format!("/dev/shm/ringlab-reproduce-{pid}.dat")).exists());
+    // The tmpfs file is named by an FNV-1a hash of the results directory.
+    let abs = std::fs::canonicalize(dir.path()).unwrap();
+    let hash = abs
+        .as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    let shm = format!("/dev/shm/ringlab-reproduce-{hash:016x}.dat");
+    assert!(!Path::new(&shm).exists(), "{shm} left behind");
 }

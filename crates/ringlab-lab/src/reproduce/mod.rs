@@ -338,6 +338,18 @@ impl Drop for Files {
     }
 }
 
+/// FNV-1a of the results directory's absolute path: one tmpfs file name per
+/// results directory, the same on every invocation.
+fn path_hash(dir: &Path) -> u64 {
+    let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    abs.as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
 /// Writes `size` bytes of non-repeating data (not zeros: no file system or
 /// device may shortcut them) and syncs them.
 fn lay_out(path: &Path, size: u64) -> Result<()> {
@@ -673,7 +685,7 @@ pub const EVIDENCE: [(&str, &str); 12] = [
     ),
     ("CPU µs/op", "kstat.per_op.cpu_us_per_op"),
     ("helpers CPU µs/op", "kstat.per_op.helpers_cpu_us_per_op"),
-    ("helper threads", "kstat.helper_threads_count"),
+    ("iou-* threads", "kstat.helper_threads_count"),
 ];
 
 /// verdict.json of a recipe whose runs are stored.

@@ -327,7 +327,7 @@ pub fn parse_recipe(text: &str, name: &str) -> Result<Recipe> {
             )));
         }
     }
-    if let Some(f) = &r.figure {
+    if let Some(f) = r.figure.as_ref().filter(|_| r.unsupported.is_none()) {
         if f.check == 0 || f.check > r.check.len() {
             return Err(bad(format!("figure reads check {}, not there", f.check)));
         }

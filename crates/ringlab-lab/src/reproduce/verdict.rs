@@ -42,8 +42,23 @@ pub fn metric(result: &Json, path: &str) -> Option<f64> {
         let p = &result["kstat"]["per_op"];
         return Some(p["cpu_us_with_helpers_per_op"].as_f64()? - p["cpu_us_per_op"].as_f64()?);
     }
-    if path == "kstat.helper_threads_count" {
-        return Some(result["kstat"]["helper_threads"].as_array()?.len() as f64);
+    // Kernel helper threads by distinct thread id (a thread may be listed
+    // more than once), all of them or only the SQPOLL pollers.
+    let prefix = match path {
+        "kstat.helper_threads_count" => Some("iou-"),
+        "kstat.sqpoll_threads_count" => Some("iou-sqp"),
+        _ => None,
+    };
+    if let Some(prefix) = prefix {
+        let mut tids: Vec<i64> = result["kstat"]["helper_threads"]
+            .as_array()?
+            .iter()
+            .filter(|t| t["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+            .filter_map(|t| t["tid"].as_i64())
+            .collect();
+        tids.sort_unstable();
+        tids.dedup();
+        return Some(tids.len() as f64);
     }
     let mut v = result;
     for part in path.split('.') {
@@ -549,6 +564,15 @@ tolerance = 0.1
             judge_bound("at-least", 0.9, 0.1, 0.2),
             Verdict::NotReproduced
         );
+    }
+
+    #[test]
+    fn helper_threads_are_counted_once_per_thread_id() {
+        let r = json!({"kstat": {"helper_threads": [
+            {"tid": 7, "name": "iou-sqp-7"}, {"tid": 7, "name": "iou-sqp-7"},
+            {"tid": 9, "name": "iou-wrk-9"}]}});
+        assert_eq!(metric(&r, "kstat.helper_threads_count"), Some(2.0));
+        assert_eq!(metric(&r, "kstat.sqpoll_threads_count"), Some(1.0));
     }
 
     #[test]
