@@ -313,8 +313,8 @@ impl Files {
             return Ok(p.clone());
         }
         let p = PathBuf::from(format!(
-            "/dev/shm/ringlab-reproduce-{}.dat",
-            std::process::id()
+            "/dev/shm/ringlab-reproduce-{:016x}.dat",
+            path_hash(&self.dir)
         ));
         lay_out(&p, self.tmpfs_size)
             .context("laying out the page-cache (tmpfs) file in /dev/shm")?;
