@@ -79,6 +79,10 @@ pub struct ReproduceArgs {
     /// text for people, json for programs (with --list).
     #[arg(long, value_enum, default_value_t = ListFormat::Text)]
     output_format: ListFormat,
+    /// Judge the runs already stored in DIR again (after editing a recipe's
+    /// rule); run nothing.
+    #[arg(long)]
+    judge_only: bool,
     /// Every run this long, with the quick axes and small files (tests).
     #[arg(long, value_name = "TIME", hide = true)]
     run_time: Option<String>,
@@ -117,6 +121,7 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
         scale,
         interrupted: ringlab_core::interrupt_flag()?,
         progress_bar: false,
+        judge_only: args.judge_only,
     };
     let s = reproduce::reproduce(&args.names, &opts)?;
     let mut out = String::new();

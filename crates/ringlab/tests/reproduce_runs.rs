@@ -234,6 +234,20 @@ fn every_runnable_recipe_runs_end_to_end_at_a_tiny_scale() {
             "{server}"
         );
     }
+    // The stored runs can be judged again without running anything.
+    let before = std::fs::read_to_string(dir.path().join("fixed-files/verdict.json")).unwrap();
+    let again = ringlab(&format!(
+        "reproduce fixed-files --judge-only --output {}",
+        dir.path().display()
+    ));
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let after = std::fs::read_to_string(dir.path().join("fixed-files/verdict.json")).unwrap();
+    let verdict = |t: &str| serde_json::from_str::<Value>(t).unwrap()["verdict"].clone();
+    assert_eq!(verdict(&before), verdict(&after));
     // One page with every recipe, well-formed, with the plots inline.
     let html = std::fs::read_to_string(dir.path().join("index.html")).unwrap();
     let opts = roxmltree::ParsingOptions {

@@ -114,6 +114,9 @@ pub struct ReproduceOptions {
     pub scale: Scale,
     pub interrupted: Arc<AtomicBool>,
     pub progress_bar: bool,
+    /// Judge the runs already stored in the output directory again (after a
+    /// rule was edited); run nothing.
+    pub judge_only: bool,
 }
 
 /// What `reproduce` did: verdict per recipe, and the recipes that could not
@@ -190,12 +193,27 @@ pub fn reproduce(names: &[String], opts: &ReproduceOptions) -> Result<Summary> {
             cannot_run(r, &machine, &why)
         } else {
             eprintln!("ringlab reproduce: {} ({} {})", r.name, r.seed, r.section);
-            match run_recipe(r, &dir, opts, &machine, &mut files) {
+            let outcome = if opts.judge_only {
+                judge_stored(r, &dir, &machine)
+            } else {
+                run_recipe(r, &dir, opts, &machine, &mut files)
+            };
+            match outcome {
                 Ok(v) => v,
                 Err(e) if e.downcast_ref::<Interrupted>().is_some() => return Err(e),
                 Err(e) => {
                     let why = format!("{e:#}");
                     summary.failed.push((r.name.clone(), why.clone()));
+                    let earlier = dir.join("verdict.json");
+                    if earlier.exists() {
+                        // The verdict of the runs stored before stays.
+                        eprintln!(
+                            "ringlab reproduce: {} could not run: {why}; {} is left as it was",
+                            r.name,
+                            earlier.display()
+                        );
+                        continue;
+                    }
                     cannot_run(r, &machine, &format!("the runs failed: {why}"))
                 }
             }
@@ -421,6 +439,16 @@ fn spawn_pinned(mut cmd: Command, cpus: Option<&[u32]>) -> Result<Child> {
     Ok(cmd.spawn()?)
 }
 
+/// A port named by the results directory (so the plan, which holds the URL,
+/// is the same on a rerun), or any free port when that one is taken.
+fn port_for(dir: &Path) -> Result<u16> {
+    let preferred = 20000 + (path_hash(dir) % 20000) as u16;
+    if std::net::TcpListener::bind(("127.0.0.1", preferred)).is_ok() {
+        return Ok(preferred);
+    }
+    free_port()
+}
+
 fn free_port() -> Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
     Ok(l.local_addr()?.port())
@@ -461,7 +489,7 @@ fn start_background(
     let args: Vec<String> = bg.args.iter().map(|a| subst(a, vars)).collect();
     match bg.command.as_str() {
         "serve" => {
-            let port = free_port()?;
+            let port = port_for(&opts.output)?;
             vars.insert("url".into(), format!("http://127.0.0.1:{port}/"));
             let (mut child, what) = match (&machine.nginx, bg.prefer_nginx) {
                 (Some(nginx), true) => {
@@ -642,8 +670,37 @@ fn run_recipe(
     }
     let server = bg.as_ref().map(|b| b.what.clone());
     drop(bg);
+    write_json(
+        &dir.join("setup.json"),
+        &json!({"vars": vars, "background": server}),
+    )?;
 
     let points = load_points(r, dir)?;
+    Ok(judge(r, machine, &points, &vars, server))
+}
+
+/// The verdict of the runs stored in `dir`, with the setup they ran with.
+fn judge_stored(r: &Recipe, dir: &Path, machine: &Machine) -> Result<Json> {
+    let setup: Json = std::fs::read_to_string(dir.join("setup.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Json::Null);
+    let vars: Vars = setup["vars"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let server = setup["background"].as_str().map(str::to_string);
+    let points = load_points(r, dir)?;
+    if points.is_empty() {
+        return Err(anyhow!(
+            "{} holds no finished runs to judge; run the recipe first",
+            dir.display()
+        ));
+    }
     Ok(judge(r, machine, &points, &vars, server))
 }
 

@@ -75,8 +75,23 @@ pub fn plot_svgs(plot: &Json) -> Result<Vec<String>> {
         .collect();
     let numeric = all_x.iter().all(Json::is_number) && !all_x.is_empty();
     let scale = if numeric {
-        let xs: Vec<f64> = all_x.iter().filter_map(Json::as_f64).collect();
-        XScale::for_values(&xs)
+        let mut xs: Vec<f64> = all_x.iter().filter_map(Json::as_f64).collect();
+        match XScale::for_values(&xs) {
+            log2 @ XScale::Log2 { .. } => log2,
+            // Evenly spaced, so that 1, 10, 20 ... 600 stay readable.
+            _ => {
+                xs.sort_by(f64::total_cmp);
+                xs.dedup();
+                let label = |x: &f64| {
+                    if x.fract() == 0.0 {
+                        format!("{}", *x as i64)
+                    } else {
+                        x.to_string()
+                    }
+                };
+                XScale::Category(xs.iter().map(label).collect())
+            }
+        }
     } else {
         let mut labels: Vec<String> = Vec::new();
         for x in &all_x {
@@ -159,7 +174,7 @@ blockquote{border-left:4px solid #bbb;margin:8px 0;padding:4px 12px;color:#444;f
 .v{display:inline-block;padding:2px 10px;border-radius:10px;color:#fff;font-weight:bold}\
 .reproduced{background:#2a7d2a}.not-reproduced{background:#b07a00}\
 .contradicted{background:#b02020}.cannot-run{background:#777}\
-.plots{display:flex;gap:8px}.plots>div{flex:1;min-width:0}.plots svg{width:100%;height:auto}";
+.plots{display:flex;gap:8px}.plots>div{flex:0 0 49%;min-width:0}.note{color:#666;font-size:13px}.plots svg{width:100%;height:auto}";
 
 /// Writes DIR/index.html from every DIR/NAME/verdict.json.
 pub fn write_index(dir: &Path) -> Result<()> {
@@ -255,6 +270,10 @@ fn section(v: &Json) -> Result<String> {
         h += "</table>\n";
     }
     let svgs = plot_svgs(&v["plot"])?;
+    let paper_numbers = v["plot"]["paper"].as_array().is_some_and(|a| !a.is_empty());
+    if !svgs.is_empty() && !paper_numbers {
+        h += "<p class=\"note\">The study gives this figure as a plot without numbers in its text, so only ours is drawn.</p>\n";
+    }
     if !svgs.is_empty() {
         h += "<div class=\"plots\">";
         for s in svgs {
