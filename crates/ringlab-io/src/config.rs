@@ -25,6 +25,10 @@ pub struct IoConfig {
     pub io_size: Option<u64>,
     pub size: Option<u64>,
     pub direct: bool,
+    /// --invalidate: cached pages dropped before the run (absent in
+    /// results made before it existed: they always dropped them).
+    #[serde(default = "yes")]
+    pub invalidate: bool,
     pub cpus: Vec<u32>,
     pub thinkcycles: u64,
     pub seed: u64,
@@ -40,6 +44,10 @@ pub struct IoConfig {
     /// rather than the command line; empty in results made before.
     #[serde(default)]
     pub default_knobs: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl IoConfig {

@@ -85,6 +85,12 @@ pub struct IoArgs {
     #[arg(long)]
     pub direct: bool,
 
+    /// 1: drop the target's cached pages before the run
+    /// (posix_fadvise DONTNEED), so it starts cold; 0: keep them, to measure
+    /// a page-cache-hot run (fio's invalidate).
+    #[arg(long, value_name = "0|1", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub invalidate: u8,
+
     /// Pin job threads to these CPUs, one CPU per job in turn: 1 or 0,2-3.
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
@@ -142,6 +148,8 @@ pub struct IoPlan {
     pub io_size: Option<u64>,
     pub size: Option<u64>,
     pub direct: bool,
+    /// Drop the target's cached pages before the run (--invalidate 1).
+    pub invalidate: bool,
     pub cpus: Vec<u32>,
     pub thinkcycles: u64,
     pub seed: u64,
@@ -273,6 +281,7 @@ impl IoPlan {
             io_size,
             size,
             direct: args.direct,
+            invalidate: args.invalidate == 1,
             cpus,
             thinkcycles: args.thinkcycles,
             seed: args.seed.unwrap_or(DEFAULT_SEED),
@@ -321,6 +330,7 @@ impl IoPlan {
             io_size: self.io_size,
             size: self.size,
             direct: self.direct,
+            invalidate: self.invalidate,
             cpus: self.cpus.clone(),
             thinkcycles: self.thinkcycles,
             seed: self.seed,

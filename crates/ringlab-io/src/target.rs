@@ -162,7 +162,11 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
             target.region / plan.bs
         );
     }
-    // Start from a cold cache, as fio's invalidate=1 does.
+    // Start from a cold cache, as fio's invalidate=1 does; --invalidate 0
+    // keeps what is cached (a page-cache-hot run).
+    if !plan.invalidate {
+        return Ok(target);
+    }
     if let Ok(f) = File::open(target.access_path()) {
         // SAFETY: a valid fd; fadvise only drops clean cached pages.
         unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };

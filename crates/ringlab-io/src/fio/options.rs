@@ -113,7 +113,7 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("nrfiles", Kind::Fixed("1", "ringlab's jobs share one file or device: ringlab has no equivalent of several files per job")),
     opt!("overwrite", Kind::Fixed("1", "ringlab always lays out a new file with real data before it runs, as overwrite=1 does")),
     opt!("unlink", Kind::Fixed("0", "ringlab keeps the files it lays out for a named target (fio's unlink=0); without a target it removes its own file unless --keep")),
-    opt!("invalidate", Kind::Fixed("1", "not yet supported by ringlab: it always drops the target's cached pages before a run (invalidate=1)")),
+    opt!("invalidate", Kind::Value("invalidate")),
     opt!("loops", Kind::Fixed("1", NOT_YET)),
     opt!("ramp_time", Kind::Fixed("0", NOT_YET)),
     opt!("fsync", Kind::Fixed("0", NOT_YET)),
@@ -881,10 +881,7 @@ mod tests {
     #[test]
     fn refusals_say_why_or_not_yet() {
         assert!(err("ramp_time=5").contains("not yet supported by ringlab"));
-        assert_eq!(
-            args("ramp_time=0 loops=1 invalidate=1 thread norandommap", false),
-            ""
-        );
+        assert_eq!(args("ramp_time=0 loops=1 thread norandommap", false), "");
         assert!(err("rate_iops=100").contains("not yet supported"));
         assert!(err("output=x.json").contains("command-line option"));
         assert!(err("percentile_list=99:x").contains("up to 20 percentages"));
