@@ -24,6 +24,20 @@ pub struct IoConfig {
     /// Bytes per job.
     pub io_size: Option<u64>,
     pub size: Option<u64>,
+    /// --ramp-time in seconds (absent or null: none).
+    #[serde(default)]
+    pub ramp_time: Option<f64>,
+    /// The pace of each job, [reads, writes] per second, from --rate-iops
+    /// or --rate (null: unpaced).
+    #[serde(default)]
+    pub rate_iops: [Option<f64>; 2],
+    #[serde(default)]
+    pub fsync: u64,
+    #[serde(default)]
+    pub fdatasync: u64,
+    /// I/Os per job, times --loops (as --io-size is).
+    #[serde(default)]
+    pub number_ios: Option<u64>,
     pub direct: bool,
     /// --invalidate: cached pages dropped before the run (absent in
     /// results made before it existed: they always dropped them).

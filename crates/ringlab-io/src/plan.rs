@@ -75,6 +75,42 @@ pub struct IoArgs {
     #[arg(long, value_name = "SIZE")]
     pub io_size: Option<String>,
 
+    /// Run this long before measuring (fio's ramp_time): I/O is issued as
+    /// in the run, then every counter is reset; --runtime and --io-size
+    /// count from there, and kernel evidence is enabled then too.
+    #[arg(long, value_name = "TIME")]
+    pub ramp_time: Option<String>,
+
+    /// Limit each job to N I/Os per second: N for reads and writes each,
+    /// or R,W (either side may be empty). Latency is measured from the
+    /// moment each I/O was due, not when it was issued (no coordinated
+    /// omission).
+    #[arg(long, value_name = "N[,N]")]
+    pub rate_iops: Option<String>,
+
+    /// Limit each job's bandwidth: BW per second for reads and writes
+    /// each, or R,W (1m = 1 MiB/s); paced per I/O like --rate-iops.
+    #[arg(long, value_name = "BW[,BW]")]
+    pub rate: Option<String>,
+
+    /// fsync(2) the target after every N writes (the writes in flight
+    /// are completed first); 0: never.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fsync: u64,
+
+    /// fdatasync(2) the target after every N writes; 0: never.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fdatasync: u64,
+
+    /// I/Os each job issues before it stops (with --runtime and --io-size,
+    /// whichever comes first).
+    #[arg(long, value_name = "N")]
+    pub number_ios: Option<u64>,
+
+    /// Repeat the byte or I/O budget (--io-size, --number-ios) N times.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub loops: u64,
+
     /// Size of the created file [default: 1g]; with a TARGET, the part of it
     /// the workload uses (from offset 0).
     #[arg(long, value_name = "SIZE")]
@@ -147,6 +183,15 @@ pub struct IoPlan {
     pub runtime: Option<Duration>,
     pub io_size: Option<u64>,
     pub size: Option<u64>,
+    /// --ramp-time: issued but not measured.
+    pub ramp: Option<Duration>,
+    /// --rate-iops/--rate: nanoseconds between two I/Os of a job, reads
+    /// and writes; `None`: unpaced.
+    pub pace_ns: [Option<f64>; 2],
+    /// --fsync/--fdatasync: every N writes; `data`: fdatasync.
+    pub sync_every: Option<SyncEvery>,
+    pub number_ios: Option<u64>,
+    pub loops: u64,
     pub direct: bool,
     /// Drop the target's cached pages before the run (--invalidate 1).
     pub invalidate: bool,
@@ -162,6 +207,39 @@ pub struct IoPlan {
     pub uring_defaults: Vec<&'static str>,
     /// Collect kernel evidence (not --no-kstat).
     pub kstat: bool,
+}
+
+/// --fsync N or --fdatasync N.
+#[derive(Debug, Clone, Copy)]
+pub struct SyncEvery {
+    pub writes: u64,
+    pub data: bool,
+}
+
+/// `N`, `R,W`, `,W` or `R,`: per direction (read, write); one value is both.
+fn per_direction(
+    flag: &str,
+    text: &str,
+    parse: impl Fn(&str) -> Result<f64>,
+) -> Result<[Option<f64>; 2]> {
+    let one = |t: &str| -> Result<Option<f64>> {
+        let t = t.trim();
+        if t.is_empty() {
+            return Ok(None);
+        }
+        let v = parse(t)?;
+        if !v.is_finite() || v <= 0.0 {
+            usage!("--{flag} {text}: a limit must be larger than zero (leave a side empty for no limit)");
+        }
+        Ok(Some(v))
+    };
+    match text.split_once(',') {
+        Some((r, w)) => Ok([one(r)?, one(w)?]),
+        None => {
+            let v = one(text)?;
+            Ok([v, v])
+        }
+    }
 }
 
 fn size_flag(flag: &str, text: &str) -> Result<u64> {
@@ -214,8 +292,60 @@ impl IoPlan {
             }
             None => None,
         };
+        if args.loops == 0 {
+            usage!("--loops 0: must be at least 1");
+        }
+        if args.loops > 1 && io_size.is_none() && args.number_ios.is_none() {
+            usage!("--loops {} repeats the byte or I/O budget of a job: add --io-size or --number-ios (a run bounded by --runtime alone has none to repeat)", args.loops);
+        }
+        if args.number_ios == Some(0) {
+            usage!("--number-ios 0: must be at least 1");
+        }
+        let io_size = io_size.map(|n| n.saturating_mul(args.loops));
+        let number_ios = args.number_ios.map(|n| n.saturating_mul(args.loops));
+        let ramp = match &args.ramp_time {
+            Some(t) => {
+                let d = parse_duration(t).map_err(|e| usage_error(format!("--ramp-time: {e}")))?;
+                (!d.is_zero()).then_some(d)
+            }
+            None => None,
+        };
+        let mut pace_ns = [None, None];
+        if let Some(t) = &args.rate_iops {
+            let iops = per_direction("rate-iops", t, |v| {
+                v.parse::<f64>().map_err(|_| {
+                    usage_error(format!("--rate-iops {t}: not a number of I/Os per second"))
+                })
+            })?;
+            pace_ns = iops.map(|r| r.map(|r| 1e9 / r));
+        }
+        if let Some(t) = &args.rate {
+            if args.rate_iops.is_some() {
+                usage!("--rate and --rate-iops both limit the pace: give one");
+            }
+            let bw = per_direction("rate", t, |v| Ok(size_flag("rate", v)? as f64))?;
+            pace_ns = bw.map(|r| r.map(|r| bs as f64 * 1e9 / r));
+        }
+        if pace_ns.iter().any(|p| p.is_some()) && args.rw == Rw::Nop {
+            usage!("--rate-iops and --rate pace reads and writes; --rw nop has neither");
+        }
+        let sync_every = match (args.fsync, args.fdatasync) {
+            (0, 0) => None,
+            (n, 0) => Some(SyncEvery {
+                writes: n,
+                data: false,
+            }),
+            (0, n) => Some(SyncEvery {
+                writes: n,
+                data: true,
+            }),
+            _ => usage!("--fsync and --fdatasync both sync after writes: give one"),
+        };
+        if sync_every.is_some() && !args.rw.writes(args.rwmixread) {
+            usage!("--fsync/--fdatasync sync after writes, and --rw {} issues none: drop it or use a write workload", args.rw.name());
+        }
         let runtime = match (runtime, io_size) {
-            (None, None) => Some(DEFAULT_RUNTIME),
+            (None, None) if number_ios.is_none() => Some(DEFAULT_RUNTIME),
             (r, _) => r,
         };
         let size = match &args.size {
@@ -280,6 +410,11 @@ impl IoPlan {
             runtime,
             io_size,
             size,
+            ramp,
+            pace_ns,
+            sync_every,
+            number_ios,
+            loops: args.loops,
             direct: args.direct,
             invalidate: args.invalidate == 1,
             cpus,
@@ -329,6 +464,11 @@ impl IoPlan {
             runtime: self.runtime.map(|d| d.as_secs_f64()),
             io_size: self.io_size,
             size: self.size,
+            ramp_time: self.ramp.map(|d| d.as_secs_f64()),
+            rate_iops: self.pace_ns.map(|p| p.map(|ns| 1e9 / ns)),
+            fsync: self.sync_every.filter(|s| !s.data).map_or(0, |s| s.writes),
+            fdatasync: self.sync_every.filter(|s| s.data).map_or(0, |s| s.writes),
+            number_ios: self.number_ios,
             direct: self.direct,
             invalidate: self.invalidate,
             cpus: self.cpus.clone(),

@@ -64,21 +64,43 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         };
         run_job(p.engine, ctx, |ok| slot.ready(ok))
     })?;
-    if let Some(k) = &mut kstat {
-        let jobs = progress.clone();
+    let jobs_ops = progress.clone();
+    let enable = move |k: &mut ringlab_kstat::Collector| {
+        let jobs = jobs_ops.clone();
         k.enable(Arc::new(move || {
             jobs.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum()
         }));
+    };
+    // With --ramp-time the kernel evidence starts when measuring does.
+    let ramp = plan.ramp.unwrap_or_default();
+    let mut kstat_on = false;
+    if let Some(k) = &mut kstat {
+        if ramp.is_zero() {
+            enable(k);
+            kstat_on = true;
+        }
     }
     let started_at = harness.start();
     let mut line = ProgressLine::new(opts.progress);
-    harness.supervise(plan.runtime, &opts.interrupted, |tick, elapsed| {
+    let mut kstat_tick = 0;
+    let runtime = plan.runtime.map(|r| r + ramp);
+    harness.supervise(runtime, &opts.interrupted, |tick, elapsed| {
         if let Some(k) = kstat.as_mut() {
-            k.tick(tick);
+            if !kstat_on && elapsed >= ramp {
+                enable(k);
+                kstat_on = true;
+                kstat_tick = tick;
+            }
+            k.tick(tick - kstat_tick);
         }
         line.draw(&plan, &progress, elapsed);
     });
     if let Some(k) = &mut kstat {
+        if !kstat_on {
+            // The run ended within the ramp: the evidence covers nothing
+            // measured either.
+            enable(k);
+        }
         k.disable();
     }
     // The first real failure (a setup error or an I/O error) is the

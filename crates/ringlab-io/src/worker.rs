@@ -103,7 +103,28 @@ pub fn run_job<E: Engine>(
         }
     };
     let (first, count) = ctx.target.job_blocks(&plan, ctx.job);
+    let paced = plan.pace_ns.iter().any(|p| p.is_some());
+    if paced {
+        // Sleeps between paced I/Os end within microseconds of their due
+        // time, not the default 50 µs slack later.
+        // SAFETY: prctl with an integer argument; changes this thread only.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    }
     let mut job = Job {
+        fd: fd.as_raw_fd(),
+        ramp_end_ns: plan.ramp.map_or(0, |d| d.as_nanos() as u64),
+        measure_from_ns: 0,
+        pace: paced.then(|| Pace {
+            period_ns: plan.pace_ns,
+            due_ns: [0.0; 2],
+            wait_until: None,
+        }),
+        sync: plan.sync_every.map(|every| SyncState {
+            every,
+            since: 0,
+            due: false,
+        }),
+        issued_ios: 0,
         workload: Workload::new(plan.rw, plan.rwmixread, first, count, plan.seed, ctx.job),
         slots: vec![SlotState::default(); depth as usize],
         free: (0..depth).rev().collect(),
@@ -122,6 +143,9 @@ pub fn run_job<E: Engine>(
         engine,
         buffers,
     };
+    if plan.sync_every.is_some() {
+        job.measurements.syncs = Some(0);
+    }
     let usage_start = ThreadUsage::now()?;
     let result = job.run();
     let mut warnings = Vec::new();
@@ -143,7 +167,8 @@ pub fn run_job<E: Engine>(
                     }
                 ));
                 let mut measurements = std::mem::take(&mut job.measurements);
-                measurements.elapsed_ns = job.clock.elapsed().as_nanos() as u64;
+                measurements.elapsed_ns =
+                    (job.clock.elapsed().as_nanos() as u64).saturating_sub(job.measure_from_ns);
                 // Leak the buffers, the engine's rings and the descriptor
                 // (whose number must not be reused under a request still
                 // running): never free what may still be written.
@@ -167,7 +192,17 @@ pub fn run_job<E: Engine>(
         }
     }
     result?;
-    job.measurements.elapsed_ns = job.clock.elapsed().as_nanos() as u64;
+    if job.ramp_end_ns != 0 {
+        // The job ended inside --ramp-time: nothing of it is measured.
+        let now = job.now_ns();
+        job.end_ramp(now);
+        warnings.push(format!(
+            "job {}: it ended within --ramp-time, so none of its I/O is measured",
+            ctx.job
+        ));
+    }
+    job.measurements.elapsed_ns =
+        (job.clock.elapsed().as_nanos() as u64).saturating_sub(job.measure_from_ns);
     record_usage(&mut job.measurements, &usage_start)?;
     if let Some(v) = job.verify.take() {
         let back = v.read_back(fd.as_raw_fd(), &mut job.buffers, &plan, ctx.job)?;
@@ -213,7 +248,35 @@ struct SlotState {
     dir: Dir,
 }
 
+/// --rate-iops/--rate: when the next I/O of each direction is due.
+struct Pace {
+    period_ns: [Option<f64>; 2],
+    /// Due time of the next read and write, on the job's clock.
+    due_ns: [f64; 2],
+    /// Set by `fill` when the next I/O is not due yet.
+    wait_until: Option<u64>,
+}
+
+/// --fsync/--fdatasync N.
+struct SyncState {
+    every: crate::plan::SyncEvery,
+    /// Writes issued since the last sync.
+    since: u64,
+    /// A sync is owed: no new I/O until it is made.
+    due: bool,
+}
+
 struct Job<'a, E: Engine> {
+    fd: i32,
+    /// --ramp-time: the job clock's time when measuring starts; 0 once it
+    /// has (or without a ramp).
+    ramp_end_ns: u64,
+    /// Job clock time the measurements start from (the end of the ramp).
+    measure_from_ns: u64,
+    pace: Option<Pace>,
+    sync: Option<SyncState>,
+    /// I/Os issued (for --number-ios).
+    issued_ios: u64,
     workload: Workload,
     slots: Vec<SlotState>,
     free: Vec<u32>,
@@ -249,6 +312,75 @@ impl<E: Engine> Job<'_, E> {
                 .plan
                 .io_size
                 .is_none_or(|limit| self.issued_bytes < limit)
+            && self
+                .plan
+                .number_ios
+                .is_none_or(|limit| self.issued_ios < limit)
+    }
+
+    /// The end of --ramp-time: what was measured so far is dropped, and
+    /// --io-size and --number-ios count from here.
+    #[cold]
+    fn end_ramp(&mut self, now_ns: u64) {
+        self.ramp_end_ns = 0;
+        self.measure_from_ns = now_ns;
+        let syncs = self.measurements.syncs.map(|_| 0);
+        self.measurements = ThreadMeasurements::default();
+        self.measurements.syncs = syncs;
+        self.issued_bytes = 0;
+        self.issued_ios = 0;
+    }
+
+    /// Sleeps until `until_ns` on the job clock (or a stop): the OS sleep
+    /// for all but the last 30 µs, which are spun, so a paced I/O leaves
+    /// within microseconds of its due time.
+    #[cold]
+    fn sleep_until(&self, until_ns: u64) {
+        const SPIN_NS: u64 = 30_000;
+        const MAX_SLEEP_NS: u64 = 10_000_000;
+        loop {
+            let now = self.now_ns();
+            if now >= until_ns || self.ctx.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let left = until_ns - now;
+            if left > SPIN_NS {
+                std::thread::sleep(std::time::Duration::from_nanos(
+                    (left - SPIN_NS).min(MAX_SLEEP_NS),
+                ));
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// Makes the sync owed under --fsync/--fdatasync (nothing in flight).
+    #[cold]
+    fn do_sync(&mut self) -> Result<()> {
+        let Some(s) = &mut self.sync else {
+            return Ok(());
+        };
+        s.due = false;
+        s.since = 0;
+        let data = s.every.data;
+        // SAFETY: fsync/fdatasync on the job's open descriptor.
+        let rc = unsafe {
+            if data {
+                libc::fdatasync(self.fd)
+            } else {
+                libc::fsync(self.fd)
+            }
+        };
+        if rc != 0 {
+            let err = std::io::Error::last_os_error();
+            bail!(
+                "job {}: {} of the target failed: {err}",
+                self.ctx.job,
+                if data { "fdatasync" } else { "fsync" }
+            );
+        }
+        *self.measurements.syncs.get_or_insert(0) += 1;
+        Ok(())
     }
 
     /// The loop contract, the same for every engine and depth: a failed
@@ -291,7 +423,13 @@ impl<E: Engine> Job<'_, E> {
             } else if let Some(failure) = self.failure.take() {
                 return Err(failure);
             } else if !self.may_issue() {
+                // The sync owed after the last N writes is made too.
+                if self.sync.as_ref().is_some_and(|s| s.due) {
+                    self.do_sync()?;
+                }
                 return Ok(());
+            } else if let Some(until) = self.pace.as_mut().and_then(|p| p.wait_until.take()) {
+                self.sleep_until(until);
             } else if queued == 0 && self.pending.is_some() {
                 bail!("the engine refused a request with nothing in flight");
             }
@@ -339,6 +477,12 @@ impl<E: Engine> Job<'_, E> {
             if !self.may_issue() {
                 break;
             }
+            if self.sync.as_ref().is_some_and(|s| s.due) {
+                if self.inflight > 0 {
+                    break;
+                }
+                self.do_sync()?;
+            }
             let io = self
                 .pending
                 .take()
@@ -349,7 +493,32 @@ impl<E: Engine> Job<'_, E> {
                     break;
                 }
             }
+            // --rate-iops/--rate: an I/O not due yet waits; one that is
+            // starts its latency at its due time, however late it leaves.
+            let mut due_start: Option<u64> = None;
+            if let Some(p) = &mut self.pace {
+                let d = (io.dir == Dir::Write) as usize;
+                if let Some(period) = p.period_ns[d] {
+                    let now = self.clock.elapsed().as_nanos() as u64;
+                    let due = p.due_ns[d] as u64;
+                    if due > now {
+                        p.wait_until = Some(due);
+                        self.pending = Some(io);
+                        break;
+                    }
+                    due_start = Some(due);
+                    p.due_ns[d] += period;
+                }
+            }
             self.free.pop();
+            if io.dir == Dir::Write {
+                // fio's rule: a sync after every N writes issued (the
+                // writes in flight complete first).
+                if let Some(sy) = &mut self.sync {
+                    sy.since += 1;
+                    sy.due |= sy.since >= sy.every.writes;
+                }
+            }
             let offset = io.block * self.plan.bs;
             if io.dir == Dir::Write {
                 if let Some(v) = &mut self.verify {
@@ -357,7 +526,7 @@ impl<E: Engine> Job<'_, E> {
                     verify::stamp(self.buffers.slot_mut(slot), offset, generation);
                 }
             }
-            let start_ns = match stamp {
+            let start_ns = match due_start.or(stamp) {
                 Some(t) => t,
                 None => {
                     let t = self.now_ns();
@@ -385,6 +554,7 @@ impl<E: Engine> Job<'_, E> {
             match self.engine.queue(&req)? {
                 QueueStatus::Completed(result) => {
                     self.issued_bytes += self.plan.bs;
+                    self.issued_ios += 1;
                     let now = self.now_ns();
                     if let Err(e) = self.complete(slot, result, now) {
                         self.release(slot);
@@ -395,6 +565,7 @@ impl<E: Engine> Job<'_, E> {
                 }
                 QueueStatus::Queued => {
                     self.issued_bytes += self.plan.bs;
+                    self.issued_ios += 1;
                     self.inflight += 1;
                     queued += 1;
                     if let Some(v) = &mut self.verify {
@@ -404,6 +575,17 @@ impl<E: Engine> Job<'_, E> {
                 QueueStatus::Busy => {
                     self.free.push(slot);
                     self.pending = Some(io);
+                    if let (Some(sy), Dir::Write) = (&mut self.sync, io.dir) {
+                        sy.since -= 1;
+                        sy.due = sy.since >= sy.every.writes;
+                    }
+                    if let Some(p) = &mut self.pace {
+                        // Not issued: it is still due when it was.
+                        let d = (io.dir == Dir::Write) as usize;
+                        if let Some(period) = p.period_ns[d] {
+                            p.due_ns[d] -= period;
+                        }
+                    }
                     break;
                 }
             }
@@ -441,6 +623,9 @@ impl<E: Engine> Job<'_, E> {
                 self.ctx.job,
                 s.offset
             );
+        }
+        if self.ramp_end_ns != 0 && now_ns >= self.ramp_end_ns {
+            self.end_ramp(now_ns);
         }
         let lat = now_ns.saturating_sub(s.start_ns);
         match s.dir {

@@ -295,6 +295,9 @@ pub struct Figures {
     /// Blocks whose content --verify checked (reads in the run plus the
     /// read-back of written blocks); `null` without --verify.
     pub verified_blocks: Option<u64>,
+    /// fsync/fdatasync calls made (--fsync/--fdatasync N); absent without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syncs: Option<u64>,
 }
 
 /// Figures of one direction (reads or writes).
@@ -327,6 +330,8 @@ pub struct ThreadMeasurements {
     pub ctx_voluntary: u64,
     pub ctx_involuntary: u64,
     pub verified_blocks: Option<u64>,
+    /// fsync/fdatasync calls (None: the run made no sync calls by plan).
+    pub syncs: Option<u64>,
 }
 
 /// Counts and latencies of one direction, owned by one thread.
@@ -386,6 +391,10 @@ impl ThreadMeasurements {
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
         };
+        self.syncs = match (self.syncs, other.syncs) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
     }
 
     /// Figures over `elapsed_ns` (a job's own time, or the run's wall time).
@@ -409,6 +418,7 @@ impl ThreadMeasurements {
             ctx_voluntary: self.ctx_voluntary,
             ctx_involuntary: self.ctx_involuntary,
             verified_blocks: self.verified_blocks,
+            syncs: self.syncs,
         }
     }
 }

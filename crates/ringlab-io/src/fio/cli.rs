@@ -379,7 +379,7 @@ mod tests {
         assert!(e.contains("use --verify"), "{e}");
         let e = run("--name=a --name=b").unwrap_err().to_string();
         assert!(e.contains("job file"), "{e}");
-        let e = run("--ramp_time=2").unwrap_err().to_string();
+        let e = run("--rate_min=2").unwrap_err().to_string();
         assert!(e.contains("not yet supported by ringlab"), "{e}");
     }
 }
