@@ -111,6 +111,12 @@ pub struct IoArgs {
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub loops: u64,
 
+    /// Cut the run into intervals of TIME: IOPS and bandwidth of each are
+    /// printed on stderr as the run goes, and the result holds each with
+    /// its mean and p99 latency (`intervals`).
+    #[arg(long, value_name = "TIME")]
+    pub status_interval: Option<String>,
+
     /// Size of the created file [default: 1g]; with a TARGET, the part of it
     /// the workload uses (from offset 0).
     #[arg(long, value_name = "SIZE")]
@@ -192,6 +198,8 @@ pub struct IoPlan {
     pub sync_every: Option<SyncEvery>,
     pub number_ios: Option<u64>,
     pub loops: u64,
+    /// --status-interval.
+    pub status_interval: Option<Duration>,
     pub direct: bool,
     /// Drop the target's cached pages before the run (--invalidate 1).
     pub invalidate: bool,
@@ -344,6 +352,20 @@ impl IoPlan {
         if sync_every.is_some() && !args.rw.writes(args.rwmixread) {
             usage!("--fsync/--fdatasync sync after writes, and --rw {} issues none: drop it or use a write workload", args.rw.name());
         }
+        let status_interval = match &args.status_interval {
+            Some(t) => {
+                let d = parse_duration(t)
+                    .map_err(|e| usage_error(format!("--status-interval: {e}")))?;
+                if d < Duration::from_millis(10) {
+                    usage!("--status-interval {t}: at least 10ms");
+                }
+                if args.rw == Rw::Nop {
+                    usage!("--status-interval series reads and writes; --rw nop has neither");
+                }
+                Some(d)
+            }
+            None => None,
+        };
         let runtime = match (runtime, io_size) {
             (None, None) if number_ios.is_none() => Some(DEFAULT_RUNTIME),
             (r, _) => r,
@@ -415,6 +437,7 @@ impl IoPlan {
             sync_every,
             number_ios,
             loops: args.loops,
+            status_interval,
             direct: args.direct,
             invalidate: args.invalidate == 1,
             cpus,
@@ -469,6 +492,7 @@ impl IoPlan {
             fsync: self.sync_every.filter(|s| !s.data).map_or(0, |s| s.writes),
             fdatasync: self.sync_every.filter(|s| s.data).map_or(0, |s| s.writes),
             number_ios: self.number_ios,
+            status_interval: self.status_interval.map(|d| d.as_secs_f64()),
             direct: self.direct,
             invalidate: self.invalidate,
             cpus: self.cpus.clone(),

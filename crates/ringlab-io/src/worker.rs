@@ -15,7 +15,7 @@ use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringlab_core::cpus::pin_to_cpu;
 use ringlab_kstat::ThreadUsage;
-use ringlab_stats::ThreadMeasurements;
+use ringlab_stats::{IntervalRecorder, ThreadMeasurements};
 use std::collections::HashSet;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -125,6 +125,12 @@ pub fn run_job<E: Engine>(
             due: false,
         }),
         issued_ios: 0,
+        intervals: plan.status_interval.map(|d| Intervals {
+            period_ns: d.as_nanos() as u64,
+            next_cut_ns: d.as_nanos() as u64,
+            current: IntervalRecorder::default(),
+            done: Vec::new(),
+        }),
         workload: Workload::new(plan.rw, plan.rwmixread, first, count, plan.seed, ctx.job),
         slots: vec![SlotState::default(); depth as usize],
         free: (0..depth).rev().collect(),
@@ -203,6 +209,10 @@ pub fn run_job<E: Engine>(
     }
     job.measurements.elapsed_ns =
         (job.clock.elapsed().as_nanos() as u64).saturating_sub(job.measure_from_ns);
+    if let Some(iv) = job.intervals.take() {
+        let now = job.now_ns();
+        job.measurements.intervals = iv.finish(now, job.measure_from_ns);
+    }
     record_usage(&mut job.measurements, &usage_start)?;
     if let Some(v) = job.verify.take() {
         let back = v.read_back(fd.as_raw_fd(), &mut job.buffers, &plan, ctx.job)?;
@@ -257,6 +267,44 @@ struct Pace {
     wait_until: Option<u64>,
 }
 
+/// --status-interval: the job's intervals, cut at multiples of the period
+/// from the start of measuring.
+struct Intervals {
+    period_ns: u64,
+    /// Job clock time the current interval ends.
+    next_cut_ns: u64,
+    current: IntervalRecorder,
+    done: Vec<IntervalRecorder>,
+}
+
+impl Intervals {
+    /// Closes every interval that ended by `now_ns` (job clock; measuring
+    /// started at `from_ns`).
+    fn cut(&mut self, now_ns: u64, from_ns: u64) {
+        while now_ns >= self.next_cut_ns {
+            let mut iv = std::mem::take(&mut self.current);
+            iv.start_ns = self.next_cut_ns - self.period_ns - from_ns;
+            iv.elapsed_ns = self.period_ns;
+            self.done.push(iv);
+            self.next_cut_ns += self.period_ns;
+        }
+    }
+
+    /// The job's intervals at its end: the last one, cut short, with the
+    /// time it covered.
+    fn finish(mut self, now_ns: u64, from_ns: u64) -> Vec<IntervalRecorder> {
+        self.cut(now_ns, from_ns);
+        let start = self.next_cut_ns - self.period_ns;
+        if now_ns > start {
+            let mut iv = self.current;
+            iv.start_ns = start - from_ns;
+            iv.elapsed_ns = now_ns - start;
+            self.done.push(iv);
+        }
+        self.done
+    }
+}
+
 /// --fsync/--fdatasync N.
 struct SyncState {
     every: crate::plan::SyncEvery,
@@ -277,6 +325,7 @@ struct Job<'a, E: Engine> {
     sync: Option<SyncState>,
     /// I/Os issued (for --number-ios).
     issued_ios: u64,
+    intervals: Option<Intervals>,
     workload: Workload,
     slots: Vec<SlotState>,
     free: Vec<u32>,
@@ -318,17 +367,24 @@ impl<E: Engine> Job<'_, E> {
                 .is_none_or(|limit| self.issued_ios < limit)
     }
 
-    /// The end of --ramp-time: what was measured so far is dropped, and
-    /// --io-size and --number-ios count from here.
+    /// The end of --ramp-time (at `at_ns` on the job clock): what was
+    /// measured so far is dropped, only I/O started from `at_ns` on is
+    /// measured, and --io-size and --number-ios count from here.
     #[cold]
-    fn end_ramp(&mut self, now_ns: u64) {
+    fn end_ramp(&mut self, at_ns: u64) {
+        let now_ns = at_ns;
         self.ramp_end_ns = 0;
-        self.measure_from_ns = now_ns;
+        self.measure_from_ns = at_ns;
         let syncs = self.measurements.syncs.map(|_| 0);
         self.measurements = ThreadMeasurements::default();
         self.measurements.syncs = syncs;
         self.issued_bytes = 0;
         self.issued_ios = 0;
+        if let Some(iv) = &mut self.intervals {
+            iv.current = IntervalRecorder::default();
+            iv.done.clear();
+            iv.next_cut_ns = now_ns + iv.period_ns;
+        }
     }
 
     /// Sleeps until `until_ns` on the job clock (or a stop): the OS sleep
@@ -625,13 +681,25 @@ impl<E: Engine> Job<'_, E> {
             );
         }
         if self.ramp_end_ns != 0 && now_ns >= self.ramp_end_ns {
-            self.end_ramp(now_ns);
+            self.end_ramp(self.ramp_end_ns);
         }
         let lat = now_ns.saturating_sub(s.start_ns);
-        match s.dir {
-            Dir::Read => self.measurements.read.record(bs, lat),
-            Dir::Write => self.measurements.write.record(bs, lat),
-            Dir::Nop => self.measurements.nop.record(0, lat),
+        // An I/O started (or due) within --ramp-time is not measured, even
+        // when it completes after it (measure_from_ns is 0 without a ramp).
+        if s.start_ns >= self.measure_from_ns {
+            if let Some(iv) = &mut self.intervals {
+                iv.cut(now_ns, self.measure_from_ns);
+                match s.dir {
+                    Dir::Read => iv.current.read.record(bs, lat),
+                    Dir::Write => iv.current.write.record(bs, lat),
+                    Dir::Nop => {}
+                }
+            }
+            match s.dir {
+                Dir::Read => self.measurements.read.record(bs, lat),
+                Dir::Write => self.measurements.write.record(bs, lat),
+                Dir::Nop => self.measurements.nop.record(0, lat),
+            }
         }
         if let Some(v) = &mut self.verify {
             v.inflight_blocks.remove(&s.block);

@@ -725,6 +725,7 @@ fn build_result(
         warnings,
         kstat,
         http: None,
+        intervals: None,
     }
 }
 

@@ -127,7 +127,7 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("rate_iops", Kind::Value("rate-iops")),
     opt!("rate_min", Kind::Refused(NOT_YET)),
     opt!("percentile_list", Kind::Special),
-    opt!("status_interval", Kind::Refused(NOT_YET)),
+    opt!("status_interval", Kind::Value("status-interval")),
     opt!("write_lat_log", Kind::Refused(NOT_YET)),
     opt!("write_bw_log", Kind::Refused(NOT_YET)),
     opt!("write_iops_log", Kind::Refused(NOT_YET)),
