@@ -479,10 +479,8 @@ impl<E: Engine> Job<'_, E> {
             } else if let Some(failure) = self.failure.take() {
                 return Err(failure);
             } else if !self.may_issue() {
-                // The sync owed after the last N writes is made too.
-                if self.sync.as_ref().is_some_and(|s| s.due) {
-                    self.do_sync()?;
-                }
+                // As in fio, a sync owed after the last N writes is not
+                // made when nothing more is issued (fio's end_fsync).
                 return Ok(());
             } else if let Some(until) = self.pace.as_mut().and_then(|p| p.wait_until.take()) {
                 self.sleep_until(until);
@@ -568,8 +566,8 @@ impl<E: Engine> Job<'_, E> {
             }
             self.free.pop();
             if io.dir == Dir::Write {
-                // fio's rule: a sync after every N writes issued (the
-                // writes in flight complete first).
+                // fio's rule: after every N writes issued, a sync before
+                // the next I/O (the writes in flight complete first).
                 if let Some(sy) = &mut self.sync {
                     sy.since += 1;
                     sy.due |= sy.since >= sy.every.writes;
