@@ -117,6 +117,27 @@ pub struct IoArgs {
     #[arg(long, value_name = "TIME")]
     pub status_interval: Option<String>,
 
+    /// Write each job's latency log to PREFIX_lat.N.log (N: the job, from
+    /// 1), in fio's log format: `time_ms, value_ns, direction, bs, offset, 0`
+    /// per I/O, or the mean per --log-avg-msec window.
+    #[arg(long, value_name = "PREFIX")]
+    pub write_lat_log: Option<String>,
+
+    /// Write each job's bandwidth log (KiB/s per window) to PREFIX_bw.N.log.
+    #[arg(long, value_name = "PREFIX")]
+    pub write_bw_log: Option<String>,
+
+    /// Write each job's IOPS log (I/Os per second per window) to
+    /// PREFIX_iops.N.log.
+    #[arg(long, value_name = "PREFIX")]
+    pub write_iops_log: Option<String>,
+
+    /// Window of the logs in milliseconds: the latency log then holds the
+    /// mean per window; 0: every I/O in the latency log, 500 ms windows for
+    /// bandwidth and IOPS (fio's defaults).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub log_avg_msec: u64,
+
     /// Size of the created file [default: 1g]; with a TARGET, the part of it
     /// the workload uses (from offset 0).
     #[arg(long, value_name = "SIZE")]
@@ -200,6 +221,8 @@ pub struct IoPlan {
     pub loops: u64,
     /// --status-interval.
     pub status_interval: Option<Duration>,
+    /// --write-lat-log, --write-bw-log, --write-iops-log.
+    pub logs: Option<LogPlan>,
     pub direct: bool,
     /// Drop the target's cached pages before the run (--invalidate 1).
     pub invalidate: bool,
@@ -215,6 +238,15 @@ pub struct IoPlan {
     pub uring_defaults: Vec<&'static str>,
     /// Collect kernel evidence (not --no-kstat).
     pub kstat: bool,
+}
+
+/// fio's logs: the prefixes given and the averaging window.
+#[derive(Debug, Clone)]
+pub struct LogPlan {
+    pub lat: Option<String>,
+    pub bw: Option<String>,
+    pub iops: Option<String>,
+    pub avg_msec: u64,
 }
 
 /// --fsync N or --fdatasync N.
@@ -366,6 +398,18 @@ impl IoPlan {
             }
             None => None,
         };
+        let logs = (args.write_lat_log.is_some()
+            || args.write_bw_log.is_some()
+            || args.write_iops_log.is_some())
+        .then(|| LogPlan {
+            lat: args.write_lat_log.clone(),
+            bw: args.write_bw_log.clone(),
+            iops: args.write_iops_log.clone(),
+            avg_msec: args.log_avg_msec,
+        });
+        if logs.is_some() && args.rw == Rw::Nop {
+            usage!("fio's logs hold reads and writes; --rw nop has neither");
+        }
         let runtime = match (runtime, io_size) {
             (None, None) if number_ios.is_none() => Some(DEFAULT_RUNTIME),
             (r, _) => r,
@@ -438,6 +482,7 @@ impl IoPlan {
             number_ios,
             loops: args.loops,
             status_interval,
+            logs,
             direct: args.direct,
             invalidate: args.invalidate == 1,
             cpus,

@@ -103,6 +103,10 @@ pub fn run_job<E: Engine>(
         }
     };
     let (first, count) = ctx.target.job_blocks(&plan, ctx.job);
+    let logs = match &plan.logs {
+        Some(l) => Some(Box::new(Logs::open(l, ctx.job)?)),
+        None => None,
+    };
     let paced = plan.pace_ns.iter().any(|p| p.is_some());
     if paced {
         // Sleeps between paced I/Os end within microseconds of their due
@@ -125,6 +129,7 @@ pub fn run_job<E: Engine>(
             due: false,
         }),
         issued_ios: 0,
+        logs,
         intervals: plan.status_interval.map(|d| Intervals {
             period_ns: d.as_nanos() as u64,
             next_cut_ns: d.as_nanos() as u64,
@@ -209,6 +214,11 @@ pub fn run_job<E: Engine>(
     }
     job.measurements.elapsed_ns =
         (job.clock.elapsed().as_nanos() as u64).saturating_sub(job.measure_from_ns);
+    if let Some(mut l) = job.logs.take() {
+        let now = job.now_ns().saturating_sub(job.measure_from_ns);
+        l.finish(now)
+            .map_err(|e| anyhow::anyhow!("job {}: cannot write fio's log: {e}", ctx.job))?;
+    }
     if let Some(iv) = job.intervals.take() {
         let now = job.now_ns();
         job.measurements.intervals = iv.finish(now, job.measure_from_ns);
@@ -305,6 +315,195 @@ impl Intervals {
     }
 }
 
+/// fio's logs of one job (--write-lat-log, --write-bw-log,
+/// --write-iops-log): `time_ms, value, direction, bs, offset, priority`.
+struct Logs {
+    lat: Option<std::io::BufWriter<std::fs::File>>,
+    bw: Option<std::io::BufWriter<std::fs::File>>,
+    iops: Option<std::io::BufWriter<std::fs::File>>,
+    /// The latency log's window; 0: every I/O.
+    lat_window_ns: u64,
+    /// The bandwidth and IOPS logs' window.
+    rate_window_ns: u64,
+    lat_win: LogWindow,
+    rate_win: LogWindow,
+}
+
+/// What completed in one window, per direction: I/Os, bytes, latency sum.
+#[derive(Default)]
+struct LogWindow {
+    end_ns: u64,
+    ops: [u64; 2],
+    bytes: [u64; 2],
+    lat_sum: [u128; 2],
+    bs: [u64; 2],
+}
+
+impl Logs {
+    fn open(plan: &crate::plan::LogPlan, job: u32) -> Result<Logs> {
+        let open = |prefix: &Option<String>, kind: &str| -> Result<_> {
+            let Some(p) = prefix else { return Ok(None) };
+            let path = format!("{p}_{kind}.{}.log", job + 1);
+            let f = std::fs::File::create(&path).map_err(|e| {
+                ringlab_core::usage_error(format!(
+                    "cannot create the log {path}: {e}; pick a prefix in a writable directory"
+                ))
+            })?;
+            Ok(Some(std::io::BufWriter::with_capacity(1 << 16, f)))
+        };
+        let avg = plan.avg_msec * 1_000_000;
+        let rate_window_ns = if avg == 0 { 500_000_000 } else { avg };
+        Ok(Logs {
+            lat: open(&plan.lat, "lat")?,
+            bw: open(&plan.bw, "bw")?,
+            iops: open(&plan.iops, "iops")?,
+            lat_window_ns: avg,
+            rate_window_ns,
+            lat_win: LogWindow {
+                end_ns: avg,
+                ..Default::default()
+            },
+            rate_win: LogWindow {
+                end_ns: rate_window_ns,
+                ..Default::default()
+            },
+        })
+    }
+
+    /// One completed I/O, `at_ns` after measuring began.
+    fn record(
+        &mut self,
+        at_ns: u64,
+        dir: Dir,
+        bs: u64,
+        offset: u64,
+        lat: u64,
+    ) -> std::io::Result<()> {
+        use std::io::Write;
+        let d = match dir {
+            Dir::Read => 0,
+            Dir::Write => 1,
+            Dir::Nop => return Ok(()),
+        };
+        if let Some(w) = &mut self.lat {
+            if self.lat_window_ns == 0 {
+                writeln!(w, "{}, {lat}, {d}, {bs}, {offset}, 0", at_ns / 1_000_000)?;
+            } else {
+                self.lat_win.flush(at_ns, self.lat_window_ns, |t, d, win| {
+                    writeln!(
+                        w,
+                        "{t}, {}, {d}, {}, 0, 0",
+                        win.lat_sum[d] / win.ops[d] as u128,
+                        win.bs[d]
+                    )
+                })?;
+                self.lat_win.add(d, bs, lat);
+            }
+        }
+        if self.bw.is_some() || self.iops.is_some() {
+            let (bw, iops) = (&mut self.bw, &mut self.iops);
+            let secs = self.rate_window_ns as f64 / 1e9;
+            self.rate_win
+                .flush(at_ns, self.rate_window_ns, |t, d, win| {
+                    write_rates(bw, iops, t, d, win, secs)
+                })?;
+            self.rate_win.add(d, bs, lat);
+        }
+        Ok(())
+    }
+
+    /// The end of the job: the windows still open are written (their
+    /// rates over the time they covered), and the files flushed.
+    fn finish(&mut self, at_ns: u64) -> std::io::Result<()> {
+        use std::io::Write;
+        if let Some(w) = &mut self.lat {
+            if self.lat_window_ns != 0 {
+                self.lat_win
+                    .flush(u64::MAX, self.lat_window_ns, |t, d, win| {
+                        let _ = t;
+                        writeln!(
+                            w,
+                            "{}, {}, {d}, {}, 0, 0",
+                            at_ns / 1_000_000,
+                            win.lat_sum[d] / win.ops[d] as u128,
+                            win.bs[d]
+                        )
+                    })?;
+            }
+            w.flush()?;
+        }
+        let start = self.rate_win.end_ns.saturating_sub(self.rate_window_ns);
+        let secs = at_ns.saturating_sub(start) as f64 / 1e9;
+        if secs > 0.0 {
+            let (bw, iops) = (&mut self.bw, &mut self.iops);
+            let t = at_ns / 1_000_000;
+            self.rate_win
+                .flush(u64::MAX, self.rate_window_ns, |_, d, win| {
+                    write_rates(bw, iops, t, d, win, secs)
+                })?;
+        }
+        for w in [&mut self.bw, &mut self.iops].into_iter().flatten() {
+            w.flush()?;
+        }
+        Ok(())
+    }
+}
+
+fn write_rates(
+    bw: &mut Option<std::io::BufWriter<std::fs::File>>,
+    iops: &mut Option<std::io::BufWriter<std::fs::File>>,
+    t: u64,
+    d: usize,
+    win: &LogWindow,
+    secs: f64,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(w) = bw {
+        let kib = (win.bytes[d] as f64 / 1024.0 / secs).round() as u64;
+        writeln!(w, "{t}, {kib}, {d}, {}, 0, 0", win.bs[d])?;
+    }
+    if let Some(w) = iops {
+        let n = (win.ops[d] as f64 / secs).round() as u64;
+        writeln!(w, "{t}, {n}, {d}, {}, 0, 0", win.bs[d])?;
+    }
+    Ok(())
+}
+
+impl LogWindow {
+    fn add(&mut self, d: usize, bs: u64, lat: u64) {
+        self.ops[d] += 1;
+        self.bytes[d] += bs;
+        self.lat_sum[d] += lat as u128;
+        self.bs[d] = bs;
+    }
+
+    /// Writes (through `line(time_ms, direction, window)`) every window
+    /// that ended by `at_ns`, one line per direction with I/O in it, and
+    /// opens the next. `at_ns` u64::MAX: the last window, whatever its end.
+    fn flush(
+        &mut self,
+        at_ns: u64,
+        window_ns: u64,
+        mut line: impl FnMut(u64, usize, &LogWindow) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        while at_ns >= self.end_ns {
+            for d in 0..2 {
+                if self.ops[d] > 0 {
+                    line(self.end_ns / 1_000_000, d, self)?;
+                }
+            }
+            self.ops = [0; 2];
+            self.bytes = [0; 2];
+            self.lat_sum = [0; 2];
+            if at_ns == u64::MAX {
+                return Ok(());
+            }
+            self.end_ns += window_ns;
+        }
+        Ok(())
+    }
+}
+
 /// --fsync/--fdatasync N.
 struct SyncState {
     every: crate::plan::SyncEvery,
@@ -326,6 +525,7 @@ struct Job<'a, E: Engine> {
     /// I/Os issued (for --number-ios).
     issued_ios: u64,
     intervals: Option<Intervals>,
+    logs: Option<Box<Logs>>,
     workload: Workload,
     slots: Vec<SlotState>,
     free: Vec<u32>,
@@ -691,6 +891,13 @@ impl<E: Engine> Job<'_, E> {
                     Dir::Read => iv.current.read.record(bs, lat),
                     Dir::Write => iv.current.write.record(bs, lat),
                     Dir::Nop => {}
+                }
+            }
+            // Logged once measuring has started (not within --ramp-time).
+            if let Some(l) = self.logs.as_mut().filter(|_| self.ramp_end_ns == 0) {
+                let at = now_ns - self.measure_from_ns.min(now_ns);
+                if let Err(e) = l.record(at, s.dir, bs, s.offset, lat) {
+                    bail!("job {}: cannot write fio's log: {e}", self.ctx.job);
                 }
             }
             match s.dir {

@@ -290,3 +290,66 @@ fn a_fio_job_file_with_the_worker_options_runs() {
         doc["ringlab"]
     );
 }
+
+/// The lines of a fio log: (time_ms, value, direction, bs, offset).
+fn log_lines(path: &Path) -> Vec<[u64; 5]> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .map(|l| {
+            let f: Vec<u64> = l.split(", ").map(|x| x.parse().unwrap()).collect();
+            assert_eq!(f.len(), 6, "{l}");
+            assert_eq!(f[5], 0, "{l}");
+            [f[0], f[1], f[2], f[3], f[4]]
+        })
+        .collect()
+}
+
+#[test]
+fn fio_logs_are_written_as_fio_names_and_formats_them() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = small_target(&dir);
+    let p = dir.path().join("run").display().to_string();
+    let r = json_run(&format!(
+        "io {f} --rw randrw --number-ios 200 --numjobs 2 --engine sync --no-kstat --write-lat-log {p} --write-bw-log {p} --write-iops-log {p}"
+    ));
+    // Every I/O of each job in its latency log, with its offset.
+    let mut all = 0;
+    for job in 1..=2 {
+        let lat = log_lines(&dir.path().join(format!("run_lat.{job}.log")));
+        assert_eq!(lat.len(), 200);
+        all += lat.len() as u64;
+        for [t, v, d, bs, off] in &lat {
+            assert!(*v > 0 && *d <= 1 && *bs == 4096 && off % 4096 == 0 && *off < 4 << 20);
+            let _ = t;
+        }
+        assert!(
+            lat.windows(2).all(|w| w[0][0] <= w[1][0]),
+            "time goes forward"
+        );
+        let bw = log_lines(&dir.path().join(format!("run_bw.{job}.log")));
+        let iops = log_lines(&dir.path().join(format!("run_iops.{job}.log")));
+        assert!(!bw.is_empty() && bw.len() == iops.len());
+        assert!(iops.iter().all(|l| l[1] > 0 && l[2] <= 1));
+    }
+    assert_eq!(all, r["total"]["ops"].as_u64().unwrap());
+    // Averaged: one line per direction per window.
+    let q = dir.path().join("avg").display().to_string();
+    let r = json_run(&format!(
+        "io {f} --rw randread --runtime 300ms --engine sync --no-kstat --write-lat-log {q} --log-avg-msec 100"
+    ));
+    let lat = log_lines(&dir.path().join("avg_lat.1.log"));
+    let windows = r["total"]["elapsed_ns"].as_u64().unwrap() / 100_000_000 + 1;
+    assert!(!lat.is_empty() && lat.len() as u64 <= windows, "{lat:?}");
+    assert!(lat.iter().all(|l| l[2] == 0 && l[4] == 0));
+    // Full windows end on multiples of 100 ms.
+    assert!(
+        lat[..lat.len() - 1].iter().all(|l| l[0] % 100 == 0),
+        "{lat:?}"
+    );
+    // A prefix in a directory that does not exist: refused before the run.
+    let out = ringlab(&format!(
+        "io {f} --rw read --number-ios 1 --write-lat-log /nonexistent/x"
+    ));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot create the log"));
+}
