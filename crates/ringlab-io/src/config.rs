@@ -38,6 +38,9 @@ pub struct IoConfig {
     /// I/Os per job, times --loops (as --io-size is).
     #[serde(default)]
     pub number_ios: Option<u64>,
+    /// --offset in bytes.
+    #[serde(default)]
+    pub offset: u64,
     /// --status-interval in seconds (null: none).
     #[serde(default)]
     pub status_interval: Option<f64>,

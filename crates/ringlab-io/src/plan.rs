@@ -138,6 +138,12 @@ pub struct IoArgs {
     #[arg(long, value_name = "MS", default_value_t = 0)]
     pub log_avg_msec: u64,
 
+    /// Where the workload's region starts in the target (fio's offset), a
+    /// multiple of --bs; --size then counts from there, and a file ringlab
+    /// lays out is OFFSET + --size long.
+    #[arg(long, value_name = "SIZE")]
+    pub offset: Option<String>,
+
     /// Size of the created file [default: 1g]; with a TARGET, the part of it
     /// the workload uses (from offset 0).
     #[arg(long, value_name = "SIZE")]
@@ -223,6 +229,8 @@ pub struct IoPlan {
     pub status_interval: Option<Duration>,
     /// --write-lat-log, --write-bw-log, --write-iops-log.
     pub logs: Option<LogPlan>,
+    /// --offset in bytes (a multiple of bs).
+    pub offset: u64,
     pub direct: bool,
     /// Drop the target's cached pages before the run (--invalidate 1).
     pub invalidate: bool,
@@ -410,6 +418,19 @@ impl IoPlan {
         if logs.is_some() && args.rw == Rw::Nop {
             usage!("fio's logs hold reads and writes; --rw nop has neither");
         }
+        let offset = match &args.offset {
+            Some(t) => {
+                let o = size_flag("offset", t)?;
+                if o % bs != 0 {
+                    usage!("--offset {t}: not a multiple of --bs {} (ringlab's offsets are whole blocks from it, which O_DIRECT also needs)", args.bs);
+                }
+                if o > 0 && args.rw == Rw::Nop {
+                    usage!("--offset places I/O in a target; --rw nop has none");
+                }
+                o
+            }
+            None => 0,
+        };
         let runtime = match (runtime, io_size) {
             (None, None) if number_ios.is_none() => Some(DEFAULT_RUNTIME),
             (r, _) => r,
@@ -483,6 +504,7 @@ impl IoPlan {
             loops: args.loops,
             status_interval,
             logs,
+            offset,
             direct: args.direct,
             invalidate: args.invalidate == 1,
             cpus,
@@ -538,6 +560,7 @@ impl IoPlan {
             fdatasync: self.sync_every.filter(|s| s.data).map_or(0, |s| s.writes),
             number_ios: self.number_ios,
             status_interval: self.status_interval.map(|d| d.as_secs_f64()),
+            offset: self.offset,
             direct: self.direct,
             invalidate: self.invalidate,
             cpus: self.cpus.clone(),

@@ -353,3 +353,36 @@ fn fio_logs_are_written_as_fio_names_and_formats_them() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot create the log"));
 }
+
+#[test]
+fn offset_moves_the_region_and_lays_out_offset_plus_size() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let file = dir.path().join("off.dat");
+    let f = file.display();
+    let p = dir.path().join("o").display().to_string();
+    // A new named file: laid out at offset + size.
+    let r = json_run(&format!(
+        "io {f} --size 1m --offset 2m --rw randwrite --number-ios 300 --engine sync --no-kstat --write-lat-log {p}"
+    ));
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 3 << 20);
+    assert_eq!(r["config"]["offset"], 2 << 20);
+    assert_eq!(r["target"]["region_bytes"], 1 << 20);
+    // Every I/O (its offset in the log) within [2m, 3m).
+    let lat = log_lines(&dir.path().join("o_lat.1.log"));
+    assert_eq!(lat.len(), 300);
+    assert!(
+        lat.iter().all(|l| (2 << 20..3 << 20).contains(&l[4])),
+        "{lat:?}"
+    );
+    // Sequential reads start at the offset.
+    json_run(&format!(
+        "io {f} --offset 2m --rw read --number-ios 3 --engine sync --no-kstat --write-lat-log {p}"
+    ));
+    let lat = log_lines(&dir.path().join("o_lat.1.log"));
+    let offs: Vec<u64> = lat.iter().map(|l| l[4]).collect();
+    assert_eq!(offs, [2 << 20, (2 << 20) + 4096, (2 << 20) + 8192]);
+    let out = ringlab(&format!("io {f} --offset 3m --rw read"));
+    assert_fails(&out, 2, &["--offset", "past the end"]);
+    let out = ringlab(&format!("io {f} --offset 1000 --rw read"));
+    assert_fails(&out, 2, &["--offset", "multiple of --bs"]);
+}

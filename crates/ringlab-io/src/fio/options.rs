@@ -119,7 +119,7 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("fsync", Kind::Value("fsync")),
     opt!("fdatasync", Kind::Value("fdatasync")),
     opt!("end_fsync", Kind::Fixed("0", NOT_YET)),
-    opt!("offset", Kind::Fixed("0", NOT_YET)),
+    opt!("offset", Kind::Value("offset")),
     opt!("bsrange", ["blocksize_range"], Kind::Special),
     opt!("bssplit", Kind::Refused(NOT_YET)),
     opt!("number_ios", Kind::Value("number-ios")),
