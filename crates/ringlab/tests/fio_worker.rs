@@ -160,6 +160,14 @@ fn fsync_every_n_writes_is_counted_on_every_engine() {
     // No sync asked: no key.
     let r = json_run(&format!("io {f} --rw randwrite --number-ios 4 --no-kstat"));
     assert!(r["total"].get("syncs").is_none());
+    let out = ringlab(&format!(
+        "io {f} --rw randwrite --number-ios 8 --fsync 4 --no-kstat"
+    ));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("sync : 1 fsync/fdatasync calls"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let out = ringlab(&format!("io {f} --rw randread --fsync 4"));
     assert_fails(&out, 2, &["--fsync", "issues none"]);
 }
