@@ -23,17 +23,21 @@
 #
 # Environment: BENCH_DURATION seconds per run (3), BENCH_REPEATS (3),
 #   BENCH_CONNS ("1 10 50 100 400"), BENCH_IOS ("epoll uring-nb uring
-#   uring+coop uring+dt uring-mshot"), BENCH_PORT (18089), BENCH_BIG_CONNS
+#   uring-iou uring-mshot"), BENCH_PORT (18089), BENCH_BIG_CONNS
 #   (10000), BENCH_SCRIPT_CONNS ("10 100"), BENCH_SCRIPT_IOS ("epoll uring");
-#   an empty BENCH_CONNS skips the plain table. uring+coop is --io uring --coop-taskrun; uring+dt is --io uring
-#   --single-issuer --defer-taskrun.
+#   an empty BENCH_CONNS skips the plain table. "uring" is --io uring as a
+#   user types it (the default ring: COOP_TASKRUN, SINGLE_ISSUER and
+#   DEFER_TASKRUN where the kernel has them); uring-iou is --io uring
+#   --mode iou (the bare kernel ring); uring+coop (--coop-taskrun only) and
+#   uring+dt (--single-issuer --defer-taskrun) may be named too.
+#   RINGLAB_BIN: a ringlab binary to measure instead of building this tree's.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 dur=${BENCH_DURATION:-3}
 repeats=${BENCH_REPEATS:-3}
 conns_list=${BENCH_CONNS:-"1 10 50 100 400"}
-ios=${BENCH_IOS:-"epoll uring-nb uring uring+coop uring+dt uring-mshot"}
+ios=${BENCH_IOS:-"epoll uring-nb uring uring-iou uring-mshot"}
 port=${BENCH_PORT:-18089}
 big=${BENCH_BIG_CONNS:-10000}
 script_conns=${BENCH_SCRIPT_CONNS:-"10 100"}
@@ -50,8 +54,12 @@ if [ "$(nproc)" -lt 2 ]; then
     exit 2
 fi
 
-(cd "$repo" && cargo build --release -q)
-ringlab="$repo/target/release/ringlab"
+if [ -n "${RINGLAB_BIN:-}" ]; then
+    ringlab=$RINGLAB_BIN
+else
+    (cd "$repo" && cargo build --release -q -p ringlab)
+    ringlab="$repo/target/release/ringlab"
+fi
 
 work=$(mktemp -d)
 nginx_pid=""
@@ -114,7 +122,8 @@ PY
 # The ringlab flags of a client name.
 io_args() {
     case "$1" in
-        uring+coop) echo "--no-kstat --io uring --coop-taskrun" ;;
+        uring-iou) echo "--no-kstat --io uring --mode iou" ;;
+        uring+coop) echo "--no-kstat --io uring --mode iou --coop-taskrun" ;;
         uring+dt) echo "--no-kstat --io uring --single-issuer --defer-taskrun" ;;
         *) echo "--no-kstat --io $1" ;;
     esac

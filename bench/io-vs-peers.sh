@@ -16,9 +16,10 @@
 #   uring --rw nop (-N1: the cost of the ring itself).
 # Both peers set up their rings with COOP_TASKRUN, SINGLE_ISSUER and
 # DEFER_TASKRUN whenever the kernel has them (fio since 3.33, t/io_uring
-# always, neither can turn them off), so ringlab runs with the same three
-# flags ("uring+dt"); the default ring ("uring") is shown against fio too,
-# as the cost of leaving them off.
+# always, neither can turn them off); ringlab's default ring is the same
+# ("uring", no knob flags, as a user types it). The bare kernel ring
+# ("uring iou", --mode iou) is shown against fio too, as the cost of
+# leaving those flags off.
 # Each repeat runs every tool once, in the same order, so drift on a noisy
 # machine hits all of them alike; the table shows medians (min-max) and the
 # ratio ringlab/peer of the medians.
@@ -35,6 +36,8 @@
 #                         "label|depth|ringlab flags|peer|peer flags" matches
 #                         (for example 'libaio' or '^nop')
 #   T_IO_URING            path of fio's t/io_uring, built outside this repo
+#   RINGLAB_BIN           a ringlab binary to measure instead of building this
+#                         tree's (for a before/after comparison)
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,8 +48,12 @@ repeats=${BENCH_REPEATS:-5}
 if ! command -v fio >/dev/null; then
     apt-get update -qq && apt-get install -y -qq fio >/dev/null
 fi
-(cd "$repo" && cargo build --release -q -p ringlab)
-ringlab="$repo/target/release/ringlab"
+if [[ -n "${RINGLAB_BIN:-}" ]]; then
+    ringlab=$RINGLAB_BIN
+else
+    (cd "$repo" && cargo build --release -q -p ringlab)
+    ringlab="$repo/target/release/ringlab"
+fi
 
 cleanup=()
 trap 'rm -f "${cleanup[@]}" 2>/dev/null || true' EXIT
@@ -71,7 +78,7 @@ fi
 
 pin() { taskset -c "$cpu" "$@"; }
 
-DT=(--coop-taskrun --single-issuer --defer-taskrun)
+IOU=(--mode iou)
 # fio submits each request in its own system call unless told otherwise
 # (iodepth_batch_submit=1); ringlab hands the kernel every request prepared
 # in one loop turn at once unless told otherwise (--submit-batch 1 makes it
@@ -133,10 +140,10 @@ declare -A res
 # label | depth | ringlab flags | peer | peer flags
 cases=(
     "sync|1|--engine sync|fio|--ioengine=psync"
-    "uring+dt|1|--engine uring ${DT[*]}|fio|--ioengine=io_uring"
-    "uring+dt sb1|32|--engine uring ${DT[*]} --submit-batch 1|fio|--ioengine=io_uring"
-    "uring+dt|32|--engine uring ${DT[*]}|fio|--ioengine=io_uring ${FIO_BATCH[*]}"
+    "uring|1|--engine uring|fio|--ioengine=io_uring"
+    "uring sb1|32|--engine uring --submit-batch 1|fio|--ioengine=io_uring"
     "uring|32|--engine uring|fio|--ioengine=io_uring ${FIO_BATCH[*]}"
+    "uring iou|32|--engine uring ${IOU[*]}|fio|--ioengine=io_uring ${FIO_BATCH[*]}"
     "libaio|1|--engine libaio|fio|--ioengine=libaio"
     "libaio sb1|32|--engine libaio --submit-batch 1|fio|--ioengine=libaio"
     "libaio|32|--engine libaio|fio|--ioengine=libaio ${FIO_BATCH[*]}"
@@ -145,11 +152,11 @@ cases=(
 )
 if [[ -n "${T_IO_URING:-}" && -x "${T_IO_URING}" ]]; then
     cases+=(
-        "uring+dt|1|--engine uring ${DT[*]}|t/io_uring|"
-        "uring+dt|32|--engine uring ${DT[*]}|t/io_uring|"
+        "uring|1|--engine uring|t/io_uring|"
+        "uring|32|--engine uring|t/io_uring|"
         "libaio sb1|32|--engine libaio --submit-batch 1|t/io_uring|-a1"
-        "uring+dt+fixed|32|--engine uring ${DT[*]} --fixed-files --fixed-buffers|t/io_uring|-B1 -F1"
-        "nop+dt|32|--engine uring ${DT[*]} --rw nop|t/io_uring|-N1"
+        "uring+fixed|32|--engine uring --fixed-files --fixed-buffers|t/io_uring|-B1 -F1"
+        "nop|32|--engine uring --rw nop|t/io_uring|-N1"
     )
 else
     echo "note: T_IO_URING not set (or not executable): t/io_uring rows skipped" >&2

@@ -147,6 +147,7 @@ pub fn run_job<E: Engine>(
             .verify
             .then(|| VerifyState::new(&plan, ctx.job, first, count)),
         measurements: ThreadMeasurements::default(),
+        unrecorded: (Dir::Read, 0, 0),
         ops: 0,
         clock: Instant::now(),
         ctx: &ctx,
@@ -539,6 +540,12 @@ struct Job<'a, E: Engine> {
     failure: Option<anyhow::Error>,
     verify: Option<VerifyState>,
     measurements: ThreadMeasurements,
+    /// Completions counted but not yet in `measurements`: `n` of one
+    /// direction with one latency, `(dir, latency, n)`. Requests queued in
+    /// one loop turn share their start stamp and those reaped together
+    /// share their end stamp, so a batch usually has one latency: it is
+    /// recorded once, `n` times (the same histogram as `n` records).
+    unrecorded: (Dir, u64, u64),
     ops: u64,
     clock: Instant,
     ctx: &'a JobContext,
@@ -576,6 +583,8 @@ impl<E: Engine> Job<'_, E> {
         self.ramp_end_ns = 0;
         self.measure_from_ns = at_ns;
         let syncs = self.measurements.syncs.map(|_| 0);
+        // Latencies not yet recorded belong to the ramp too.
+        self.unrecorded.2 = 0;
         self.measurements = ThreadMeasurements::default();
         self.measurements.syncs = syncs;
         self.issued_bytes = 0;
@@ -647,6 +656,12 @@ impl<E: Engine> Job<'_, E> {
     /// error of the engine itself (a system call that failed) returns at
     /// once; the caller drains.
     fn run(&mut self) -> Result<()> {
+        let r = self.run_loop();
+        self.flush_recorded();
+        r
+    }
+
+    fn run_loop(&mut self) -> Result<()> {
         let mut completions: Vec<Completion> = Vec::with_capacity(self.slots.len());
         self.clock = Instant::now();
         loop {
@@ -900,10 +915,14 @@ impl<E: Engine> Job<'_, E> {
                     bail!("job {}: cannot write fio's log: {e}", self.ctx.job);
                 }
             }
-            match s.dir {
-                Dir::Read => self.measurements.read.record(bs, lat),
-                Dir::Write => self.measurements.write.record(bs, lat),
-                Dir::Nop => self.measurements.nop.record(0, lat),
+            // Runs of equal latency (one batch: one start and one end
+            // time) are recorded once (flush_recorded).
+            let (dir, at, n) = &mut self.unrecorded;
+            if *n > 0 && *dir == s.dir && *at == lat {
+                *n += 1;
+            } else {
+                self.flush_recorded();
+                self.unrecorded = (s.dir, lat, 1);
             }
         }
         if let Some(v) = &mut self.verify {
@@ -929,6 +948,17 @@ impl<E: Engine> Job<'_, E> {
         self.ops += 1;
         self.ctx.progress.ops.store(self.ops, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Moves the completions counted in `unrecorded` to `measurements`.
+    fn flush_recorded(&mut self) {
+        let (dir, lat, n) = self.unrecorded;
+        self.unrecorded.2 = 0;
+        match dir {
+            Dir::Read => self.measurements.read.record_n(self.plan.bs, lat, n),
+            Dir::Write => self.measurements.write.record_n(self.plan.bs, lat, n),
+            Dir::Nop => self.measurements.nop.record_n(0, lat, n),
+        }
     }
 
     /// Waits for every I/O in flight, ignoring results (after an error of

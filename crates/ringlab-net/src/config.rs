@@ -18,10 +18,11 @@ pub enum IoKind {
     #[value(name = "uring-nb")]
     UringNb,
     /// io_uring, operations of all connections submitted and reaped in
-    /// batches once per loop turn (the thesis's io_uring).
+    /// batches once per loop turn (the thesis's io_uring); receives are
+    /// multishot into a provided buffer ring where the kernel has it (6.0).
     Uring,
-    /// uring plus multishot receive into a provided buffer ring, registered
-    /// socket descriptors, SINGLE_ISSUER and DEFER_TASKRUN.
+    /// uring plus registered socket descriptors, SINGLE_ISSUER and
+    /// DEFER_TASKRUN always (multishot receive into a provided buffer ring).
     #[value(name = "uring-mshot")]
     UringMshot,
 }

@@ -438,6 +438,14 @@ impl DirectionRecorder {
         self.lat.record(lat_ns);
     }
 
+    /// `n` operations of `bytes` each, all with latency `lat_ns`.
+    #[inline]
+    pub fn record_n(&mut self, bytes: u64, lat_ns: u64, n: u64) {
+        self.ops += n;
+        self.bytes += bytes * n;
+        self.lat.record_n(lat_ns, n);
+    }
+
     pub fn merge(&mut self, other: &DirectionRecorder) {
         self.ops += other.ops;
         self.bytes += other.bytes;
