@@ -119,6 +119,10 @@ fn head_of(path: &Path) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
+/// Writes `size` bytes of real data into a file (the target module's
+/// layout, passed in so that this module does not import it back).
+pub type LayOut = fn(&mut File, u64, &IoPlan, &AtomicBool) -> Result<()>;
+
 /// Applies the file rules to a named TARGET before it is inspected: lays
 /// out a missing, empty or too short ringlab file, and refuses what must
 /// not be a target or must not be written.
@@ -127,6 +131,7 @@ pub fn prepare_named(
     path: &Path,
     interrupted: &AtomicBool,
     announce: bool,
+    lay_out: LayOut,
 ) -> Result<()> {
     let meta = match fs::metadata(path) {
         Ok(m) => Some(m),
@@ -191,7 +196,7 @@ pub fn prepare_named(
             path.display()
         );
     }
-    if let Err(e) = crate::target::lay_out(&mut file, size, plan, interrupted) {
+    if let Err(e) = lay_out(&mut file, size, plan, interrupted) {
         if new {
             let _ = fs::remove_file(path);
         }

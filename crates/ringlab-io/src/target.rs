@@ -150,7 +150,20 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
     }
     let target = match &plan.target {
         Some(path) => {
-            crate::named::prepare_named(plan, path, interrupted, announce)?;
+            // A file in use (a loop device's backing file, swap) is named
+            // for what it is, before the rule for files ringlab did not lay
+            // out would refuse it in more general words.
+            if plan.writes() && !plan.allow_destructive {
+                if let Some(meta) = fs::metadata(path).ok().filter(|m| m.is_file()) {
+                    if let Some(why) = file_in_use(path, &meta) {
+                        usage!(
+                            "refusing to write to {}: {why}; writing would destroy it. Pass --allow-destructive if that is what you want",
+                            path.display()
+                        );
+                    }
+                }
+            }
+            crate::named::prepare_named(plan, path, interrupted, announce, lay_out)?;
             existing(plan, path)?
         }
         None => create(plan, interrupted, announce)?,

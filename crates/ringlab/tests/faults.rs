@@ -236,7 +236,7 @@ fn enospc_ends_the_job_with_its_error_at_every_depth() {
     for (engine, extra, depth) in MATRIX {
         fs::File::create(&f).unwrap().set_len(2 << 20).unwrap();
         let out = run(&format!(
-            "io {} --engine {engine} {extra} --iodepth {depth} --rw randwrite --runtime 60s --no-kstat",
+            "io {} --engine {engine} {extra} --iodepth {depth} --rw randwrite --runtime 60s --no-kstat --allow-destructive",
             f.display()
         ));
         eprintln!(
@@ -492,7 +492,7 @@ fn output_never_destroys_data() {
     let content = data(1 << 20);
     fs::write(&target, &content).unwrap();
     let io = format!(
-        "io {} --rw randwrite --size 64k --runtime 100ms --no-kstat",
+        "io {} --rw randwrite --size 64k --runtime 100ms --no-kstat --allow-destructive",
         target.display()
     );
     // The target itself, by its name or another (hard link): refused, the

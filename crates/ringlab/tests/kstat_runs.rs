@@ -20,8 +20,17 @@ fn sync_makes_about_one_system_call_per_op() {
     let dir = tempfile::tempdir().unwrap();
     let r = run(&dir.path().display().to_string(), "--engine sync");
     if let Some(s) = kstat_per_op(&r, "syscalls_per_op", "raw_syscalls:sys_enter") {
-        // One pread per op, plus a few calls of the supervisor thread.
-        assert!((0.95..1.2).contains(&s), "syscalls/op {s}");
+        // One pread per op, plus the supervisor thread's calls: a cost per
+        // run (its 50 ms ticks), not per op, so on a loaded machine that
+        // completes few ops it weighs more per op. Bound the extra calls,
+        // not their share.
+        let ops = r["total"]["ops"].as_f64().unwrap();
+        let extra = (s - 1.0) * ops;
+        assert!(s >= 0.95, "syscalls/op {s}: fewer than one pread per op");
+        assert!(
+            extra <= (0.2 * ops).max(1000.0),
+            "syscalls/op {s} over {ops} ops: {extra:.0} calls beyond one per op"
+        );
     }
     if let Some(e) = kstat_per_op(
         &r,
