@@ -209,5 +209,6 @@ fn build_result(
         warnings,
         kstat: None,
         http: None,
+        diagnoses: Vec::new(),
     }
 }

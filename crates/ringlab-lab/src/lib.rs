@@ -8,7 +8,9 @@
 //! results (rocksdb, reproduce) write.
 #![warn(unreachable_pub)]
 
+pub mod advise;
 pub mod compare;
+pub mod diagnose;
 mod input;
 mod metric;
 mod plan;

@@ -4,7 +4,7 @@
 //! leak in one run cannot touch the next.
 
 use crate::input::RESULT_MAX_BYTES;
-use crate::plan::Plan;
+use crate::plan::{Plan, PlannedRun};
 use crate::store::{
     existing_index, parse_result, read_result, scratch_dir, write_atomic, RunEntry, Status, Store,
 };
@@ -59,8 +59,18 @@ enum Outcome {
 
 /// Runs every run of `plan` not yet done in `dir`, in the plan's order.
 pub fn run_sweep(plan: &Plan, dir: &Path, opts: &SweepOptions) -> Result<SweepSummary> {
-    let runs = plan.runs();
-    let mut store = Store::open(dir, plan, &runs)?;
+    run_planned(plan, &plan.runs(), dir, opts)
+}
+
+/// Runs `runs` (made from `plan`, their arguments possibly rewritten, as
+/// `advise` does) in the sweep store layout of `dir`.
+pub(crate) fn run_planned(
+    plan: &Plan,
+    runs: &[PlannedRun],
+    dir: &Path,
+    opts: &SweepOptions,
+) -> Result<SweepSummary> {
+    let mut store = Store::open(dir, plan, runs)?;
     let total = store.index.runs.len();
     let done_before = store.index.done();
     let todo: Vec<usize> = (0..total)

@@ -409,6 +409,7 @@ fn build(
         warnings,
         kstat: None,
         http: Some(http),
+        diagnoses: Vec::new(),
     };
     let text = text::render(&result, &total_s.responses.lat, &total_s.lat_uncorrected);
     HttpOutcome {

@@ -724,6 +724,7 @@ fn build_result(
         warnings,
         kstat,
         http: None,
+        diagnoses: Vec::new(),
     }
 }
 

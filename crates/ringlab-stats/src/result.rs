@@ -34,6 +34,28 @@ pub struct RunResult {
     /// HTTP figures of `ringlab http`; absent for other commands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpFigures>,
+    /// Notes derived from this run's own kernel evidence, one per rule that
+    /// fired (`ringlab_lab::diagnose`); absent when none fired.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnoses: Vec<Diagnosis>,
+}
+
+/// One diagnosis: a named rule, the figure that triggered it and what to try.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Diagnosis {
+    /// The rule's name (`iowq-offload`, `enter-per-request`, ...).
+    pub rule: String,
+    /// The figure the rule looked at (`io_uring_queue_async_work_per_op`).
+    pub figure: String,
+    /// Its value in this run.
+    pub value: f64,
+    /// The rule's threshold that the value crossed.
+    pub threshold: f64,
+    /// What the figure means here, with the likely cause.
+    pub message: String,
+    /// What to try.
+    pub try_next: String,
 }
 
 /// What `ringlab http` measured beyond the shared [`Figures`]: responses by

@@ -177,7 +177,9 @@ pub fn run_job_file(path: &Path, rest: &[OsString]) -> Result<()> {
         }
         print_notes(&j.words.notes);
         eprintln!("ringlab: job [{}] (group {})", j.name, j.group);
-        results.push(run_io(&j.plan, &opts).with_context(|| format!("job [{}]", j.name))?);
+        let mut r = run_io(&j.plan, &opts).with_context(|| format!("job [{}]", j.name))?;
+        r.diagnoses = ringlab_lab::diagnose::diagnose(&r);
+        results.push(r);
     }
     let ran: Vec<(&Translated, u32, &RunResult)> = jobs
         .iter()
@@ -238,13 +240,13 @@ fn render_named(
     }
     Ok(match format {
         IoFormat::Text if runs.len() == 1 && names[0].1.jobname.is_none() => {
-            ringlab_io::text::render(runs[0].2)
+            crate::io_text(runs[0].2)
         }
         IoFormat::Text => {
             let mut s = String::new();
             for ((_, group, r), (name, _)) in runs.iter().zip(names) {
                 s.push_str(&format!("fio job [{name}] (group {group})\n"));
-                s.push_str(&ringlab_io::text::render(r));
+                s.push_str(&crate::io_text(r));
             }
             s
         }

@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use ringlab_core::usage_error;
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub fn sweep(plan_path: &Path, output: Option<&Path>, dry_run: bool) -> Result<()> {
     let plan = ringlab_lab::load_plan(plan_path)?;
@@ -56,4 +56,142 @@ pub fn compare(a: &Path, b: &Path, json: bool) -> Result<()> {
     let text = ringlab_lab::compare::compare_files(a, b, json)?;
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(())
+}
+
+/// `ringlab advise`: the application's I/O shape, where to calibrate, and
+/// what to optimise.
+#[derive(clap::Args, Debug)]
+pub struct AdviseArgs {
+    /// A file, a block device, or a directory in which advise creates a
+    /// calibration file (--size) [default: the current directory].
+    #[arg(value_name = "TARGET")]
+    pub target: Option<PathBuf>,
+    /// The application's I/O pattern (read, write, randread, randwrite, randrw, rw).
+    #[arg(long, default_value = "randread")]
+    pub rw: String,
+    /// Block size of each I/O.
+    #[arg(long, default_value = "4k", value_name = "SIZE")]
+    pub bs: String,
+    /// Requests in flight per thread.
+    #[arg(long, default_value_t = 32, value_name = "N")]
+    pub iodepth: u32,
+    /// Threads of the application doing I/O (one ring each).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub threads: u32,
+    /// CPUs to use: job threads on the first ones, the rest spare (an SQPOLL
+    /// poller, io-wq workers) [default: the CPUs this process may run on].
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// O_DIRECT, as the application opens its files.
+    #[arg(long)]
+    pub direct: bool,
+    /// Time for the whole calibration, start-up of every run included.
+    #[arg(long, default_value = "60s", value_name = "TIME")]
+    pub budget: String,
+    /// What to optimise: iops, latency (p99) or cpu (per I/O, kernel helper
+    /// threads included).
+    #[arg(long, value_enum, default_value_t = GoalArg::Iops)]
+    pub goal: GoalArg,
+    /// Size of the calibration file created in a directory TARGET.
+    #[arg(long, default_value = "256M", value_name = "SIZE")]
+    pub size: String,
+    /// Allow writes to a block device that holds data.
+    #[arg(long)]
+    pub allow_destructive: bool,
+    /// Advise from results on disk (a sweep, a saved calibration or a
+    /// reproduce output) without running anything.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["target", "cpus", "budget", "save"])]
+    pub from: Option<PathBuf>,
+    /// Keep the calibration's results in DIR (sweep layout: 'ringlab report
+    /// DIR' and 'ringlab advise --from DIR' read it).
+    #[arg(long, value_name = "DIR")]
+    pub save: Option<PathBuf>,
+    /// text for people, json for programs (schema/advise.schema.json).
+    #[arg(long, value_enum, default_value = "text")]
+    pub output_format: AdviseFormat,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum GoalArg {
+    Iops,
+    Latency,
+    Cpu,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum AdviseFormat {
+    Text,
+    Json,
+}
+
+pub fn advise(a: &AdviseArgs) -> Result<()> {
+    use ringlab_lab::advise::{self as adv, Goal};
+    let goal = match a.goal {
+        GoalArg::Iops => Goal::Iops,
+        GoalArg::Latency => Goal::Latency,
+        GoalArg::Cpu => Goal::Cpu,
+    };
+    let advice = match &a.from {
+        Some(dir) => adv::advise_from(dir, goal)?,
+        None => {
+            let budget = ringlab_stats::units::parse_duration(&a.budget)
+                .map_err(|e| usage_error(format!("--budget {}: {e}", a.budget)))?;
+            let size_bytes = ringlab_stats::units::parse_size(&a.size)
+                .map_err(|e| usage_error(format!("--size {}: {e}", a.size)))?;
+            let cpus = match &a.cpus {
+                Some(list) => ringlab_core::cpus::parse_cpu_list(list)?,
+                None => ringlab_core::cpus::allowed_cpus(),
+            };
+            let target = a.target.clone().unwrap_or_else(|| PathBuf::from("."));
+            let req = adv::calibrate::Request {
+                target: target.clone(),
+                shape: adv::Shape {
+                    rw: a.rw.clone(),
+                    bs: a.bs.clone(),
+                    iodepth: a.iodepth,
+                    threads: a.threads,
+                    direct: a.direct,
+                },
+                cpus,
+                budget,
+                size_bytes,
+                allow_destructive: a.allow_destructive,
+                save: a.save.clone(),
+            };
+            let probe = probe(&target)?;
+            let interrupted = ringlab_core::interrupt_flag()?;
+            let opts = ringlab_lab::SweepOptions {
+                exe: std::env::current_exe().context("finding the ringlab binary")?,
+                interrupted,
+                progress_bar: std::io::stderr().is_terminal(),
+            };
+            adv::advise_calibrated(&req, &probe, goal, &opts)?
+        }
+    };
+    let text = match a.output_format {
+        AdviseFormat::Text => adv::render::text(&advice),
+        AdviseFormat::Json => serde_json::to_string_pretty(&advice)? + "\n",
+    };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(())
+}
+
+/// What the kernel and the device behind `target` support, by `ringlab
+/// features`' code; io_uring refused altogether is a usage error.
+fn probe(target: &Path) -> Result<ringlab_lab::advise::Probe> {
+    let f = ringlab_io::features::features(Some(target))?;
+    if let Some(e) = &f.io_uring_error {
+        return Err(usage_error(format!(
+            "io_uring cannot be used here ({e}), so there is no io_uring setup to advise"
+        )));
+    }
+    Ok(ringlab_lab::advise::Probe {
+        setup_flags: f
+            .setup_flags
+            .iter()
+            .map(|k| (k.flag.clone(), k.supported))
+            .collect(),
+        poll_queues: f.device.as_ref().and_then(|d| d.poll_queues),
+        device: f.device.as_ref().map(|d| d.name.clone()),
+    })
 }

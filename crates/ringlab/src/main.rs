@@ -69,6 +69,11 @@ enum Command {
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         output_format: OutputFormat,
     },
+    /// Which io_uring setup to deploy for an I/O shape on this kernel and
+    /// device: a short calibration (or results on disk with --from), ranked,
+    /// with the evidence and the studies' guidelines it confirms.
+    #[command(display_order = 103)]
+    Advise(Box<lab::AdviseArgs>),
     /// Storage benchmark: one workload, one engine (fio's words for options).
     #[command(after_help = ringlab_io::fio::help_text())]
     Io {
@@ -262,6 +267,7 @@ fn run(cli: Cli, fio_words: &ringlab_io::fio::options::Translated) -> Result<()>
             b,
             output_format,
         } => lab::compare(&a, &b, matches!(output_format, OutputFormat::Json)),
+        Command::Advise(args) => lab::advise(&args),
         Command::Io { io, output, fio } => match fio {
             Some(path) => fio::run_job_file(&path, &[]),
             None => run_io_command(&io, &output, fio_words),
@@ -290,9 +296,12 @@ fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result
     let plan = ringlab_net::HttpPlan::from_args(args)?;
     let out = open_output(output, &[])?;
     let interrupted = ringlab_core::interrupt_flag()?;
-    let outcome = ringlab_net::run::run_http(&plan, interrupted)?;
+    let mut outcome = ringlab_net::run::run_http(&plan, interrupted)?;
+    outcome.result.diagnoses = ringlab_lab::diagnose::diagnose(&outcome.result);
     let rendered = match output.format() {
-        OutputFormat::Text => outcome.text.clone(),
+        OutputFormat::Text => {
+            ringlab_lab::diagnose::insert_into_wrk_text(&outcome.text, &outcome.result.diagnoses)
+        }
         OutputFormat::Json => {
             let mut s = serde_json::to_string_pretty(&outcome.result)?;
             s.push('\n');
@@ -334,7 +343,13 @@ fn run_io_command(
         interrupted,
     };
     fio::print_notes(&fio_words.notes);
-    let result = run_io(&plan, &opts)?;
+    let mut result = run_io(&plan, &opts)?;
+    result.diagnoses = ringlab_lab::diagnose::diagnose(&result);
     let rendered = fio::render_io(&[(fio_words, 0, &result)], &[], output.output_format)?;
     out.finish(rendered.as_bytes())
+}
+
+/// The text of one io result, its diagnoses at the end.
+fn io_text(result: &ringlab_stats::RunResult) -> String {
+    ringlab_io::text::render(result) + &ringlab_lab::diagnose::render(&result.diagnoses)
 }

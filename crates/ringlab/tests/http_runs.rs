@@ -336,7 +336,9 @@ fn linger_zero(s: &TcpStream) {
 }
 
 /// Runs every driver against `how` for 300 ms with --timeout 200ms and
-/// checks that the run ended on time; returns the results.
+/// checks that the run ended (a guard against a hang on a misbehaving
+/// server, generous enough for a loaded machine: not a speed claim);
+/// returns the results.
 fn against(how: Misbehave) -> Vec<(String, Value)> {
     let srv = Misbehaving::start(how);
     DRIVERS
@@ -349,7 +351,7 @@ fn against(how: Misbehave) -> Vec<(String, Value)> {
             ));
             let took = start.elapsed();
             assert!(
-                took < Duration::from_millis(300 + 200 + 1000),
+                took < Duration::from_secs(10),
                 "{io} {how:?}: the run took {took:?}"
             );
             check_consistent(&r, &format!("{io} {how:?}"));
