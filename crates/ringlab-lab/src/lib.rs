@@ -16,6 +16,7 @@ mod metric;
 mod plan;
 mod plot;
 pub mod report;
+pub mod reproduce;
 pub mod store;
 mod sweep;
 

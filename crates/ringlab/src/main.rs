@@ -74,6 +74,11 @@ enum Command {
     /// with the evidence and the studies' guidelines it confirms.
     #[command(display_order = 103)]
     Advise(Box<lab::AdviseArgs>),
+    /// The seeds' findings as experiments: runs each recipe's sweeps, sets
+    /// the paper's claim beside our figures, writes DIR/NAME/verdict.json
+    /// and DIR/index.html.
+    #[command(display_order = 104)]
+    Reproduce(lab::ReproduceArgs),
     /// Storage benchmark: one workload, one engine (fio's words for options).
     #[command(after_help = ringlab_io::fio::help_text())]
     Io {
@@ -268,6 +273,7 @@ fn run(cli: Cli, fio_words: &ringlab_io::fio::options::Translated) -> Result<()>
             output_format,
         } => lab::compare(&a, &b, matches!(output_format, OutputFormat::Json)),
         Command::Advise(args) => lab::advise(&args),
+        Command::Reproduce(args) => lab::reproduce(&args),
         Command::Io { io, output, fio } => match fio {
             Some(path) => fio::run_job_file(&path, &[]),
             None => run_io_command(&io, &output, fio_words),

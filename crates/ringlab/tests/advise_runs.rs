@@ -98,7 +98,7 @@ fn advise_calibrates_ranks_and_recommends_within_its_budget() {
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("calibration");
     let out = ringlab(&format!(
-        "advise {} --size 4M --rw randread --bs 4k --iodepth 4 --threads 1 --cpus 0 --budget 12s --save {} --output-format json",
+        "advise {} --size 4M --rw randread --bs 4k --iodepth 4 --threads 1 --cpus 0 --budget 20s --save {} --output-format json",
         p(dir.path()),
         p(&saved)
     ));
@@ -274,7 +274,7 @@ fn advise_refuses_bad_input_with_exit_2() {
 fn advise_writes_to_its_own_calibration_file_and_removes_it() {
     let dir = tempfile::tempdir().unwrap();
     let a = json_run(&format!(
-        "advise {} --size 4M --rw randwrite --bs 4k --iodepth 4 --threads 1 --cpus 0 --budget 12s",
+        "advise {} --size 4M --rw randwrite --bs 4k --iodepth 4 --threads 1 --cpus 0 --budget 20s",
         p(dir.path())
     ));
     assert_valid_against("advise.schema.json", &a);

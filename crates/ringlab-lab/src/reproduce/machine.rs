@@ -1,0 +1,218 @@
+//! What this machine has, for the recipes' `requires` and placeholders:
+//! CPUs, root, NUMA nodes, the block device under a path and its poll
+//! queues, the CPU that takes its interrupts, the timer tick, nginx.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug)]
+pub struct Machine {
+    pub cpus: Vec<u32>,
+    pub root: bool,
+    pub numa_nodes: usize,
+    pub kernel: String,
+    /// CONFIG_HZ, or why it could not be read.
+    pub hz: Result<u32, String>,
+    pub nginx: Option<PathBuf>,
+}
+
+impl Machine {
+    pub fn probe() -> Machine {
+        Machine {
+            cpus: ringlab_core::cpus::allowed_cpus(),
+            // SAFETY: geteuid has no arguments and cannot fail.
+            root: rustix::process::geteuid().is_root(),
+            numa_nodes: numa_nodes(),
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "unknown".into()),
+            hz: config_hz(),
+            nginx: find_in_path("nginx"),
+        }
+    }
+
+    pub fn tick_ns(&self) -> Option<f64> {
+        self.hz.as_ref().ok().map(|hz| 1e9 / f64::from(*hz))
+    }
+
+    /// Why `requirement` is not met here, or `None` when it is.
+    pub fn missing(&self, requirement: &str, target: &Path) -> Option<String> {
+        if let Some(n) = requirement.strip_prefix("cpus>=") {
+            let n: usize = n.parse().unwrap_or(usize::MAX);
+            return (self.cpus.len() < n).then(|| {
+                format!(
+                    "needs {n} CPUs and this process may run on {} ({}); run it on a machine (or cpuset) with {n} or more",
+                    self.cpus.len(),
+                    ringlab_core::cpus::format_cpu_list(&self.cpus)
+                )
+            });
+        }
+        if let Some(n) = requirement.strip_prefix("numa>=") {
+            let n: usize = n.parse().unwrap_or(usize::MAX);
+            return (self.numa_nodes < n).then(|| {
+                format!(
+                    "needs {n} NUMA nodes and this machine has {} (/sys/devices/system/node)",
+                    self.numa_nodes
+                )
+            });
+        }
+        match requirement {
+            "root" => (!self.root).then(|| {
+                "needs root (perf counters, tracefs, pinning kernel threads): run it as root"
+                    .to_string()
+            }),
+            "poll-queues" => poll_queues_missing(target),
+            other => Some(format!("unknown requirement {other}")),
+        }
+    }
+}
+
+fn numa_nodes() -> usize {
+    std::fs::read_dir("/sys/devices/system/node")
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| {
+                    let n = e.file_name();
+                    let n = n.to_string_lossy();
+                    n.starts_with("node") && n[4..].chars().all(|c| c.is_ascii_digit())
+                })
+                .count()
+        })
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// CONFIG_HZ from /boot/config-RELEASE or /proc/config.gz.
+pub fn config_hz() -> Result<u32, String> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let boot = format!("/boot/config-{release}");
+    let text = match std::fs::read_to_string(&boot) {
+        Ok(t) => t,
+        Err(_) => {
+            let out = std::process::Command::new("gzip")
+                .args(["-dc", "/proc/config.gz"])
+                .stderr(std::process::Stdio::null())
+                .output();
+            match out {
+                Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+                _ => {
+                    return Err(format!(
+                        "neither {boot} nor /proc/config.gz (CONFIG_IKCONFIG_PROC) could be read"
+                    ))
+                }
+            }
+        }
+    };
+    text.lines()
+        .find_map(|l| l.strip_prefix("CONFIG_HZ="))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| "the kernel config has no CONFIG_HZ line".to_string())
+}
+
+pub fn find_in_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/sbin:/usr/bin:/sbin:/bin".into());
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin".into(), "/sbin".into()])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// The whole-disk name (`vda`, `nvme0n1`) of the device holding `path`.
+pub fn disk_of(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    let dev = if meta.file_type_is_block() {
+        meta.rdev()
+    } else {
+        meta.dev()
+    };
+    let (major, minor) = (rustix::fs::major(dev), rustix::fs::minor(dev));
+    let sys = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    // A partition's directory holds `partition`; its parent is the disk.
+    let disk = if sys.join("partition").exists() {
+        sys.parent()?.to_path_buf()
+    } else {
+        sys
+    };
+    Some(disk.file_name()?.to_string_lossy().into_owned())
+}
+
+trait BlockType {
+    fn file_type_is_block(&self) -> bool;
+}
+
+impl BlockType for std::fs::Metadata {
+    fn file_type_is_block(&self) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        self.file_type().is_block_device()
+    }
+}
+
+fn poll_queues_missing(target: &Path) -> Option<String> {
+    let Some(disk) = disk_of(target) else {
+        return Some(format!(
+            "the block device under {} could not be found in /sys/dev/block; name a file or device on an NVMe drive with --target",
+            target.display()
+        ));
+    };
+    let io_poll = std::fs::read_to_string(format!("/sys/block/{disk}/queue/io_poll"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "absent".into());
+    if io_poll == "1" {
+        return None;
+    }
+    Some(format!(
+        "{disk} has no poll queues (/sys/block/{disk}/queue/io_poll = {io_poll}), so IORING_SETUP_IOPOLL is refused: give the driver poll queues (nvme.poll_queues=N on the kernel command line or `modprobe nvme poll_queues=N`; virtio_blk.poll_queues=N for virtio disks) and name a file or device on that drive with --target"
+    ))
+}
+
+/// The CPU that takes most of the block device interrupts (`virtioN-req`,
+/// `nvmeNqM`), from /proc/interrupts.
+pub fn block_irq_cpu() -> Option<u32> {
+    let text = std::fs::read_to_string("/proc/interrupts").ok()?;
+    let mut lines = text.lines();
+    let header: Vec<u32> = lines
+        .next()?
+        .split_whitespace()
+        .filter_map(|c| c.strip_prefix("CPU")?.parse().ok())
+        .collect();
+    let mut per_cpu = vec![0u64; header.len()];
+    for line in lines {
+        let name = line.split_whitespace().last().unwrap_or("");
+        let block = (name.starts_with("virtio") && name.contains("-req"))
+            || (name.starts_with("nvme") && name.contains('q'));
+        if !block {
+            continue;
+        }
+        let counts = line.split_whitespace().skip(1).take(header.len());
+        for (i, c) in counts.enumerate() {
+            per_cpu[i] += c.parse::<u64>().unwrap_or(0);
+        }
+    }
+    let (i, &n) = per_cpu.iter().enumerate().max_by_key(|(_, n)| **n)?;
+    (n > 0).then(|| header[i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requirements_name_what_is_missing() {
+        let m = Machine {
+            cpus: vec![0],
+            root: false,
+            numa_nodes: 1,
+            kernel: "6.1".into(),
+            hz: Err("no config".into()),
+            nginx: None,
+        };
+        let t = Path::new("/");
+        assert!(m.missing("cpus>=2", t).unwrap().contains("needs 2 CPUs"));
+        assert!(m.missing("cpus>=1", t).is_none());
+        assert!(m.missing("numa>=2", t).unwrap().contains("1"));
+        assert!(m.missing("root", t).unwrap().contains("root"));
+        assert!(m.missing("tea", t).unwrap().contains("unknown"));
+    }
+}

@@ -1,0 +1,840 @@
+//! `ringlab reproduce`: each finding of the seeds as one command. A recipe
+//! ([`recipe`]) is sweep plans plus the quoted claim and the rule
+//! ([`verdict`]); this module runs the sweeps with the lab's own sweep
+//! runner (so DIR/NAME/SWEEP is a sweep directory `report` reads), judges,
+//! writes `verdict.json` per recipe and one `index.html` ([`page`]).
+
+pub mod machine;
+pub mod page;
+pub mod recipe;
+pub mod verdict;
+
+use crate::store::{read_index, Status};
+use crate::sweep::{run_sweep, Interrupted, SweepOptions};
+use anyhow::{anyhow, Context, Result};
+use machine::Machine;
+use recipe::{Recipe, Scale, Vars};
+use ringlab_core::usage_error;
+use rustix::process::{kill_process, set_parent_process_death_signal, Pid, Signal};
+use rustix::thread::{sched_setaffinity, CpuSet};
+use serde_json::{json, Value as Json};
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use verdict::{Limits, Point, Verdict};
+
+pub use recipe::builtin;
+
+/// One line of `--list`.
+#[derive(Debug, serde::Serialize)]
+pub struct ListEntry {
+    pub name: String,
+    pub seed: String,
+    pub study: String,
+    pub section: String,
+    pub claim: String,
+    pub needs: Vec<String>,
+    pub runnable: bool,
+    pub reason: String,
+}
+
+/// Whether `r` can run here, and why not.
+pub fn runnable(r: &Recipe, m: &Machine, target: &Path) -> (bool, String) {
+    let missing: Vec<String> = r
+        .requires
+        .iter()
+        .filter_map(|q| m.missing(q, target))
+        .collect();
+    if let Some(why) = &r.unsupported {
+        let mut reason = why.clone();
+        if !missing.is_empty() {
+            reason += &format!("; here: {}", missing.join("; "));
+        }
+        return (false, reason);
+    }
+    if missing.is_empty() {
+        (true, "runnable on this machine".into())
+    } else {
+        (false, missing.join("; "))
+    }
+}
+
+pub fn list(target: Option<&Path>) -> Result<Vec<ListEntry>> {
+    let m = Machine::probe();
+    let t = target.map(Path::to_path_buf).unwrap_or_else(|| ".".into());
+    Ok(builtin()?
+        .iter()
+        .map(|r| {
+            let (ok, reason) = runnable(r, &m, &t);
+            ListEntry {
+                name: r.name.clone(),
+                seed: r.seed.clone(),
+                study: recipe::study_title(&r.seed).to_string(),
+                section: r.section.clone(),
+                claim: r.claim.clone(),
+                needs: r.needs.clone(),
+                runnable: ok,
+                reason,
+            }
+        })
+        .collect())
+}
+
+pub fn list_text(entries: &[ListEntry]) -> String {
+    let mut s = String::new();
+    for e in entries {
+        s += &format!(
+            "{:<32} {} {}\n    {}\n    claim: {}\n    needs: {}\n    {}\n\n",
+            e.name,
+            e.seed,
+            e.study,
+            e.section,
+            e.claim,
+            if e.needs.is_empty() {
+                "nothing special".to_string()
+            } else {
+                e.needs.join(", ")
+            },
+            if e.runnable {
+                "runnable here".to_string()
+            } else {
+                format!("cannot run here: {}", e.reason)
+            }
+        );
+    }
+    s
+}
+
+pub struct ReproduceOptions {
+    pub exe: PathBuf,
+    pub output: PathBuf,
+    pub target: Option<PathBuf>,
+    pub scale: Scale,
+    pub interrupted: Arc<AtomicBool>,
+    pub progress_bar: bool,
+    /// Judge the runs already stored in the output directory again (after a
+    /// rule was edited); run nothing.
+    pub judge_only: bool,
+}
+
+/// What `reproduce` did: verdict per recipe, and the recipes that could not
+/// run (named ones that cannot run here, or whose runs failed).
+pub struct Summary {
+    pub verdicts: Vec<(String, Verdict, String)>,
+    pub failed: Vec<(String, String)>,
+    pub index_html: PathBuf,
+}
+
+/// Resolves the names (`all` for every recipe) to recipes.
+pub fn select(names: &[String]) -> Result<(Vec<Recipe>, bool)> {
+    let all = builtin()?;
+    if names.is_empty() {
+        return Err(usage_error(
+            "reproduce: name recipes, or 'all', or list them with --list",
+        ));
+    }
+    if names.iter().any(|n| n == "all") {
+        return Ok((all, true));
+    }
+    let mut out = Vec::new();
+    for n in names {
+        match all.iter().find(|r| &r.name == n) {
+            Some(r) => out.push(r.clone()),
+            None => {
+                return Err(usage_error(format!(
+                "reproduce: no recipe named {n}; 'ringlab reproduce --list' shows the {} recipes",
+                all.len()
+            )))
+            }
+        }
+    }
+    Ok((out, false))
+}
+
+pub fn reproduce(names: &[String], opts: &ReproduceOptions) -> Result<Summary> {
+    let (recipes, all) = select(names)?;
+    if let Some(t) = &opts.target {
+        if !t.exists() {
+            return Err(usage_error(format!(
+                "--target {}: does not exist; name an existing file or block device (the recipes that write always use a file of their own)",
+                t.display()
+            )));
+        }
+    }
+    std::fs::create_dir_all(&opts.output).map_err(|e| {
+        usage_error(format!(
+            "--output {}: cannot create it: {e}",
+            opts.output.display()
+        ))
+    })?;
+    let machine = Machine::probe();
+    let mut files = Files::new(&opts.output, opts.scale);
+    let mut summary = Summary {
+        verdicts: Vec::new(),
+        failed: Vec::new(),
+        index_html: opts.output.join("index.html"),
+    };
+    let started = Instant::now();
+    for r in &recipes {
+        if opts.interrupted.load(Ordering::Relaxed) {
+            break;
+        }
+        let dir = opts.output.join(&r.name);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let target_for_check = opts.target.clone().unwrap_or_else(|| opts.output.clone());
+        let (ok, why) = runnable(r, &machine, &target_for_check);
+        let t0 = Instant::now();
+        let v = if !ok {
+            if !all {
+                summary.failed.push((r.name.clone(), why.clone()));
+            }
+            cannot_run(r, &machine, &why)
+        } else {
+            eprintln!("ringlab reproduce: {} ({} {})", r.name, r.seed, r.section);
+            let outcome = if opts.judge_only {
+                judge_stored(r, &dir, &machine)
+            } else {
+                run_recipe(r, &dir, opts, &machine, &mut files)
+            };
+            match outcome {
+                Ok(v) => v,
+                Err(e) if e.downcast_ref::<Interrupted>().is_some() => return Err(e),
+                Err(e) => {
+                    let why = format!("{e:#}");
+                    summary.failed.push((r.name.clone(), why.clone()));
+                    let earlier = dir.join("verdict.json");
+                    if earlier.exists() {
+                        // The verdict of the runs stored before stays.
+                        eprintln!(
+                            "ringlab reproduce: {} could not run: {why}; {} is left as it was",
+                            r.name,
+                            earlier.display()
+                        );
+                        continue;
+                    }
+                    cannot_run(r, &machine, &format!("the runs failed: {why}"))
+                }
+            }
+        };
+        let word = v["verdict"].as_str().unwrap_or("cannot-run").to_string();
+        let reason = v["reason"].as_str().unwrap_or("").to_string();
+        eprintln!(
+            "ringlab reproduce: {} -> {word} ({:.0} s): {reason}",
+            r.name,
+            t0.elapsed().as_secs_f64()
+        );
+        write_json(&dir.join("verdict.json"), &v)?;
+        let verdict = match word.as_str() {
+            "reproduced" => Verdict::Reproduced,
+            "not-reproduced" => Verdict::NotReproduced,
+            "contradicted" => Verdict::Contradicted,
+            _ => Verdict::CannotRun,
+        };
+        summary.verdicts.push((r.name.clone(), verdict, reason));
+    }
+    files.remove();
+    page::write_index(&opts.output)?;
+    if opts.interrupted.load(Ordering::Relaxed) {
+        return Err(anyhow::Error::new(Interrupted(format!(
+            "reproduce interrupted after {:.0} s; finished recipes are in {}",
+            started.elapsed().as_secs_f64(),
+            opts.output.display()
+        ))));
+    }
+    Ok(summary)
+}
+
+fn write_json(path: &Path, v: &Json) -> Result<()> {
+    let mut text = serde_json::to_string_pretty(v)?;
+    text.push('\n');
+    crate::store::write_atomic(path, text.as_bytes())
+}
+
+fn header(r: &Recipe, m: &Machine) -> serde_json::Map<String, Json> {
+    let mut v = serde_json::Map::new();
+    v.insert("recipe".into(), json!(r.name));
+    v.insert("seed".into(), json!(r.seed));
+    v.insert("study".into(), json!(recipe::study_title(&r.seed)));
+    v.insert("section".into(), json!(r.section));
+    let claim = match &r.figure {
+        Some(f) => json!({"text": r.claim, "quote": r.quote, "value": f.value, "unit": f.unit}),
+        None => json!({"text": r.claim, "quote": r.quote, "value": null, "unit": null}),
+    };
+    v.insert("claim".into(), claim);
+    v.insert(
+        "kernel".into(),
+        json!({
+            "release": m.kernel,
+            "cpus": ringlab_core::cpus::format_cpu_list(&m.cpus),
+            "config_hz": m.hz.as_ref().ok(),
+            "config_hz_unavailable": m.hz.as_ref().err(),
+            "numa_nodes": m.numa_nodes,
+        }),
+    );
+    v
+}
+
+fn cannot_run(r: &Recipe, m: &Machine, why: &str) -> Json {
+    let mut v = header(r, m);
+    v.insert(
+        "measured".into(),
+        json!({"value": null, "unit": r.figure.as_ref().map(|f| f.unit.clone())}),
+    );
+    v.insert("verdict".into(), json!("cannot-run"));
+    v.insert("reason".into(), json!(why));
+    v.insert("checks".into(), json!([]));
+    v.insert("evidence".into(), json!([]));
+    Json::Object(v)
+}
+
+/// Files the recipes run on, laid out once per invocation, removed after.
+struct Files {
+    dir: PathBuf,
+    size: u64,
+    tmpfs_size: u64,
+    scratch: Option<PathBuf>,
+    tmpfs: Option<PathBuf>,
+}
+
+impl Files {
+    fn new(dir: &Path, scale: Scale) -> Files {
+        let (size, tmpfs_size) = match scale {
+            Scale::Default => (1 << 30, 256 << 20),
+            Scale::Quick => (256 << 20, 64 << 20),
+            Scale::Tiny(_) => (32 << 20, 16 << 20),
+        };
+        Files {
+            dir: dir.to_path_buf(),
+            size,
+            tmpfs_size,
+            scratch: None,
+            tmpfs: None,
+        }
+    }
+
+    fn scratch(&mut self) -> Result<PathBuf> {
+        if let Some(p) = &self.scratch {
+            return Ok(p.clone());
+        }
+        let p = self
+            .dir
+            .join(format!(".reproduce-{}.dat", std::process::id()));
+        lay_out(&p, self.size)?;
+        self.scratch = Some(p.clone());
+        Ok(p)
+    }
+
+    fn tmpfs(&mut self) -> Result<PathBuf> {
+        if let Some(p) = &self.tmpfs {
+            return Ok(p.clone());
+        }
+        let p = PathBuf::from(format!(
+            "/dev/shm/ringlab-reproduce-{:016x}.dat",
+            path_hash(&self.dir)
+        ));
+        lay_out(&p, self.tmpfs_size)
+            .context("laying out the page-cache (tmpfs) file in /dev/shm")?;
+        self.tmpfs = Some(p.clone());
+        Ok(p)
+    }
+
+    fn remove(&mut self) {
+        for p in [self.scratch.take(), self.tmpfs.take()]
+            .into_iter()
+            .flatten()
+        {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Drop for Files {
+    fn drop(&mut self) {
+        self.remove();
+    }
+}
+
+/// FNV-1a of the results directory's absolute path: one tmpfs file name per
+/// results directory, the same on every invocation.
+fn path_hash(dir: &Path) -> u64 {
+    let abs = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    abs.as_os_str()
+        .as_encoded_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
+/// Writes `size` bytes of non-repeating data (not zeros: no file system or
+/// device may shortcut them) and syncs them.
+fn lay_out(path: &Path, size: u64) -> Result<()> {
+    let mut f = std::fs::File::create(path)
+        .with_context(|| format!("creating the recipe file {}", path.display()))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut left = size;
+    while left > 0 {
+        for chunk in buf.chunks_exact_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            chunk.copy_from_slice(&x.to_le_bytes());
+        }
+        let n = left.min(buf.len() as u64) as usize;
+        f.write_all(&buf[..n])
+            .with_context(|| format!("writing {}", path.display()))?;
+        left -= n as u64;
+    }
+    f.sync_all()
+        .with_context(|| format!("syncing {}", path.display()))?;
+    Ok(())
+}
+
+/// A process that runs beside the sweeps; stopped on drop.
+struct BackgroundProc {
+    child: Child,
+    what: String,
+}
+
+impl Drop for BackgroundProc {
+    fn drop(&mut self) {
+        // Our own child, not yet reaped.
+        let _ = kill_process(Pid::from_child(&self.child), Signal::TERM);
+        let end = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn spawn_pinned(mut cmd: Command, cpus: Option<&[u32]>) -> Result<Child> {
+    let cpus: Vec<u32> = cpus.map(<[u32]>::to_vec).unwrap_or_default();
+    let mut set = CpuSet::new();
+    for &c in &cpus {
+        set.set(c as usize);
+    }
+    // SAFETY: only prctl and sched_setaffinity (rustix's raw system calls,
+    // no allocation), async-signal-safe, between fork and exec: the child
+    // dies with us and runs on its CPUs.
+    unsafe {
+        cmd.pre_exec(move || {
+            set_parent_process_death_signal(Some(Signal::TERM))?;
+            if !cpus.is_empty() {
+                sched_setaffinity(None, &set)?;
+            }
+            Ok(())
+        });
+    }
+    Ok(cmd.spawn()?)
+}
+
+/// A port named by the results directory (so the plan, which holds the URL,
+/// is the same on a rerun), or any free port when that one is taken.
+fn port_for(dir: &Path) -> Result<u16> {
+    let preferred = 20000 + (path_hash(dir) % 20000) as u16;
+    if std::net::TcpListener::bind(("127.0.0.1", preferred)).is_ok() {
+        return Ok(preferred);
+    }
+    free_port()
+}
+
+fn free_port() -> Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(l.local_addr()?.port())
+}
+
+fn wait_listening(port: u16, child: &mut Child, what: &str) -> Result<()> {
+    let end = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < end {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        if let Ok(Some(st)) = child.try_wait() {
+            return Err(anyhow!(
+                "{what} exited ({st}) before listening on port {port}"
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(anyhow!(
+        "{what} did not listen on 127.0.0.1:{port} within 5 s"
+    ))
+}
+
+fn start_background(
+    r: &Recipe,
+    dir: &Path,
+    opts: &ReproduceOptions,
+    machine: &Machine,
+    vars: &mut Vars,
+) -> Result<Option<BackgroundProc>> {
+    let Some(bg) = &r.background else {
+        return Ok(None);
+    };
+    let cpus = match &bg.cpus {
+        Some(c) => Some(ringlab_core::cpus::parse_cpu_list(&subst(c, vars))?),
+        None => None,
+    };
+    let args: Vec<String> = bg.args.iter().map(|a| subst(a, vars)).collect();
+    match bg.command.as_str() {
+        "serve" => {
+            let port = port_for(&opts.output)?;
+            vars.insert("url".into(), format!("http://127.0.0.1:{port}/"));
+            let (mut child, what) = match (&machine.nginx, bg.prefer_nginx) {
+                (Some(nginx), true) => {
+                    let ndir = dir.join("nginx");
+                    std::fs::create_dir_all(&ndir)?;
+                    let conf = ndir.join("nginx.conf");
+                    std::fs::write(
+                        &conf,
+                        format!(
+                            "# written by ringlab reproduce: one worker, 200 with an empty body\n\
+                             worker_processes 1;\ndaemon off;\npid {pid};\nerror_log {log} warn;\n\
+                             events {{ worker_connections 4096; }}\n\
+                             http {{\n  access_log off;\n  keepalive_requests 1000000;\n  server {{\n    listen 127.0.0.1:{port} backlog=4096;\n    location / {{ return 200 \"\"; }}\n  }}\n}}\n",
+                            pid = ndir.join("nginx.pid").display(),
+                            log = ndir.join("error.log").display(),
+                        ),
+                    )?;
+                    let mut cmd = Command::new(nginx);
+                    cmd.arg("-p")
+                        .arg(&ndir)
+                        .arg("-e")
+                        .arg(ndir.join("error.log"))
+                        .arg("-c")
+                        .arg(&conf)
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null());
+                    (
+                        spawn_pinned(cmd, cpus.as_deref())
+                            .with_context(|| format!("starting {}", nginx.display()))?,
+                        format!("nginx ({}, one worker)", nginx.display()),
+                    )
+                }
+                _ => {
+                    let mut cmd = Command::new(&opts.exe);
+                    cmd.arg("serve")
+                        .arg("--listen")
+                        .arg(format!("127.0.0.1:{port}"))
+                        .args(&args)
+                        .stdin(Stdio::null())
+                        .stdout(Stdio::null())
+                        .stderr(Stdio::null());
+                    (
+                        spawn_pinned(cmd, cpus.as_deref()).context("starting ringlab serve")?,
+                        format!("ringlab serve {}", args.join(" ")),
+                    )
+                }
+            };
+            wait_listening(port, &mut child, &what)?;
+            let what = format!("server: {what}");
+            Ok(Some(BackgroundProc { child, what }))
+        }
+        "io" => {
+            let mut cmd = Command::new(&opts.exe);
+            cmd.arg("io")
+                .args(&args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let child =
+                spawn_pinned(cmd, cpus.as_deref()).context("starting the background ringlab io")?;
+            let what = format!("ringlab io {}", args.join(" "));
+            // Let it reach its steady state before the first measured run.
+            std::thread::sleep(Duration::from_millis(300));
+            Ok(Some(BackgroundProc { child, what }))
+        }
+        other => Err(anyhow!(
+            "recipe {}: background command {other} is not io or serve",
+            r.name
+        )),
+    }
+}
+
+fn subst(s: &str, vars: &Vars) -> String {
+    match s.strip_prefix('@').and_then(|k| vars.get(k)) {
+        Some(v) => v.clone(),
+        None => s.to_string(),
+    }
+}
+
+/// This process' CPUs while `f` runs: its children inherit them.
+fn with_affinity<T>(cpus: Option<&[u32]>, f: impl FnOnce() -> T) -> Result<T> {
+    let Some(cpus) = cpus else {
+        return Ok(f());
+    };
+    let before = ringlab_core::cpus::allowed_cpus();
+    set_affinity(cpus)?;
+    let out = f();
+    set_affinity(&before)?;
+    Ok(out)
+}
+
+fn set_affinity(cpus: &[u32]) -> Result<()> {
+    let mut set = CpuSet::new();
+    for &c in cpus {
+        set.set(c as usize);
+    }
+    sched_setaffinity(None, &set)
+        .map_err(|e| anyhow!("pinning to CPUs {cpus:?}: {}", std::io::Error::from(e)))
+}
+
+fn run_recipe(
+    r: &Recipe,
+    dir: &Path,
+    opts: &ReproduceOptions,
+    machine: &Machine,
+    files: &mut Files,
+) -> Result<Json> {
+    let mut vars = Vars::new();
+    let uses = |what: &str| r.sweep.iter().any(|s| s.file.as_deref() == Some(what));
+    let needs_scratch = uses("scratch")
+        || r.background
+            .as_ref()
+            .is_some_and(|b| b.args.iter().any(|a| a == "@scratch"))
+        || (opts.target.is_none()
+            && r.sweep
+                .iter()
+                .any(|s| s.command == "io" && s.file.as_deref().is_none_or(|f| f == "target")));
+    if needs_scratch {
+        vars.insert("scratch".into(), files.scratch()?.display().to_string());
+    }
+    if uses("tmpfs") {
+        vars.insert("tmpfs".into(), files.tmpfs()?.display().to_string());
+    }
+    let target = match &opts.target {
+        Some(t) => t.display().to_string(),
+        None => vars.get("scratch").cloned().unwrap_or_default(),
+    };
+    vars.insert("target".into(), target);
+    let irq = machine::block_irq_cpu();
+    let irq_cpu = irq.unwrap_or_else(|| machine.cpus.last().copied().unwrap_or(0));
+    let other = machine
+        .cpus
+        .iter()
+        .copied()
+        .find(|&c| c != irq_cpu)
+        .unwrap_or(irq_cpu);
+    vars.insert("irq_cpu".into(), irq_cpu.to_string());
+    vars.insert("other_cpu".into(), other.to_string());
+    vars.insert("two_cpus".into(), format!("{other},{irq_cpu}"));
+    let bg = start_background(r, dir, opts, machine, &mut vars)?;
+
+    for s in &r.sweep {
+        let mut spec = s.clone();
+        let file = match s.file.as_deref() {
+            Some("scratch") => vars.get("scratch").cloned(),
+            Some("tmpfs") => vars.get("tmpfs").cloned(),
+            Some("none") => None,
+            _ if s.command == "io" => vars.get("target").cloned(),
+            _ => None,
+        };
+        if let Some(f) = file {
+            spec.options.insert("target".into(), f.into());
+        }
+        let plan = r.plan(&spec, opts.scale, &vars)?;
+        let sweep_dir = dir.join(&s.name);
+        let cpus = match &s.cpus {
+            Some(c) => Some(ringlab_core::cpus::parse_cpu_list(&subst(c, &vars))?),
+            None => None,
+        };
+        let sopts = SweepOptions {
+            exe: opts.exe.clone(),
+            interrupted: opts.interrupted.clone(),
+            progress_bar: opts.progress_bar,
+        };
+        with_affinity(cpus.as_deref(), || run_sweep(&plan, &sweep_dir, &sopts))?
+            .with_context(|| format!("sweep {} of recipe {}", s.name, r.name))?;
+    }
+    let server = bg.as_ref().map(|b| b.what.clone());
+    drop(bg);
+    write_json(
+        &dir.join("setup.json"),
+        &json!({"vars": vars, "background": server}),
+    )?;
+
+    let points = load_points(r, dir)?;
+    Ok(judge(r, machine, &points, &vars, server))
+}
+
+/// The verdict of the runs stored in `dir`, with the setup they ran with.
+fn judge_stored(r: &Recipe, dir: &Path, machine: &Machine) -> Result<Json> {
+    let setup: Json = std::fs::read_to_string(dir.join("setup.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or(Json::Null);
+    let vars: Vars = setup["vars"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    let server = setup["background"].as_str().map(str::to_string);
+    let points = load_points(r, dir)?;
+    if points.is_empty() {
+        return Err(anyhow!(
+            "{} holds no finished runs to judge; run the recipe first",
+            dir.display()
+        ));
+    }
+    Ok(judge(r, machine, &points, &vars, server))
+}
+
+/// Every stored result of the recipe's sweeps.
+pub fn load_points(r: &Recipe, dir: &Path) -> Result<Vec<Point>> {
+    let mut points = Vec::new();
+    for s in &r.sweep {
+        let sdir = dir.join(&s.name);
+        let index = read_index(&sdir)?;
+        for e in index.runs.iter().filter(|e| e.status == Status::Done) {
+            let path = sdir.join(&e.result);
+            let text = std::fs::read_to_string(&path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let result: Json = serde_json::from_str(&text)
+                .with_context(|| format!("parsing {}", path.display()))?;
+            points.push(Point {
+                sweep: s.name.clone(),
+                values: e.values.clone(),
+                result,
+            });
+        }
+    }
+    Ok(points)
+}
+
+/// The figures shown per series and x in the evidence table.
+pub const EVIDENCE: [(&str, &str); 12] = [
+    ("IOPS or req/s", "total.iops"),
+    ("p50 µs", "total.lat_ns.p50"),
+    ("p99 µs", "total.lat_ns.p99"),
+    ("syscalls/op", "kstat.per_op.syscalls_per_op"),
+    ("io_uring_enter/op", "kstat.per_op.io_uring_enter_per_op"),
+    ("ctx switches/op", "kstat.per_op.context_switches_per_op"),
+    ("IPIs/op", "kstat.per_op.ipis_per_op"),
+    ("file_get/op", "kstat.per_op.io_uring_file_get_per_op"),
+    (
+        "async work/op",
+        "kstat.per_op.io_uring_queue_async_work_per_op",
+    ),
+    ("CPU µs/op", "kstat.per_op.cpu_us_per_op"),
+    ("helpers CPU µs/op", "kstat.per_op.helpers_cpu_us_per_op"),
+    ("iou-* threads", "kstat.helper_threads_count"),
+];
+
+/// verdict.json of a recipe whose runs are stored.
+pub fn judge(
+    r: &Recipe,
+    machine: &Machine,
+    points: &[Point],
+    vars: &Vars,
+    server: Option<String>,
+) -> Json {
+    let limits = Limits {
+        tick_ns: machine.tick_ns(),
+        hz: machine.hz.as_ref().ok().copied(),
+    };
+    let outcomes: Vec<verdict::CheckOutcome> = r
+        .check
+        .iter()
+        .map(|c| verdict::evaluate(r, c, points, &limits))
+        .collect();
+    let v = verdict::combine(&outcomes);
+    let measured = r.figure.as_ref().and_then(|f| {
+        let o = outcomes.get(f.check - 1)?;
+        let value = match f.measure.as_str() {
+            "a" => o.a_reduced? * f.scale,
+            "ratio" => o.measured?,
+            _ => (o.measured? - 1.0) * 100.0,
+        };
+        Some(json!({"value": value, "unit": f.unit, "from": o.what}))
+    });
+    let decisive = outcomes
+        .iter()
+        .find(|o| o.verdict == v)
+        .or(outcomes.first());
+    let mut reason = match decisive {
+        Some(o) => format!("{}: {}.", o.what, o.reason),
+        None => "the recipe has no rule".to_string(),
+    };
+    if outcomes.len() > 1 {
+        let counts: Vec<String> = outcomes
+            .iter()
+            .map(|o| o.verdict.word().to_string())
+            .collect();
+        reason += &format!(" Checks: {}.", counts.join(", "));
+    }
+    if let Some(bg) = &server {
+        reason += &format!(" {}{}.", bg[..1].to_uppercase(), &bg[1..]);
+    }
+    if let Some(n) = &r.scale_note {
+        reason += &format!(" {n}");
+    }
+    reason +=
+        " Measured on a shared machine: other processes add noise, which the tolerances allow for.";
+    let mut out = header(r, machine);
+    out.insert(
+        "measured".into(),
+        measured
+            .unwrap_or(json!({"value": null, "unit": r.figure.as_ref().map(|f| f.unit.clone())})),
+    );
+    out.insert("verdict".into(), json!(v.word()));
+    out.insert("reason".into(), json!(reason));
+    out.insert(
+        "checks".into(),
+        serde_json::to_value(&outcomes).unwrap_or(Json::Null),
+    );
+    out.insert("evidence".into(), evidence(r, points));
+    out.insert(
+        "setup".into(),
+        json!({
+            "target": vars.get("target"),
+            "irq_cpu": vars.get("irq_cpu"),
+            "other_cpu": vars.get("other_cpu"),
+            "background": server,
+            "sweeps": r.sweep.iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+        }),
+    );
+    out.insert("plot".into(), page::plot_data(r, points));
+    Json::Object(out)
+}
+
+fn evidence(r: &Recipe, points: &[Point]) -> Json {
+    let mut rows = Vec::new();
+    for name in r.series.keys() {
+        let cols: Vec<Vec<(String, Json, Option<f64>)>> = EVIDENCE
+            .iter()
+            .map(|(_, path)| verdict::series_points(r, name, path, points))
+            .collect();
+        let Some(first) = cols.first() else { continue };
+        for (i, (xk, x, _)) in first.iter().enumerate() {
+            let mut row = serde_json::Map::new();
+            row.insert("series".into(), json!(name));
+            row.insert(
+                "x".into(),
+                if xk.is_empty() || x.is_null() {
+                    Json::Null
+                } else {
+                    x.clone()
+                },
+            );
+            for ((_, path), col) in EVIDENCE.iter().zip(&cols) {
+                row.insert((*path).into(), json!(col.get(i).and_then(|c| c.2)));
+            }
+            rows.push(Json::Object(row));
+        }
+    }
+    Json::Array(rows)
+}

@@ -1,0 +1,309 @@
+//! `DIR/index.html`: every recipe's verdict, its plot (the paper's values
+//! beside ours where the paper gives numbers) and the evidence table. Built
+//! from the `verdict.json` files alone, so it can be rebuilt any time.
+
+use super::recipe::{Recipe, BUILTIN};
+use super::verdict::{num, series_points, value_text, Point};
+use super::EVIDENCE;
+use crate::metric::Unit;
+use crate::plot::{render_svg, Axis, Chart, Series, XScale};
+use anyhow::Result;
+use serde_json::{json, Value as Json};
+use std::path::Path;
+
+/// The plot's data, kept in verdict.json: our series and the paper's.
+pub fn plot_data(r: &Recipe, points: &[Point]) -> Json {
+    let Some(p) = &r.plot else {
+        return Json::Null;
+    };
+    let ours: Vec<Json> = p
+        .series
+        .iter()
+        .map(|name| {
+            let pts: Vec<Json> = series_points(r, name, &p.metric, points)
+                .into_iter()
+                .filter_map(|(_, x, y)| {
+                    let x = if x.is_null() { json!(name) } else { x };
+                    Some(json!([x, y?]))
+                })
+                .collect();
+            json!({"label": name, "points": pts})
+        })
+        .collect();
+    let paper: Vec<Json> = r
+        .paper
+        .iter()
+        .map(|s| {
+            let pts: Vec<Json> = s
+                .points
+                .iter()
+                .map(|(x, y)| json!([serde_json::to_value(x).unwrap_or(Json::Null), y]))
+                .collect();
+            json!({"label": s.label, "points": pts})
+        })
+        .collect();
+    json!({
+        "title": p.title,
+        "metric": p.metric,
+        "unit": p.unit,
+        "x": r.x,
+        "ours": ours,
+        "paper": paper,
+    })
+}
+
+fn unit_of(word: &str) -> (Unit, &'static str, &'static str) {
+    match word {
+        "latency" => (Unit::Nanoseconds, "latency", "latency"),
+        "per-op" => (Unit::PerOp, "per operation", "per operation"),
+        "requests" => (Unit::PerSecond, "requests/s", "requests/s"),
+        _ => (Unit::PerSecond, "IOPS", "IOPS"),
+    }
+}
+
+/// Two SVGs: the paper's values (when it gives numbers) and ours.
+pub fn plot_svgs(plot: &Json) -> Result<Vec<String>> {
+    if plot.is_null() {
+        return Ok(Vec::new());
+    }
+    let xname = plot["x"].as_str().map(str::to_string);
+    let all_x: Vec<Json> = ["ours", "paper"]
+        .iter()
+        .flat_map(|k| plot[*k].as_array().cloned().unwrap_or_default())
+        .flat_map(|s| s["points"].as_array().cloned().unwrap_or_default())
+        .map(|p| p[0].clone())
+        .collect();
+    let numeric = all_x.iter().all(Json::is_number) && !all_x.is_empty();
+    let scale = if numeric {
+        let mut xs: Vec<f64> = all_x.iter().filter_map(Json::as_f64).collect();
+        match XScale::for_values(&xs) {
+            log2 @ XScale::Log2 { .. } => log2,
+            // Evenly spaced, so that 1, 10, 20 ... 600 stay readable.
+            _ => {
+                xs.sort_by(f64::total_cmp);
+                xs.dedup();
+                let label = |x: &f64| {
+                    if x.fract() == 0.0 {
+                        format!("{}", *x as i64)
+                    } else {
+                        x.to_string()
+                    }
+                };
+                XScale::Category(xs.iter().map(label).collect())
+            }
+        }
+    } else {
+        let mut labels: Vec<String> = Vec::new();
+        for x in &all_x {
+            let t = value_text(x);
+            if !labels.contains(&t) {
+                labels.push(t);
+            }
+        }
+        XScale::Category(labels)
+    };
+    let (unit, word, ytitle) = unit_of(plot["unit"].as_str().unwrap_or("iops"));
+    let mut out = Vec::new();
+    for (key, who) in [("paper", "the paper"), ("ours", "this machine")] {
+        let series: Vec<Series> = plot[key]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|s| {
+                let mut pts: Vec<(f64, f64, f64, f64)> = s["points"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|p| {
+                        let x = scale.position(&p[0])?;
+                        let y = p[1].as_f64()?;
+                        Some((x, y, y, y))
+                    })
+                    .collect();
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Series {
+                    name: s["label"].as_str().unwrap_or("").to_string(),
+                    points: pts,
+                }
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect();
+        if series.is_empty() {
+            continue;
+        }
+        let chart = Chart {
+            title: format!("{}: {who}", plot["title"].as_str().unwrap_or("")),
+            x: Axis {
+                desc: xname.clone().unwrap_or_else(|| "configuration".into()),
+            },
+            y_unit: unit,
+            y_title: ytitle.to_string(),
+            throughput_word: word.to_string(),
+            scale: scale.clone(),
+            series,
+            legend_title: "series".into(),
+        };
+        out.push(render_svg(&chart)?);
+    }
+    Ok(out)
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn cell(v: &Json, path: &str) -> String {
+    match v.as_f64() {
+        None => "–".into(),
+        Some(x) if path.contains("lat_ns") => num(x / 1000.0),
+        Some(x) => num(x),
+    }
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:24px;max-width:1500px;color:#222}\
+h2{margin-top:40px;border-top:1px solid #ccc;padding-top:16px}\
+table{border-collapse:collapse;margin:8px 0;font-size:13px}\
+td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}\
+td.l,th.l{text-align:left}\
+blockquote{border-left:4px solid #bbb;margin:8px 0;padding:4px 12px;color:#444;font-style:italic}\
+.v{display:inline-block;padding:2px 10px;border-radius:10px;color:#fff;font-weight:bold}\
+.reproduced{background:#2a7d2a}.not-reproduced{background:#b07a00}\
+.contradicted{background:#b02020}.cannot-run{background:#777}\
+.plots{display:flex;gap:8px}.plots>div{flex:0 0 49%;min-width:0}.note{color:#666;font-size:13px}.plots svg{width:100%;height:auto}";
+
+/// Writes DIR/index.html from every DIR/NAME/verdict.json.
+pub fn write_index(dir: &Path) -> Result<()> {
+    let mut verdicts = Vec::new();
+    for (name, _) in BUILTIN {
+        let p = dir.join(name).join("verdict.json");
+        if let Ok(text) = std::fs::read_to_string(&p) {
+            if let Ok(v) = serde_json::from_str::<Json>(&text) {
+                verdicts.push(v);
+            }
+        }
+    }
+    let html = render_index(&verdicts)?;
+    crate::store::write_atomic(&dir.join("index.html"), html.as_bytes())
+}
+
+pub fn render_index(verdicts: &[Json]) -> Result<String> {
+    let mut h = String::new();
+    h += &format!("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"/><title>ringlab reproduce</title><style>{STYLE}</style></head><body>\n");
+    h += "<h1>ringlab reproduce: the seeds' findings on this machine</h1>\n";
+    if let Some(k) = verdicts.first().map(|v| &v["kernel"]) {
+        h += &format!(
+            "<p>Kernel {} on CPUs {}, CONFIG_HZ {}, {} NUMA node(s). Measured on a shared machine: other processes add noise, which each rule's tolerance allows for.</p>\n",
+            esc(k["release"].as_str().unwrap_or("?")),
+            esc(k["cpus"].as_str().unwrap_or("?")),
+            k["config_hz"].as_u64().map(|x| x.to_string()).unwrap_or_else(|| format!("unavailable ({})", k["config_hz_unavailable"].as_str().unwrap_or("?"))),
+            k["numa_nodes"]
+        );
+    }
+    h += "<table><tr><th class=\"l\">recipe</th><th class=\"l\">study</th><th class=\"l\">section</th><th>claim</th><th>measured</th><th class=\"l\">verdict</th></tr>\n";
+    for v in verdicts {
+        let name = v["recipe"].as_str().unwrap_or("");
+        h += &format!(
+            "<tr><td class=\"l\"><a href=\"#{n}\">{n}</a></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\"><span class=\"v {w}\">{w}</span></td></tr>\n",
+            esc(v["seed"].as_str().unwrap_or("")),
+            esc(v["section"].as_str().unwrap_or("")),
+            figure(&v["claim"]),
+            figure(&v["measured"]),
+            n = esc(name),
+            w = esc(v["verdict"].as_str().unwrap_or("cannot-run")),
+        );
+    }
+    h += "</table>\n";
+    for v in verdicts {
+        h += &section(v)?;
+    }
+    h += "</body></html>\n";
+    Ok(h)
+}
+
+fn figure(f: &Json) -> String {
+    match f["value"].as_f64() {
+        Some(x) => format!("{} {}", num(x), esc(f["unit"].as_str().unwrap_or(""))),
+        None => "–".into(),
+    }
+}
+
+fn section(v: &Json) -> Result<String> {
+    let name = v["recipe"].as_str().unwrap_or("");
+    let word = v["verdict"].as_str().unwrap_or("cannot-run");
+    let mut h = format!(
+        "<h2 id=\"{n}\">{n} <span class=\"v {w}\">{w}</span></h2>\n<p><b>{}</b> · {} · {}</p>\n<p>{}</p>\n<blockquote>“{}”</blockquote>\n<p>Claim: {} · measured here: {}</p>\n<p>{}</p>\n",
+        esc(v["seed"].as_str().unwrap_or("")),
+        esc(v["study"].as_str().unwrap_or("")),
+        esc(v["section"].as_str().unwrap_or("")),
+        esc(v["claim"]["text"].as_str().unwrap_or("")),
+        esc(v["claim"]["quote"].as_str().unwrap_or("")),
+        figure(&v["claim"]),
+        figure(&v["measured"]),
+        esc(v["reason"].as_str().unwrap_or("")),
+        n = esc(name),
+        w = esc(word),
+    );
+    if let Some(s) = v["setup"]["background"].as_str() {
+        h += &format!("<p>{}</p>\n", esc(s));
+    }
+    let checks = v["checks"].as_array().cloned().unwrap_or_default();
+    if !checks.is_empty() {
+        h += "<table><tr><th class=\"l\">check</th><th class=\"l\">the paper</th><th class=\"l\">rule</th><th>measured</th><th class=\"l\">verdict</th></tr>\n";
+        for c in &checks {
+            h += &format!(
+                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{} {} ({}), tolerance {:.0}%</td><td>{}</td><td class=\"l\"><span class=\"v {w}\">{w}</span></td></tr>\n",
+                esc(c["what"].as_str().unwrap_or("")),
+                esc(c["paper"].as_str().unwrap_or("")),
+                esc(c["expect"].as_str().unwrap_or("")),
+                esc(&value_text(&c["size"])),
+                esc(c["metric"].as_str().unwrap_or("")),
+                c["tolerance"].as_f64().unwrap_or(0.0) * 100.0,
+                c["measured"].as_f64().map(num).unwrap_or_else(|| "–".into()),
+                w = esc(c["verdict"].as_str().unwrap_or("")),
+            );
+        }
+        h += "</table>\n";
+    }
+    let svgs = plot_svgs(&v["plot"])?;
+    let paper_numbers = v["plot"]["paper"].as_array().is_some_and(|a| !a.is_empty());
+    if !svgs.is_empty() && !paper_numbers {
+        h += "<p class=\"note\">The study gives this figure as a plot without numbers in its text, so only ours is drawn.</p>\n";
+    }
+    if !svgs.is_empty() {
+        h += "<div class=\"plots\">";
+        for s in svgs {
+            h += &format!("<div>{s}</div>");
+        }
+        h += "</div>\n";
+    }
+    let rows = v["evidence"].as_array().cloned().unwrap_or_default();
+    if !rows.is_empty() {
+        h += "<table><tr><th class=\"l\">series</th><th>x</th>";
+        for (label, _) in EVIDENCE {
+            h += &format!("<th>{}</th>", esc(label));
+        }
+        h += "</tr>\n";
+        for r in &rows {
+            h += &format!(
+                "<tr><td class=\"l\">{}</td><td>{}</td>",
+                esc(r["series"].as_str().unwrap_or("")),
+                if r["x"].is_null() {
+                    "".into()
+                } else {
+                    esc(&value_text(&r["x"]))
+                }
+            );
+            for (_, path) in EVIDENCE {
+                h += &format!("<td>{}</td>", cell(&r[path], path));
+            }
+            h += "</tr>\n";
+        }
+        h += "</table>\n";
+    }
+    Ok(h)
+}
