@@ -24,7 +24,31 @@ pub struct IoConfig {
     /// Bytes per job.
     pub io_size: Option<u64>,
     pub size: Option<u64>,
+    /// --ramp-time in seconds (absent or null: none).
+    #[serde(default)]
+    pub ramp_time: Option<f64>,
+    /// The pace of each job, [reads, writes] per second, from --rate-iops
+    /// or --rate (null: unpaced).
+    #[serde(default)]
+    pub rate_iops: [Option<f64>; 2],
+    #[serde(default)]
+    pub fsync: u64,
+    #[serde(default)]
+    pub fdatasync: u64,
+    /// I/Os per job, times --loops (as --io-size is).
+    #[serde(default)]
+    pub number_ios: Option<u64>,
+    /// --offset in bytes.
+    #[serde(default)]
+    pub offset: u64,
+    /// --status-interval in seconds (null: none).
+    #[serde(default)]
+    pub status_interval: Option<f64>,
     pub direct: bool,
+    /// --invalidate: cached pages dropped before the run (absent in
+    /// results made before it existed: they always dropped them).
+    #[serde(default = "yes")]
+    pub invalidate: bool,
     pub cpus: Vec<u32>,
     pub thinkcycles: u64,
     pub seed: u64,
@@ -40,6 +64,10 @@ pub struct IoConfig {
     /// rather than the command line; empty in results made before.
     #[serde(default)]
     pub default_knobs: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl IoConfig {

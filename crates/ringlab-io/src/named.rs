@@ -160,7 +160,7 @@ pub fn prepare_named(
             );
         }
         match plan.size {
-            Some(size) if marked && size > len => {}
+            Some(size) if marked && size.saturating_add(plan.offset) > len => {}
             _ => return Ok(()),
         }
     }
@@ -178,6 +178,9 @@ pub fn prepare_named(
             format_bytes(plan.bs)
         );
     }
+    // With --offset the file holds the offset and --size after it, as fio
+    // lays it out.
+    let size = size.saturating_add(plan.offset);
     let new = meta.is_none();
     let mut file = match OpenOptions::new()
         .write(true)

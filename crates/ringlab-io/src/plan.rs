@@ -77,6 +77,75 @@ pub struct IoArgs {
     #[arg(long, value_name = "SIZE")]
     pub io_size: Option<String>,
 
+    /// Run this long before measuring (fio's ramp_time): I/O is issued as
+    /// in the run, then every counter is reset; --runtime and --io-size
+    /// count from there, and kernel evidence is enabled then too.
+    #[arg(long, value_name = "TIME")]
+    pub ramp_time: Option<String>,
+
+    /// Limit each job to N I/Os per second: N for reads and writes each,
+    /// or R,W (either side may be empty). Latency is measured from the
+    /// moment each I/O was due, not when it was issued (no coordinated
+    /// omission).
+    #[arg(long, value_name = "N[,N]")]
+    pub rate_iops: Option<String>,
+
+    /// Limit each job's bandwidth: BW per second for reads and writes
+    /// each, or R,W (1m = 1 MiB/s); paced per I/O like --rate-iops.
+    #[arg(long, value_name = "BW[,BW]")]
+    pub rate: Option<String>,
+
+    /// fsync(2) the target after every N writes (the writes in flight
+    /// are completed first); 0: never.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fsync: u64,
+
+    /// fdatasync(2) the target after every N writes; 0: never.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fdatasync: u64,
+
+    /// I/Os each job issues before it stops (with --runtime and --io-size,
+    /// whichever comes first).
+    #[arg(long, value_name = "N")]
+    pub number_ios: Option<u64>,
+
+    /// Repeat the byte or I/O budget (--io-size, --number-ios) N times.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub loops: u64,
+
+    /// Cut the run into intervals of TIME: IOPS and bandwidth of each are
+    /// printed on stderr as the run goes, and the result holds each with
+    /// its mean and p99 latency (`intervals`).
+    #[arg(long, value_name = "TIME")]
+    pub status_interval: Option<String>,
+
+    /// Write each job's latency log to PREFIX_lat.N.log (N: the job, from
+    /// 1), in fio's log format: `time_ms, value_ns, direction, bs, offset, 0`
+    /// per I/O, or the mean per --log-avg-msec window.
+    #[arg(long, value_name = "PREFIX")]
+    pub write_lat_log: Option<String>,
+
+    /// Write each job's bandwidth log (KiB/s per window) to PREFIX_bw.N.log.
+    #[arg(long, value_name = "PREFIX")]
+    pub write_bw_log: Option<String>,
+
+    /// Write each job's IOPS log (I/Os per second per window) to
+    /// PREFIX_iops.N.log.
+    #[arg(long, value_name = "PREFIX")]
+    pub write_iops_log: Option<String>,
+
+    /// Window of the logs in milliseconds: the latency log then holds the
+    /// mean per window; 0: every I/O in the latency log, 500 ms windows for
+    /// bandwidth and IOPS (fio's defaults).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub log_avg_msec: u64,
+
+    /// Where the workload's region starts in the target (fio's offset), a
+    /// multiple of --bs; --size then counts from there, and a file ringlab
+    /// lays out is OFFSET + --size long.
+    #[arg(long, value_name = "SIZE")]
+    pub offset: Option<String>,
+
     /// Size of the created file [default: 1g]; with a TARGET, the part of it
     /// the workload uses (from offset 0).
     #[arg(long, value_name = "SIZE")]
@@ -86,6 +155,12 @@ pub struct IoArgs {
     /// multiple of the target's logical block size.
     #[arg(long)]
     pub direct: bool,
+
+    /// 1: drop the target's cached pages before the run
+    /// (posix_fadvise DONTNEED), so it starts cold; 0: keep them, to measure
+    /// a page-cache-hot run (fio's invalidate).
+    #[arg(long, value_name = "0|1", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub invalidate: u8,
 
     /// Pin job threads to these CPUs, one CPU per job in turn: 1 or 0,2-3.
     #[arg(long, value_name = "LIST")]
@@ -143,7 +218,24 @@ pub struct IoPlan {
     pub runtime: Option<Duration>,
     pub io_size: Option<u64>,
     pub size: Option<u64>,
+    /// --ramp-time: issued but not measured.
+    pub ramp: Option<Duration>,
+    /// --rate-iops/--rate: nanoseconds between two I/Os of a job, reads
+    /// and writes; `None`: unpaced.
+    pub pace_ns: [Option<f64>; 2],
+    /// --fsync/--fdatasync: every N writes; `data`: fdatasync.
+    pub sync_every: Option<SyncEvery>,
+    pub number_ios: Option<u64>,
+    pub loops: u64,
+    /// --status-interval.
+    pub status_interval: Option<Duration>,
+    /// --write-lat-log, --write-bw-log, --write-iops-log.
+    pub logs: Option<LogPlan>,
+    /// --offset in bytes (a multiple of bs).
+    pub offset: u64,
     pub direct: bool,
+    /// Drop the target's cached pages before the run (--invalidate 1).
+    pub invalidate: bool,
     pub cpus: Vec<u32>,
     pub thinkcycles: u64,
     pub seed: u64,
@@ -156,6 +248,48 @@ pub struct IoPlan {
     pub uring_defaults: Vec<&'static str>,
     /// Collect kernel evidence (not --no-kstat).
     pub kstat: bool,
+}
+
+/// fio's logs: the prefixes given and the averaging window.
+#[derive(Debug, Clone)]
+pub struct LogPlan {
+    pub lat: Option<String>,
+    pub bw: Option<String>,
+    pub iops: Option<String>,
+    pub avg_msec: u64,
+}
+
+/// --fsync N or --fdatasync N.
+#[derive(Debug, Clone, Copy)]
+pub struct SyncEvery {
+    pub writes: u64,
+    pub data: bool,
+}
+
+/// `N`, `R,W`, `,W` or `R,`: per direction (read, write); one value is both.
+fn per_direction(
+    flag: &str,
+    text: &str,
+    parse: impl Fn(&str) -> Result<f64>,
+) -> Result<[Option<f64>; 2]> {
+    let one = |t: &str| -> Result<Option<f64>> {
+        let t = t.trim();
+        if t.is_empty() {
+            return Ok(None);
+        }
+        let v = parse(t)?;
+        if !v.is_finite() || v <= 0.0 {
+            usage!("--{flag} {text}: a limit must be larger than zero (leave a side empty for no limit)");
+        }
+        Ok(Some(v))
+    };
+    match text.split_once(',') {
+        Some((r, w)) => Ok([one(r)?, one(w)?]),
+        None => {
+            let v = one(text)?;
+            Ok([v, v])
+        }
+    }
 }
 
 fn size_flag(flag: &str, text: &str) -> Result<u64> {
@@ -208,8 +342,99 @@ impl IoPlan {
             }
             None => None,
         };
+        if args.loops == 0 {
+            usage!("--loops 0: must be at least 1");
+        }
+        if args.loops > 1 && io_size.is_none() && args.number_ios.is_none() {
+            usage!("--loops {} repeats the byte or I/O budget of a job: add --io-size or --number-ios (a run bounded by --runtime alone has none to repeat)", args.loops);
+        }
+        if args.number_ios == Some(0) {
+            usage!("--number-ios 0: must be at least 1");
+        }
+        let io_size = io_size.map(|n| n.saturating_mul(args.loops));
+        let number_ios = args.number_ios.map(|n| n.saturating_mul(args.loops));
+        let ramp = match &args.ramp_time {
+            Some(t) => {
+                let d = parse_duration(t).map_err(|e| usage_error(format!("--ramp-time: {e}")))?;
+                (!d.is_zero()).then_some(d)
+            }
+            None => None,
+        };
+        let mut pace_ns = [None, None];
+        if let Some(t) = &args.rate_iops {
+            let iops = per_direction("rate-iops", t, |v| {
+                v.parse::<f64>().map_err(|_| {
+                    usage_error(format!("--rate-iops {t}: not a number of I/Os per second"))
+                })
+            })?;
+            pace_ns = iops.map(|r| r.map(|r| 1e9 / r));
+        }
+        if let Some(t) = &args.rate {
+            if args.rate_iops.is_some() {
+                usage!("--rate and --rate-iops both limit the pace: give one");
+            }
+            let bw = per_direction("rate", t, |v| Ok(size_flag("rate", v)? as f64))?;
+            pace_ns = bw.map(|r| r.map(|r| bs as f64 * 1e9 / r));
+        }
+        if pace_ns.iter().any(|p| p.is_some()) && args.rw == Rw::Nop {
+            usage!("--rate-iops and --rate pace reads and writes; --rw nop has neither");
+        }
+        let sync_every = match (args.fsync, args.fdatasync) {
+            (0, 0) => None,
+            (n, 0) => Some(SyncEvery {
+                writes: n,
+                data: false,
+            }),
+            (0, n) => Some(SyncEvery {
+                writes: n,
+                data: true,
+            }),
+            _ => usage!("--fsync and --fdatasync both sync after writes: give one"),
+        };
+        if sync_every.is_some() && !args.rw.writes(args.rwmixread) {
+            usage!("--fsync/--fdatasync sync after writes, and --rw {} issues none: drop it or use a write workload", args.rw.name());
+        }
+        let status_interval = match &args.status_interval {
+            Some(t) => {
+                let d = parse_duration(t)
+                    .map_err(|e| usage_error(format!("--status-interval: {e}")))?;
+                if d < Duration::from_millis(10) {
+                    usage!("--status-interval {t}: at least 10ms");
+                }
+                if args.rw == Rw::Nop {
+                    usage!("--status-interval series reads and writes; --rw nop has neither");
+                }
+                Some(d)
+            }
+            None => None,
+        };
+        let logs = (args.write_lat_log.is_some()
+            || args.write_bw_log.is_some()
+            || args.write_iops_log.is_some())
+        .then(|| LogPlan {
+            lat: args.write_lat_log.clone(),
+            bw: args.write_bw_log.clone(),
+            iops: args.write_iops_log.clone(),
+            avg_msec: args.log_avg_msec,
+        });
+        if logs.is_some() && args.rw == Rw::Nop {
+            usage!("fio's logs hold reads and writes; --rw nop has neither");
+        }
+        let offset = match &args.offset {
+            Some(t) => {
+                let o = size_flag("offset", t)?;
+                if o % bs != 0 {
+                    usage!("--offset {t}: not a multiple of --bs {} (ringlab's offsets are whole blocks from it, which O_DIRECT also needs)", args.bs);
+                }
+                if o > 0 && args.rw == Rw::Nop {
+                    usage!("--offset places I/O in a target; --rw nop has none");
+                }
+                o
+            }
+            None => 0,
+        };
         let runtime = match (runtime, io_size) {
-            (None, None) => Some(DEFAULT_RUNTIME),
+            (None, None) if number_ios.is_none() => Some(DEFAULT_RUNTIME),
             (r, _) => r,
         };
         let size = match &args.size {
@@ -274,7 +499,16 @@ impl IoPlan {
             runtime,
             io_size,
             size,
+            ramp,
+            pace_ns,
+            sync_every,
+            number_ios,
+            loops: args.loops,
+            status_interval,
+            logs,
+            offset,
             direct: args.direct,
+            invalidate: args.invalidate == 1,
             cpus,
             thinkcycles: args.thinkcycles,
             seed: args.seed.unwrap_or(DEFAULT_SEED),
@@ -322,7 +556,15 @@ impl IoPlan {
             runtime: self.runtime.map(|d| d.as_secs_f64()),
             io_size: self.io_size,
             size: self.size,
+            ramp_time: self.ramp.map(|d| d.as_secs_f64()),
+            rate_iops: self.pace_ns.map(|p| p.map(|ns| 1e9 / ns)),
+            fsync: self.sync_every.filter(|s| !s.data).map_or(0, |s| s.writes),
+            fdatasync: self.sync_every.filter(|s| s.data).map_or(0, |s| s.writes),
+            number_ios: self.number_ios,
+            status_interval: self.status_interval.map(|d| d.as_secs_f64()),
+            offset: self.offset,
             direct: self.direct,
+            invalidate: self.invalidate,
             cpus: self.cpus.clone(),
             thinkcycles: self.thinkcycles,
             seed: self.seed,

@@ -64,21 +64,45 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         };
         run_job(p.engine, ctx, |ok| slot.ready(ok))
     })?;
-    if let Some(k) = &mut kstat {
-        let jobs = progress.clone();
+    let jobs_ops = progress.clone();
+    let enable = move |k: &mut ringlab_kstat::Collector| {
+        let jobs = jobs_ops.clone();
         k.enable(Arc::new(move || {
             jobs.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum()
         }));
+    };
+    // With --ramp-time the kernel evidence starts when measuring does.
+    let ramp = plan.ramp.unwrap_or_default();
+    let mut kstat_on = false;
+    if let Some(k) = &mut kstat {
+        if ramp.is_zero() {
+            enable(k);
+            kstat_on = true;
+        }
     }
     let started_at = harness.start();
     let mut line = ProgressLine::new(opts.progress);
-    harness.supervise(plan.runtime, &opts.interrupted, |tick, elapsed| {
+    let mut kstat_tick = 0;
+    let mut status = StatusLines::new(plan.status_interval, plan.bs);
+    let runtime = plan.runtime.map(|r| r + ramp);
+    harness.supervise(runtime, &opts.interrupted, |tick, elapsed| {
         if let Some(k) = kstat.as_mut() {
-            k.tick(tick);
+            if !kstat_on && elapsed >= ramp {
+                enable(k);
+                kstat_on = true;
+                kstat_tick = tick;
+            }
+            k.tick(tick - kstat_tick);
         }
         line.draw(&plan, &progress, elapsed);
+        status.print(&progress, elapsed.saturating_sub(ramp), elapsed >= ramp);
     });
     if let Some(k) = &mut kstat {
+        if !kstat_on {
+            // The run ended within the ramp: the evidence covers nothing
+            // measured either.
+            enable(k);
+        }
         k.disable();
     }
     // The first real failure (a setup error or an I/O error) is the
@@ -125,6 +149,52 @@ fn run_job(
         EngineKind::Uring => worker::run_job(ctx, ready, UringEngine::new),
         EngineKind::Libaio => worker::run_job(ctx, ready, LibaioEngine::new),
         EngineKind::Posixaio => worker::run_job(ctx, ready, PosixAioEngine::new),
+    }
+}
+
+/// --status-interval: one line on stderr per interval, from the jobs'
+/// operation counters (latency is in the result's `intervals`).
+struct StatusLines {
+    period: Option<Duration>,
+    bs: u64,
+    next: Duration,
+    last_ops: Option<u64>,
+}
+
+impl StatusLines {
+    fn new(period: Option<Duration>, bs: u64) -> StatusLines {
+        StatusLines {
+            period,
+            bs,
+            next: period.unwrap_or_default(),
+            last_ops: None,
+        }
+    }
+
+    fn print(&mut self, progress: &[Arc<JobProgress>], measured: Duration, measuring: bool) {
+        let Some(period) = self.period else {
+            return;
+        };
+        if !measuring {
+            return;
+        }
+        let ops: u64 = progress.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum();
+        let Some(last) = self.last_ops else {
+            self.last_ops = Some(ops);
+            return;
+        };
+        if measured < self.next {
+            return;
+        }
+        let iops = (ops - last) as f64 / period.as_secs_f64();
+        eprintln!(
+            "[{:.1}s] {} IOPS, {}",
+            self.next.as_secs_f64(),
+            format_rate(iops),
+            format_bandwidth(iops * self.bs as f64)
+        );
+        self.last_ops = Some(ops);
+        self.next += period;
     }
 }
 
@@ -210,5 +280,8 @@ fn build_result(
         kstat: None,
         http: None,
         diagnoses: Vec::new(),
+        intervals: plan
+            .status_interval
+            .map(|_| total.intervals.iter().map(|i| i.figures()).collect()),
     }
 }

@@ -96,11 +96,13 @@ impl Target {
     /// rewriting; otherwise every job roams the whole region, as in fio.
     pub fn job_blocks(&self, plan: &IoPlan, job: u32) -> (u64, u64) {
         let blocks = self.region / plan.bs;
+        // The region starts --offset bytes in (a whole number of blocks).
+        let base = plan.offset / plan.bs;
         if plan.verify && plan.writes() && plan.numjobs > 1 {
             let per_job = blocks / plan.numjobs as u64;
-            (job as u64 * per_job, per_job)
+            (base + job as u64 * per_job, per_job)
         } else {
-            (0, blocks)
+            (base, blocks)
         }
     }
 }
@@ -175,7 +177,11 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
             target.region / plan.bs
         );
     }
-    // Start from a cold cache, as fio's invalidate=1 does.
+    // Start from a cold cache, as fio's invalidate=1 does; --invalidate 0
+    // keeps what is cached (a page-cache-hot run).
+    if !plan.invalidate {
+        return Ok(target);
+    }
     if let Ok(f) = File::open(target.access_path()) {
         // SAFETY: a valid fd; fadvise only drops clean cached pages.
         unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
@@ -238,15 +244,29 @@ fn existing(plan: &IoPlan, path: &Path) -> Result<Target> {
         ),
     };
     drop(probe);
+    if plan.offset >= size {
+        usage!(
+            "--offset {} is at or past the end of target {} ({})",
+            format_bytes(plan.offset),
+            path.display(),
+            format_bytes(size)
+        );
+    }
+    let after_offset = size - plan.offset;
     let region_wanted = match plan.size {
-        Some(s) if s > size => usage!(
-            "--size {} is larger than target {} ({})",
+        Some(s) if s > after_offset => usage!(
+            "--size {}{} is larger than target {} ({})",
             format_bytes(s),
+            if plan.offset > 0 {
+                format!(" from --offset {}", format_bytes(plan.offset))
+            } else {
+                String::new()
+            },
             path.display(),
             format_bytes(size)
         ),
         Some(s) => s,
-        None => size,
+        None => after_offset,
     };
     if region_wanted < plan.bs {
         usage!(
@@ -314,11 +334,13 @@ fn check_direct(
 }
 
 fn create(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Target> {
-    let size = plan.size.unwrap_or(crate::plan::DEFAULT_SIZE);
-    if size < plan.bs {
+    let region = plan.size.unwrap_or(crate::plan::DEFAULT_SIZE);
+    // With --offset the file holds the offset and the region after it.
+    let size = region.saturating_add(plan.offset);
+    if region < plan.bs {
         usage!(
             "--size {} is smaller than one block (--bs {})",
-            format_bytes(size),
+            format_bytes(region),
             format_bytes(plan.bs)
         );
     }
@@ -388,7 +410,7 @@ fn create(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Tar
         path: shown,
         kind: TargetKind::File,
         size,
-        region: size / plan.bs * plan.bs,
+        region: region / plan.bs * plan.bs,
         logical_block_size: lbs,
         fs_type,
         scheduler: scheduler_of(dev, TargetKind::File),

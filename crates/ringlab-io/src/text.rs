@@ -240,6 +240,9 @@ fn render_figures(out: &mut String, label: &str, f: &Figures) {
     if let Some(n) = f.verified_blocks {
         let _ = writeln!(out, "  verify: {n} blocks checked, all correct");
     }
+    if let Some(n) = f.syncs {
+        let _ = writeln!(out, "  sync : {n} fsync/fdatasync calls");
+    }
 }
 
 fn render_direction(out: &mut String, name: &str, d: &DirectionFigures) {

@@ -15,7 +15,7 @@ use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringlab_core::cpus::pin_to_cpu;
 use ringlab_kstat::ThreadUsage;
-use ringlab_stats::ThreadMeasurements;
+use ringlab_stats::{IntervalRecorder, ThreadMeasurements};
 use std::collections::HashSet;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -103,7 +103,39 @@ pub fn run_job<E: Engine>(
         }
     };
     let (first, count) = ctx.target.job_blocks(&plan, ctx.job);
+    let logs = match &plan.logs {
+        Some(l) => Some(Box::new(Logs::open(l, ctx.job)?)),
+        None => None,
+    };
+    let paced = plan.pace_ns.iter().any(|p| p.is_some());
+    if paced {
+        // Sleeps between paced I/Os end within microseconds of their due
+        // time, not the default 50 µs slack later.
+        // SAFETY: prctl with an integer argument; changes this thread only.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    }
     let mut job = Job {
+        fd: fd.as_raw_fd(),
+        ramp_end_ns: plan.ramp.map_or(0, |d| d.as_nanos() as u64),
+        measure_from_ns: 0,
+        pace: paced.then(|| Pace {
+            period_ns: plan.pace_ns,
+            due_ns: [0.0; 2],
+            wait_until: None,
+        }),
+        sync: plan.sync_every.map(|every| SyncState {
+            every,
+            since: 0,
+            due: false,
+        }),
+        issued_ios: 0,
+        logs,
+        intervals: plan.status_interval.map(|d| Intervals {
+            period_ns: d.as_nanos() as u64,
+            next_cut_ns: d.as_nanos() as u64,
+            current: IntervalRecorder::default(),
+            done: Vec::new(),
+        }),
         workload: Workload::new(plan.rw, plan.rwmixread, first, count, plan.seed, ctx.job),
         slots: vec![SlotState::default(); depth as usize],
         free: (0..depth).rev().collect(),
@@ -122,6 +154,9 @@ pub fn run_job<E: Engine>(
         engine,
         buffers,
     };
+    if plan.sync_every.is_some() {
+        job.measurements.syncs = Some(0);
+    }
     let usage_start = ThreadUsage::now()?;
     let result = job.run();
     let mut warnings = Vec::new();
@@ -143,7 +178,8 @@ pub fn run_job<E: Engine>(
                     }
                 ));
                 let mut measurements = std::mem::take(&mut job.measurements);
-                measurements.elapsed_ns = job.clock.elapsed().as_nanos() as u64;
+                measurements.elapsed_ns =
+                    (job.clock.elapsed().as_nanos() as u64).saturating_sub(job.measure_from_ns);
                 // Leak the buffers, the engine's rings and the descriptor
                 // (whose number must not be reused under a request still
                 // running): never free what may still be written.
@@ -167,7 +203,26 @@ pub fn run_job<E: Engine>(
         }
     }
     result?;
-    job.measurements.elapsed_ns = job.clock.elapsed().as_nanos() as u64;
+    if job.ramp_end_ns != 0 {
+        // The job ended inside --ramp-time: nothing of it is measured.
+        let now = job.now_ns();
+        job.end_ramp(now);
+        warnings.push(format!(
+            "job {}: it ended within --ramp-time, so none of its I/O is measured",
+            ctx.job
+        ));
+    }
+    job.measurements.elapsed_ns =
+        (job.clock.elapsed().as_nanos() as u64).saturating_sub(job.measure_from_ns);
+    if let Some(mut l) = job.logs.take() {
+        let now = job.now_ns().saturating_sub(job.measure_from_ns);
+        l.finish(now)
+            .map_err(|e| anyhow::anyhow!("job {}: cannot write fio's log: {e}", ctx.job))?;
+    }
+    if let Some(iv) = job.intervals.take() {
+        let now = job.now_ns();
+        job.measurements.intervals = iv.finish(now, job.measure_from_ns);
+    }
     record_usage(&mut job.measurements, &usage_start)?;
     if let Some(v) = job.verify.take() {
         let back = v.read_back(fd.as_raw_fd(), &mut job.buffers, &plan, ctx.job)?;
@@ -213,7 +268,264 @@ struct SlotState {
     dir: Dir,
 }
 
+/// --rate-iops/--rate: when the next I/O of each direction is due.
+struct Pace {
+    period_ns: [Option<f64>; 2],
+    /// Due time of the next read and write, on the job's clock.
+    due_ns: [f64; 2],
+    /// Set by `fill` when the next I/O is not due yet.
+    wait_until: Option<u64>,
+}
+
+/// --status-interval: the job's intervals, cut at multiples of the period
+/// from the start of measuring.
+struct Intervals {
+    period_ns: u64,
+    /// Job clock time the current interval ends.
+    next_cut_ns: u64,
+    current: IntervalRecorder,
+    done: Vec<IntervalRecorder>,
+}
+
+impl Intervals {
+    /// Closes every interval that ended by `now_ns` (job clock; measuring
+    /// started at `from_ns`).
+    fn cut(&mut self, now_ns: u64, from_ns: u64) {
+        while now_ns >= self.next_cut_ns {
+            let mut iv = std::mem::take(&mut self.current);
+            iv.start_ns = self.next_cut_ns - self.period_ns - from_ns;
+            iv.elapsed_ns = self.period_ns;
+            self.done.push(iv);
+            self.next_cut_ns += self.period_ns;
+        }
+    }
+
+    /// The job's intervals at its end: the last one, cut short, with the
+    /// time it covered.
+    fn finish(mut self, now_ns: u64, from_ns: u64) -> Vec<IntervalRecorder> {
+        self.cut(now_ns, from_ns);
+        let start = self.next_cut_ns - self.period_ns;
+        if now_ns > start {
+            let mut iv = self.current;
+            iv.start_ns = start - from_ns;
+            iv.elapsed_ns = now_ns - start;
+            self.done.push(iv);
+        }
+        self.done
+    }
+}
+
+/// fio's logs of one job (--write-lat-log, --write-bw-log,
+/// --write-iops-log): `time_ms, value, direction, bs, offset, priority`.
+struct Logs {
+    lat: Option<std::io::BufWriter<std::fs::File>>,
+    bw: Option<std::io::BufWriter<std::fs::File>>,
+    iops: Option<std::io::BufWriter<std::fs::File>>,
+    /// The latency log's window; 0: every I/O.
+    lat_window_ns: u64,
+    /// The bandwidth and IOPS logs' window.
+    rate_window_ns: u64,
+    lat_win: LogWindow,
+    rate_win: LogWindow,
+}
+
+/// What completed in one window, per direction: I/Os, bytes, latency sum.
+#[derive(Default)]
+struct LogWindow {
+    end_ns: u64,
+    ops: [u64; 2],
+    bytes: [u64; 2],
+    lat_sum: [u128; 2],
+    bs: [u64; 2],
+}
+
+impl Logs {
+    fn open(plan: &crate::plan::LogPlan, job: u32) -> Result<Logs> {
+        let open = |prefix: &Option<String>, kind: &str| -> Result<_> {
+            let Some(p) = prefix else { return Ok(None) };
+            let path = format!("{p}_{kind}.{}.log", job + 1);
+            let f = std::fs::File::create(&path).map_err(|e| {
+                ringlab_core::usage_error(format!(
+                    "cannot create the log {path}: {e}; pick a prefix in a writable directory"
+                ))
+            })?;
+            Ok(Some(std::io::BufWriter::with_capacity(1 << 16, f)))
+        };
+        let avg = plan.avg_msec * 1_000_000;
+        let rate_window_ns = if avg == 0 { 500_000_000 } else { avg };
+        Ok(Logs {
+            lat: open(&plan.lat, "lat")?,
+            bw: open(&plan.bw, "bw")?,
+            iops: open(&plan.iops, "iops")?,
+            lat_window_ns: avg,
+            rate_window_ns,
+            lat_win: LogWindow {
+                end_ns: avg,
+                ..Default::default()
+            },
+            rate_win: LogWindow {
+                end_ns: rate_window_ns,
+                ..Default::default()
+            },
+        })
+    }
+
+    /// One completed I/O, `at_ns` after measuring began.
+    fn record(
+        &mut self,
+        at_ns: u64,
+        dir: Dir,
+        bs: u64,
+        offset: u64,
+        lat: u64,
+    ) -> std::io::Result<()> {
+        use std::io::Write;
+        let d = match dir {
+            Dir::Read => 0,
+            Dir::Write => 1,
+            Dir::Nop => return Ok(()),
+        };
+        if let Some(w) = &mut self.lat {
+            if self.lat_window_ns == 0 {
+                writeln!(w, "{}, {lat}, {d}, {bs}, {offset}, 0", at_ns / 1_000_000)?;
+            } else {
+                self.lat_win.flush(at_ns, self.lat_window_ns, |t, d, win| {
+                    writeln!(
+                        w,
+                        "{t}, {}, {d}, {}, 0, 0",
+                        win.lat_sum[d] / win.ops[d] as u128,
+                        win.bs[d]
+                    )
+                })?;
+                self.lat_win.add(d, bs, lat);
+            }
+        }
+        if self.bw.is_some() || self.iops.is_some() {
+            let (bw, iops) = (&mut self.bw, &mut self.iops);
+            let secs = self.rate_window_ns as f64 / 1e9;
+            self.rate_win
+                .flush(at_ns, self.rate_window_ns, |t, d, win| {
+                    write_rates(bw, iops, t, d, win, secs)
+                })?;
+            self.rate_win.add(d, bs, lat);
+        }
+        Ok(())
+    }
+
+    /// The end of the job: the windows still open are written (their
+    /// rates over the time they covered), and the files flushed.
+    fn finish(&mut self, at_ns: u64) -> std::io::Result<()> {
+        use std::io::Write;
+        if let Some(w) = &mut self.lat {
+            if self.lat_window_ns != 0 {
+                self.lat_win
+                    .flush(u64::MAX, self.lat_window_ns, |t, d, win| {
+                        let _ = t;
+                        writeln!(
+                            w,
+                            "{}, {}, {d}, {}, 0, 0",
+                            at_ns / 1_000_000,
+                            win.lat_sum[d] / win.ops[d] as u128,
+                            win.bs[d]
+                        )
+                    })?;
+            }
+            w.flush()?;
+        }
+        let start = self.rate_win.end_ns.saturating_sub(self.rate_window_ns);
+        let secs = at_ns.saturating_sub(start) as f64 / 1e9;
+        if secs > 0.0 {
+            let (bw, iops) = (&mut self.bw, &mut self.iops);
+            let t = at_ns / 1_000_000;
+            self.rate_win
+                .flush(u64::MAX, self.rate_window_ns, |_, d, win| {
+                    write_rates(bw, iops, t, d, win, secs)
+                })?;
+        }
+        for w in [&mut self.bw, &mut self.iops].into_iter().flatten() {
+            w.flush()?;
+        }
+        Ok(())
+    }
+}
+
+fn write_rates(
+    bw: &mut Option<std::io::BufWriter<std::fs::File>>,
+    iops: &mut Option<std::io::BufWriter<std::fs::File>>,
+    t: u64,
+    d: usize,
+    win: &LogWindow,
+    secs: f64,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(w) = bw {
+        let kib = (win.bytes[d] as f64 / 1024.0 / secs).round() as u64;
+        writeln!(w, "{t}, {kib}, {d}, {}, 0, 0", win.bs[d])?;
+    }
+    if let Some(w) = iops {
+        let n = (win.ops[d] as f64 / secs).round() as u64;
+        writeln!(w, "{t}, {n}, {d}, {}, 0, 0", win.bs[d])?;
+    }
+    Ok(())
+}
+
+impl LogWindow {
+    fn add(&mut self, d: usize, bs: u64, lat: u64) {
+        self.ops[d] += 1;
+        self.bytes[d] += bs;
+        self.lat_sum[d] += lat as u128;
+        self.bs[d] = bs;
+    }
+
+    /// Writes (through `line(time_ms, direction, window)`) every window
+    /// that ended by `at_ns`, one line per direction with I/O in it, and
+    /// opens the next. `at_ns` u64::MAX: the last window, whatever its end.
+    fn flush(
+        &mut self,
+        at_ns: u64,
+        window_ns: u64,
+        mut line: impl FnMut(u64, usize, &LogWindow) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        while at_ns >= self.end_ns {
+            for d in 0..2 {
+                if self.ops[d] > 0 {
+                    line(self.end_ns / 1_000_000, d, self)?;
+                }
+            }
+            self.ops = [0; 2];
+            self.bytes = [0; 2];
+            self.lat_sum = [0; 2];
+            if at_ns == u64::MAX {
+                return Ok(());
+            }
+            self.end_ns += window_ns;
+        }
+        Ok(())
+    }
+}
+
+/// --fsync/--fdatasync N.
+struct SyncState {
+    every: crate::plan::SyncEvery,
+    /// Writes issued since the last sync.
+    since: u64,
+    /// A sync is owed: no new I/O until it is made.
+    due: bool,
+}
+
 struct Job<'a, E: Engine> {
+    fd: i32,
+    /// --ramp-time: the job clock's time when measuring starts; 0 once it
+    /// has (or without a ramp).
+    ramp_end_ns: u64,
+    /// Job clock time the measurements start from (the end of the ramp).
+    measure_from_ns: u64,
+    pace: Option<Pace>,
+    sync: Option<SyncState>,
+    /// I/Os issued (for --number-ios).
+    issued_ios: u64,
+    intervals: Option<Intervals>,
+    logs: Option<Box<Logs>>,
     workload: Workload,
     slots: Vec<SlotState>,
     free: Vec<u32>,
@@ -249,6 +561,82 @@ impl<E: Engine> Job<'_, E> {
                 .plan
                 .io_size
                 .is_none_or(|limit| self.issued_bytes < limit)
+            && self
+                .plan
+                .number_ios
+                .is_none_or(|limit| self.issued_ios < limit)
+    }
+
+    /// The end of --ramp-time (at `at_ns` on the job clock): what was
+    /// measured so far is dropped, only I/O started from `at_ns` on is
+    /// measured, and --io-size and --number-ios count from here.
+    #[cold]
+    fn end_ramp(&mut self, at_ns: u64) {
+        let now_ns = at_ns;
+        self.ramp_end_ns = 0;
+        self.measure_from_ns = at_ns;
+        let syncs = self.measurements.syncs.map(|_| 0);
+        self.measurements = ThreadMeasurements::default();
+        self.measurements.syncs = syncs;
+        self.issued_bytes = 0;
+        self.issued_ios = 0;
+        if let Some(iv) = &mut self.intervals {
+            iv.current = IntervalRecorder::default();
+            iv.done.clear();
+            iv.next_cut_ns = now_ns + iv.period_ns;
+        }
+    }
+
+    /// Sleeps until `until_ns` on the job clock (or a stop): the OS sleep
+    /// for all but the last 30 µs, which are spun, so a paced I/O leaves
+    /// within microseconds of its due time.
+    #[cold]
+    fn sleep_until(&self, until_ns: u64) {
+        const SPIN_NS: u64 = 30_000;
+        const MAX_SLEEP_NS: u64 = 10_000_000;
+        loop {
+            let now = self.now_ns();
+            if now >= until_ns || self.ctx.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let left = until_ns - now;
+            if left > SPIN_NS {
+                std::thread::sleep(std::time::Duration::from_nanos(
+                    (left - SPIN_NS).min(MAX_SLEEP_NS),
+                ));
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// Makes the sync owed under --fsync/--fdatasync (nothing in flight).
+    #[cold]
+    fn do_sync(&mut self) -> Result<()> {
+        let Some(s) = &mut self.sync else {
+            return Ok(());
+        };
+        s.due = false;
+        s.since = 0;
+        let data = s.every.data;
+        // SAFETY: fsync/fdatasync on the job's open descriptor.
+        let rc = unsafe {
+            if data {
+                libc::fdatasync(self.fd)
+            } else {
+                libc::fsync(self.fd)
+            }
+        };
+        if rc != 0 {
+            let err = std::io::Error::last_os_error();
+            bail!(
+                "job {}: {} of the target failed: {err}",
+                self.ctx.job,
+                if data { "fdatasync" } else { "fsync" }
+            );
+        }
+        *self.measurements.syncs.get_or_insert(0) += 1;
+        Ok(())
     }
 
     /// The loop contract, the same for every engine and depth: a failed
@@ -291,7 +679,11 @@ impl<E: Engine> Job<'_, E> {
             } else if let Some(failure) = self.failure.take() {
                 return Err(failure);
             } else if !self.may_issue() {
+                // As in fio, a sync owed after the last N writes is not
+                // made when nothing more is issued (fio's end_fsync).
                 return Ok(());
+            } else if let Some(until) = self.pace.as_mut().and_then(|p| p.wait_until.take()) {
+                self.sleep_until(until);
             } else if queued == 0 && self.pending.is_some() {
                 bail!("the engine refused a request with nothing in flight");
             }
@@ -339,6 +731,12 @@ impl<E: Engine> Job<'_, E> {
             if !self.may_issue() {
                 break;
             }
+            if self.sync.as_ref().is_some_and(|s| s.due) {
+                if self.inflight > 0 {
+                    break;
+                }
+                self.do_sync()?;
+            }
             let io = self
                 .pending
                 .take()
@@ -349,7 +747,32 @@ impl<E: Engine> Job<'_, E> {
                     break;
                 }
             }
+            // --rate-iops/--rate: an I/O not due yet waits; one that is
+            // starts its latency at its due time, however late it leaves.
+            let mut due_start: Option<u64> = None;
+            if let Some(p) = &mut self.pace {
+                let d = (io.dir == Dir::Write) as usize;
+                if let Some(period) = p.period_ns[d] {
+                    let now = self.clock.elapsed().as_nanos() as u64;
+                    let due = p.due_ns[d] as u64;
+                    if due > now {
+                        p.wait_until = Some(due);
+                        self.pending = Some(io);
+                        break;
+                    }
+                    due_start = Some(due);
+                    p.due_ns[d] += period;
+                }
+            }
             self.free.pop();
+            if io.dir == Dir::Write {
+                // fio's rule: after every N writes issued, a sync before
+                // the next I/O (the writes in flight complete first).
+                if let Some(sy) = &mut self.sync {
+                    sy.since += 1;
+                    sy.due |= sy.since >= sy.every.writes;
+                }
+            }
             let offset = io.block * self.plan.bs;
             if io.dir == Dir::Write {
                 if let Some(v) = &mut self.verify {
@@ -357,7 +780,7 @@ impl<E: Engine> Job<'_, E> {
                     verify::stamp(self.buffers.slot_mut(slot), offset, generation);
                 }
             }
-            let start_ns = match stamp {
+            let start_ns = match due_start.or(stamp) {
                 Some(t) => t,
                 None => {
                     let t = self.now_ns();
@@ -385,6 +808,7 @@ impl<E: Engine> Job<'_, E> {
             match self.engine.queue(&req)? {
                 QueueStatus::Completed(result) => {
                     self.issued_bytes += self.plan.bs;
+                    self.issued_ios += 1;
                     let now = self.now_ns();
                     if let Err(e) = self.complete(slot, result, now) {
                         self.release(slot);
@@ -395,6 +819,7 @@ impl<E: Engine> Job<'_, E> {
                 }
                 QueueStatus::Queued => {
                     self.issued_bytes += self.plan.bs;
+                    self.issued_ios += 1;
                     self.inflight += 1;
                     queued += 1;
                     if let Some(v) = &mut self.verify {
@@ -404,6 +829,17 @@ impl<E: Engine> Job<'_, E> {
                 QueueStatus::Busy => {
                     self.free.push(slot);
                     self.pending = Some(io);
+                    if let (Some(sy), Dir::Write) = (&mut self.sync, io.dir) {
+                        sy.since -= 1;
+                        sy.due = sy.since >= sy.every.writes;
+                    }
+                    if let Some(p) = &mut self.pace {
+                        // Not issued: it is still due when it was.
+                        let d = (io.dir == Dir::Write) as usize;
+                        if let Some(period) = p.period_ns[d] {
+                            p.due_ns[d] -= period;
+                        }
+                    }
                     break;
                 }
             }
@@ -442,11 +878,33 @@ impl<E: Engine> Job<'_, E> {
                 s.offset
             );
         }
+        if self.ramp_end_ns != 0 && now_ns >= self.ramp_end_ns {
+            self.end_ramp(self.ramp_end_ns);
+        }
         let lat = now_ns.saturating_sub(s.start_ns);
-        match s.dir {
-            Dir::Read => self.measurements.read.record(bs, lat),
-            Dir::Write => self.measurements.write.record(bs, lat),
-            Dir::Nop => self.measurements.nop.record(0, lat),
+        // An I/O started (or due) within --ramp-time is not measured, even
+        // when it completes after it (measure_from_ns is 0 without a ramp).
+        if s.start_ns >= self.measure_from_ns {
+            if let Some(iv) = &mut self.intervals {
+                iv.cut(now_ns, self.measure_from_ns);
+                match s.dir {
+                    Dir::Read => iv.current.read.record(bs, lat),
+                    Dir::Write => iv.current.write.record(bs, lat),
+                    Dir::Nop => {}
+                }
+            }
+            // Logged once measuring has started (not within --ramp-time).
+            if let Some(l) = self.logs.as_mut().filter(|_| self.ramp_end_ns == 0) {
+                let at = now_ns - self.measure_from_ns.min(now_ns);
+                if let Err(e) = l.record(at, s.dir, bs, s.offset, lat) {
+                    bail!("job {}: cannot write fio's log: {e}", self.ctx.job);
+                }
+            }
+            match s.dir {
+                Dir::Read => self.measurements.read.record(bs, lat),
+                Dir::Write => self.measurements.write.record(bs, lat),
+                Dir::Nop => self.measurements.nop.record(0, lat),
+            }
         }
         if let Some(v) = &mut self.verify {
             v.inflight_blocks.remove(&s.block);

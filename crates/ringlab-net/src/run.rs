@@ -410,6 +410,7 @@ fn build(
         kstat: None,
         http: Some(http),
         diagnoses: Vec::new(),
+        intervals: None,
     };
     let text = text::render(&result, &total_s.responses.lat, &total_s.lat_uncorrected);
     HttpOutcome {

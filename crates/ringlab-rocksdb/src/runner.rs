@@ -676,6 +676,7 @@ fn build_result(
         ctx_voluntary: vol,
         ctx_involuntary: invol,
         verified_blocks: None,
+        syncs: None,
     };
     let mut config_map = serde_json::Map::new();
     config_map.insert("configuration".into(), json!(config.name));
@@ -725,6 +726,7 @@ fn build_result(
         kstat,
         http: None,
         diagnoses: Vec::new(),
+        intervals: None,
     }
 }
 

@@ -38,6 +38,10 @@ pub struct RunResult {
     /// fired (`ringlab_lab::diagnose`); absent when none fired.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnoses: Vec<Diagnosis>,
+    /// The run cut into `--status-interval` intervals (all jobs together);
+    /// absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<Vec<IntervalFigures>>,
 }
 
 /// One diagnosis: a named rule, the figure that triggered it and what to try.
@@ -56,6 +60,66 @@ pub struct Diagnosis {
     pub message: String,
     /// What to try.
     pub try_next: String,
+}
+
+/// One interval of `--status-interval`: what every job completed in it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IntervalFigures {
+    /// Start of the interval, nanoseconds since measuring began.
+    pub start_ns: u64,
+    pub elapsed_ns: u64,
+    pub ops: u64,
+    pub bytes: u64,
+    pub iops: f64,
+    pub bw_bytes_per_s: f64,
+    pub read_ops: u64,
+    pub read_bytes: u64,
+    pub write_ops: u64,
+    pub write_bytes: u64,
+    /// Mean and 99th percentile of the latency of the I/Os completed in
+    /// the interval; `null` if none completed.
+    pub lat_mean_ns: Option<f64>,
+    pub lat_p99_ns: Option<u64>,
+}
+
+/// One interval as a job records it.
+#[derive(Clone, Debug, Default)]
+pub struct IntervalRecorder {
+    pub start_ns: u64,
+    pub elapsed_ns: u64,
+    pub read: DirectionRecorder,
+    pub write: DirectionRecorder,
+}
+
+impl IntervalRecorder {
+    pub fn merge(&mut self, o: &IntervalRecorder) {
+        self.elapsed_ns = self.elapsed_ns.max(o.elapsed_ns);
+        self.read.merge(&o.read);
+        self.write.merge(&o.write);
+    }
+
+    pub fn figures(&self) -> IntervalFigures {
+        let mut lat = self.read.lat.clone();
+        lat.merge(&self.write.lat);
+        let ops = self.read.ops + self.write.ops;
+        let bytes = self.read.bytes + self.write.bytes;
+        let summary = lat.summary();
+        IntervalFigures {
+            start_ns: self.start_ns,
+            elapsed_ns: self.elapsed_ns,
+            ops,
+            bytes,
+            iops: per_second(ops, self.elapsed_ns),
+            bw_bytes_per_s: per_second(bytes, self.elapsed_ns),
+            read_ops: self.read.ops,
+            read_bytes: self.read.bytes,
+            write_ops: self.write.ops,
+            write_bytes: self.write.bytes,
+            lat_mean_ns: summary.as_ref().map(|l| l.mean),
+            lat_p99_ns: summary.map(|l| l.p99),
+        }
+    }
 }
 
 /// What `ringlab http` measured beyond the shared [`Figures`]: responses by
@@ -317,6 +381,9 @@ pub struct Figures {
     /// Blocks whose content --verify checked (reads in the run plus the
     /// read-back of written blocks); `null` without --verify.
     pub verified_blocks: Option<u64>,
+    /// fsync/fdatasync calls made (--fsync/--fdatasync N); absent without.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syncs: Option<u64>,
 }
 
 /// Figures of one direction (reads or writes).
@@ -349,6 +416,10 @@ pub struct ThreadMeasurements {
     pub ctx_voluntary: u64,
     pub ctx_involuntary: u64,
     pub verified_blocks: Option<u64>,
+    /// fsync/fdatasync calls (None: the run made no sync calls by plan).
+    pub syncs: Option<u64>,
+    /// --status-interval: the job's intervals, in order.
+    pub intervals: Vec<IntervalRecorder>,
 }
 
 /// Counts and latencies of one direction, owned by one thread.
@@ -408,6 +479,18 @@ impl ThreadMeasurements {
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
         };
+        self.syncs = match (self.syncs, other.syncs) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        // Jobs cut their intervals at the same multiples of the period on
+        // clocks started together: interval i of each job is the same span.
+        for (i, iv) in other.intervals.iter().enumerate() {
+            match self.intervals.get_mut(i) {
+                Some(mine) => mine.merge(iv),
+                None => self.intervals.push(iv.clone()),
+            }
+        }
     }
 
     /// Figures over `elapsed_ns` (a job's own time, or the run's wall time).
@@ -431,6 +514,7 @@ impl ThreadMeasurements {
             ctx_voluntary: self.ctx_voluntary,
             ctx_involuntary: self.ctx_involuntary,
             verified_blocks: self.verified_blocks,
+            syncs: self.syncs,
         }
     }
 }

@@ -39,7 +39,7 @@ fn skip_unless_root(name: &str) -> bool {
     if is_root() {
         return false;
     }
-    eprintln!("skipped {name}: needs root (tmpfs mounts, loop devices)");
+    skip_root_only(name, "needs root (tmpfs mounts, loop devices)");
     true
 }
 
@@ -570,7 +570,10 @@ fn output_over_a_block_device_is_refused() {
     let dev = match Loop::over(&img) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!("skipped output_over_a_block_device_is_refused: no loop device: {e}");
+            skip(
+                "output_over_a_block_device_is_refused",
+                &format!("no loop device: {e}"),
+            );
             return;
         }
     };
@@ -616,7 +619,10 @@ fn destructive_writes_refused_for_what_blkid_finds() {
         )
     });
     if let Err(e) = made {
-        eprintln!("skipped destructive_writes_refused_for_what_blkid_finds: {e}");
+        skip(
+            "destructive_writes_refused_for_what_blkid_finds",
+            &e.to_string(),
+        );
         return;
     }
     fs::File::options()
@@ -680,7 +686,10 @@ fn destructive_writes_refused_when_mounted_anywhere() {
     let img = dir.path().join("ext4.img");
     fs::write(&img, vec![0u8; 16 << 20]).unwrap();
     if let Err(e) = sh("mkfs.ext4", &["-q", "-F", img.to_str().unwrap()]) {
-        eprintln!("skipped destructive_writes_refused_when_mounted_anywhere: {e}");
+        skip(
+            "destructive_writes_refused_when_mounted_anywhere",
+            &e.to_string(),
+        );
         return;
     }
     let mut dev = Loop::over(&img).unwrap();
@@ -712,7 +721,10 @@ fn destructive_writes_refused_when_mounted_anywhere() {
     {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("skipped destructive_writes_refused_when_mounted_anywhere: unshare: {e}");
+            skip(
+                "destructive_writes_refused_when_mounted_anywhere",
+                &format!("unshare: {e}"),
+            );
             return;
         }
     };

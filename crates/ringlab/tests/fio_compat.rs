@@ -322,7 +322,7 @@ fn job_file_options_ringlab_cannot_honour_stop_the_run_at_their_line() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display().to_string();
     let text = format!(
-        "[global]\nfilename={d}/never.dat\nsize=1m\n\n[ok]\nrw=read\n\n[later]\nrw=read\nramp_time=2\n"
+        "[global]\nfilename={d}/never.dat\nsize=1m\n\n[ok]\nrw=read\n\n[later]\nrw=read\nrate_min=2\n"
     );
     let job = write_job(dir.path(), "j.fio", &text);
     let out = ringlab(&format!("io --fio {job}"));
@@ -330,7 +330,7 @@ fn job_file_options_ringlab_cannot_honour_stop_the_run_at_their_line() {
         &out,
         2,
         &[
-            "j.fio:10: [later] ramp_time=2",
+            "j.fio:10: [later] rate_min=2",
             "not yet supported by ringlab",
             "ringlab io --help",
         ],
@@ -380,7 +380,7 @@ fn fio_spellings_and_hints() {
         ),
         ("io --sqthread_pol", &["fio's --sqthread_poll", "--sqpoll"]),
         ("io --zonemode=zbd", &["no equivalent"]),
-        ("io --rate_iops=100", &["not yet supported by ringlab"]),
+        ("io --rate_min=100", &["not yet supported by ringlab"]),
         ("io --verify=crc32c", &["use --verify"]),
         ("io --direct=2", &["1 or 0"]),
         ("io --ioengine=splice", &["no equivalent of this engine"]),

@@ -135,7 +135,10 @@ fn every_knob_moves_the_right_bytes_and_is_recorded() {
             .iter()
             .find(|f| flags.split(' ').any(|w| w == format!("--{f}")))
         {
-            eprintln!("skipped {flags}: this kernel refuses --{f} (ringlab features)");
+            skip(
+                flags,
+                &format!("this kernel refuses --{f} (ringlab features)"),
+            );
             continue;
         }
         let r = verified_run(&d, flags);
@@ -150,7 +153,10 @@ fn every_knob_moves_the_right_bytes_and_is_recorded() {
         assert_eq!(r["config"]["iopoll"], true);
         verified_run(&d, "--iopoll --sqpoll");
         if refused.iter().any(|f| f == "hybrid-iopoll") {
-            eprintln!("skipped --hybrid-iopoll: this kernel refuses it (ringlab features)");
+            skip(
+                "--hybrid-iopoll",
+                "this kernel refuses it (ringlab features)",
+            );
         } else {
             let r = verified_run(&d, "--iopoll --hybrid-iopoll");
             assert_eq!(r["config"]["hybrid-iopoll"], true);
@@ -364,7 +370,10 @@ fn http_uring_drivers_get_the_default_ring_too() {
         .iter()
         .any(|f| refused.iter().any(|r| r == f))
     {
-        eprintln!("skipped http_uring_drivers_get_the_default_ring_too: this kernel lacks part of the default ring");
+        skip(
+            "http_uring_drivers_get_the_default_ring_too",
+            "this kernel lacks part of the default ring",
+        );
         return;
     }
     let server = Server::start("");

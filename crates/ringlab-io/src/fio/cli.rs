@@ -25,7 +25,13 @@ const ROUTED: &[&str] = &[
 ];
 
 /// ringlab's own options that apply to every job of a job file.
-const BESIDE_JOB_FILE: &[&str] = &["output", "output-format", "no-kstat", "allow-destructive"];
+const BESIDE_JOB_FILE: &[&str] = &[
+    "output",
+    "output-format",
+    "no-kstat",
+    "allow-destructive",
+    "status-interval",
+];
 
 /// What the command line asks for once fio's spellings are translated.
 #[derive(Debug)]
@@ -215,13 +221,26 @@ pub fn preprocess(argv: Vec<OsString>, io: &clap::Command) -> Result<Preprocesse
         }
     }
     if let Some(path) = job_file {
+        // fio's --status-interval is a command-line option: it applies to
+        // every job of the file.
+        let mut beside = Vec::new();
+        fio.retain(|o| {
+            let is = o.key.replace('-', "_") == "status_interval";
+            if is {
+                beside.push(o.value.clone().unwrap_or_default());
+            }
+            !is
+        });
         if let Some(o) = fio.first() {
             return Err(usage_error(format!(
                 "--{} with a job file: write it in the job file (ringlab takes only its own options beside --fio)",
                 o.key
             )));
         }
-        let rest = out.split_off(2);
+        let mut rest = out.split_off(2);
+        for v in beside {
+            rest.extend(["--status-interval".into(), v.into()]);
+        }
         for a in &rest {
             let a = a.to_string_lossy();
             let key = a.trim_start_matches('-').split('=').next().unwrap_or("");
@@ -379,7 +398,7 @@ mod tests {
         assert!(e.contains("use --verify"), "{e}");
         let e = run("--name=a --name=b").unwrap_err().to_string();
         assert!(e.contains("job file"), "{e}");
-        let e = run("--ramp_time=2").unwrap_err().to_string();
+        let e = run("--rate_min=2").unwrap_err().to_string();
         assert!(e.contains("not yet supported by ringlab"), "{e}");
     }
 }

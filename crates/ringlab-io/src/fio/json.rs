@@ -4,7 +4,7 @@
 //! them. ringlab's own evidence (kernel counters, target, warnings) sits
 //! under the key `ringlab`, which fio never writes.
 
-use ringlab_stats::{DirectionFigures, Figures, LatencyRecorder, RunResult};
+use ringlab_stats::{DirectionFigures, Figures, IntervalFigures, LatencyRecorder, RunResult};
 use serde_json::{json, Map, Value};
 
 /// fio's default `percentile_list`.
@@ -139,6 +139,25 @@ fn entry(
             all.merge(r);
         }
     }
+    // --status-interval samples, for an entry that covers the whole run
+    // (group_reporting or a single job): every full interval, without the
+    // last one cut short. Other entries keep fio's one-sample values.
+    let whole_run = job.is_none() || j.result.jobs.len() == 1;
+    let series: Vec<&IntervalFigures> = match (&j.result.intervals, whole_run) {
+        (Some(iv), true) => {
+            let full = iv.first().map_or(0, |i| i.elapsed_ns);
+            iv.iter().filter(|i| i.elapsed_ns == full).collect()
+        }
+        _ => Vec::new(),
+    };
+    let reads: Vec<(f64, f64)> = series
+        .iter()
+        .map(|i| rates(i.read_ops, i.read_bytes, i.elapsed_ns))
+        .collect();
+    let writes: Vec<(f64, f64)> = series
+        .iter()
+        .map(|i| rates(i.write_ops, i.write_bytes, i.elapsed_ns))
+        .collect();
     let mut e = json!({
         "jobname": j.name,
         "groupid": j.groupid,
@@ -146,11 +165,11 @@ fn entry(
         "eta": 0,
         "elapsed": (f.elapsed_ns as f64 / 1e9).round() as u64,
         "job options": job_options(j, global),
-        "read": direction(&f.read, f.elapsed_ns, group.read.bw_bytes_per_s, pcts, plus),
-        "write": direction(&f.write, f.elapsed_ns, group.write.bw_bytes_per_s, pcts, plus),
-        // ringlab issues no trims and no syncs.
-        "trim": direction(&DirectionFigures::default(), 0, 0.0, pcts, plus),
-        "sync": {"total_ios": 0, "lat_ns": empty_lat()},
+        "read": direction(&f.read, f.elapsed_ns, group.read.bw_bytes_per_s, pcts, plus, &reads),
+        "write": direction(&f.write, f.elapsed_ns, group.write.bw_bytes_per_s, pcts, plus, &writes),
+        // ringlab issues no trims; its syncs (--fsync) are counted, not timed.
+        "trim": direction(&DirectionFigures::default(), 0, 0.0, pcts, plus, &[]),
+        "sync": {"total_ios": f.syncs.unwrap_or(0), "lat_ns": empty_lat()},
         "job_runtime": f.elapsed_ns / 1_000_000,
         "usr_cpu": cpu_pct(f.cpu_user_ns),
         "sys_cpu": cpu_pct(f.cpu_sys_ns),
@@ -176,12 +195,35 @@ fn empty_lat() -> Value {
     json!({"min": 0, "max": 0, "mean": 0.0, "stddev": 0.0, "N": 0})
 }
 
+/// (I/Os per second, bytes per second) of one interval.
+fn rates(ops: u64, bytes: u64, elapsed_ns: u64) -> (f64, f64) {
+    let s = elapsed_ns.max(1) as f64 / 1e9;
+    (ops as f64 / s, bytes as f64 / s)
+}
+
+/// min, max, mean and sample standard deviation (fio's, n - 1).
+fn spread(v: &[f64]) -> (f64, f64, f64, f64) {
+    let n = v.len() as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let var = if v.len() > 1 {
+        v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    let min = v.iter().cloned().fold(f64::INFINITY, f64::min);
+    let max = v.iter().cloned().fold(0.0, f64::max);
+    (min, max, mean, var.sqrt())
+}
+
+/// `samples`: (IOPS, bytes/s) of each --status-interval interval; empty:
+/// the whole run is fio's one sample.
 fn direction(
     d: &DirectionFigures,
     elapsed_ns: u64,
     group_bw: f64,
     percentiles: &[f64],
     plus: bool,
+    samples: &[(f64, f64)],
 ) -> Value {
     if d.ops == 0 {
         return json!({
@@ -227,11 +269,10 @@ fn direction(
             "99.900000": l.p99_9, "99.990000": l.p99_99,
         });
     }
-    // ringlab keeps no per-interval series yet: the whole run is one
-    // sample, and fio writes one sample as min = max = mean, deviation 0,
-    // samples 1.
+    // Without --status-interval the whole run is one sample, and fio
+    // writes one sample as min = max = mean, deviation 0, samples 1.
     let iops_whole = d.iops.round() as u64;
-    json!({
+    let mut v = json!({
         "io_bytes": d.bytes,
         "io_kbytes": d.bytes / 1024,
         "bw_bytes": bw_bytes,
@@ -256,7 +297,24 @@ fn direction(
         "iops_mean": d.iops,
         "iops_stddev": 0.0,
         "iops_samples": 1,
-    })
+    });
+    if !samples.is_empty() {
+        let iops: Vec<f64> = samples.iter().map(|s| s.0).collect();
+        let kib: Vec<f64> = samples.iter().map(|s| s.1 / 1024.0).collect();
+        let (lo, hi, mean, dev) = spread(&iops);
+        v["iops_min"] = json!(lo.round() as u64);
+        v["iops_max"] = json!(hi.round() as u64);
+        v["iops_mean"] = json!(mean);
+        v["iops_stddev"] = json!(dev);
+        v["iops_samples"] = json!(samples.len());
+        let (lo, hi, mean, dev) = spread(&kib);
+        v["bw_min"] = json!(lo.round() as u64);
+        v["bw_max"] = json!(hi.round() as u64);
+        v["bw_mean"] = json!(mean);
+        v["bw_dev"] = json!(dev);
+        v["bw_samples"] = json!(samples.len());
+    }
+    v
 }
 
 /// fio's latency buckets: the percentage of I/Os under 2, 4, 10, ... 1000
@@ -330,6 +388,33 @@ mod tests {
     }
 
     #[test]
+    fn interval_samples_give_fio_spread() {
+        let mut m = ringlab_stats::ThreadMeasurements {
+            elapsed_ns: 3_000_000_000,
+            ..Default::default()
+        };
+        m.read.record(4096, 1000);
+        let f = m.figures(m.elapsed_ns);
+        let samples = [(100.0, 102_400.0), (200.0, 204_800.0), (300.0, 307_200.0)];
+        let d = direction(
+            &f.read,
+            f.elapsed_ns,
+            0.0,
+            &FIO_PERCENTILES,
+            false,
+            &samples,
+        );
+        assert_eq!(d["iops_samples"], 3);
+        assert_eq!(d["iops_min"], 100);
+        assert_eq!(d["iops_max"], 300);
+        assert_eq!(d["iops_mean"], 200.0);
+        assert_eq!(d["iops_stddev"], 100.0);
+        assert_eq!(d["bw_mean"], 200.0);
+        assert_eq!(d["bw_dev"], 100.0);
+        assert_eq!(d["bw_samples"], 3);
+    }
+
+    #[test]
     fn direction_has_fio_keys_and_units() {
         let mut m = ThreadMeasurements {
             elapsed_ns: 2_000_000_000,
@@ -345,6 +430,7 @@ mod tests {
             f.read.bw_bytes_per_s,
             &FIO_PERCENTILES,
             true,
+            &[],
         );
         assert_eq!(d["io_bytes"], 4_096_000);
         assert_eq!(d["io_kbytes"], 4000);

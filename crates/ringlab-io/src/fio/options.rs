@@ -113,25 +113,25 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("nrfiles", Kind::Fixed("1", "ringlab's jobs share one file or device: ringlab has no equivalent of several files per job")),
     opt!("overwrite", Kind::Fixed("1", "ringlab always lays out a new file with real data before it runs, as overwrite=1 does")),
     opt!("unlink", Kind::Fixed("0", "ringlab keeps the files it lays out for a named target (fio's unlink=0); without a target it removes its own file unless --keep")),
-    opt!("invalidate", Kind::Fixed("1", "not yet supported by ringlab: it always drops the target's cached pages before a run (invalidate=1)")),
-    opt!("loops", Kind::Fixed("1", NOT_YET)),
-    opt!("ramp_time", Kind::Fixed("0", NOT_YET)),
-    opt!("fsync", Kind::Fixed("0", NOT_YET)),
-    opt!("fdatasync", Kind::Fixed("0", NOT_YET)),
+    opt!("invalidate", Kind::Value("invalidate")),
+    opt!("loops", Kind::Value("loops")),
+    opt!("ramp_time", Kind::Value("ramp-time")),
+    opt!("fsync", Kind::Value("fsync")),
+    opt!("fdatasync", Kind::Value("fdatasync")),
     opt!("end_fsync", Kind::Fixed("0", NOT_YET)),
-    opt!("offset", Kind::Fixed("0", NOT_YET)),
+    opt!("offset", Kind::Value("offset")),
     opt!("bsrange", ["blocksize_range"], Kind::Special),
     opt!("bssplit", Kind::Refused(NOT_YET)),
-    opt!("number_ios", Kind::Refused("not yet supported by ringlab; --io-size bounds the bytes each job moves")),
-    opt!("rate", Kind::Refused(NOT_YET)),
-    opt!("rate_iops", Kind::Refused(NOT_YET)),
+    opt!("number_ios", Kind::Value("number-ios")),
+    opt!("rate", Kind::Value("rate")),
+    opt!("rate_iops", Kind::Value("rate-iops")),
     opt!("rate_min", Kind::Refused(NOT_YET)),
     opt!("percentile_list", Kind::Special),
-    opt!("status_interval", Kind::Refused(NOT_YET)),
-    opt!("write_lat_log", Kind::Refused(NOT_YET)),
-    opt!("write_bw_log", Kind::Refused(NOT_YET)),
-    opt!("write_iops_log", Kind::Refused(NOT_YET)),
-    opt!("log_avg_msec", Kind::Refused(NOT_YET)),
+    opt!("status_interval", Kind::Value("status-interval")),
+    opt!("write_lat_log", Kind::Value("write-lat-log")),
+    opt!("write_bw_log", Kind::Value("write-bw-log")),
+    opt!("write_iops_log", Kind::Value("write-iops-log")),
+    opt!("log_avg_msec", Kind::Value("log-avg-msec")),
     // fio options with a ringlab cousin that is not the same thing.
     opt!("verify", Kind::Refused("ringlab's --verify stamps every block with its own header and a CRC32C and checks it on read; use --verify instead of fio's verify=")),
     opt!("do_verify", Kind::Refused("ringlab's --verify checks during the run and reads back after it; use --verify")),
@@ -880,12 +880,16 @@ mod tests {
 
     #[test]
     fn refusals_say_why_or_not_yet() {
-        assert!(err("ramp_time=5").contains("not yet supported by ringlab"));
+        assert!(err("end_fsync=1").contains("not yet supported by ringlab"));
+        assert_eq!(args("thread norandommap", false), "");
         assert_eq!(
-            args("ramp_time=0 loops=1 invalidate=1 thread norandommap", false),
-            ""
+            args(
+                "ramp_time=5 rate_iops=100,50 fsync=4 number_ios=9 loops=2",
+                false
+            ),
+            "--ramp-time 5 --rate-iops 100,50 --fsync 4 --number-ios 9 --loops 2"
         );
-        assert!(err("rate_iops=100").contains("not yet supported"));
+        assert!(err("rate_min=100").contains("not yet supported"));
         assert!(err("output=x.json").contains("command-line option"));
         assert!(err("percentile_list=99:x").contains("up to 20 percentages"));
         let t = translate(&w("percentile_list=99:99.9"), false, None).unwrap();

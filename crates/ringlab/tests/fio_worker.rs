@@ -1,0 +1,396 @@
+//! The fio options that live in the worker loop: --invalidate, --ramp-time,
+//! --rate-iops/--rate, --fsync/--fdatasync, --offset, --loops/--number-ios,
+//! --bsrange/--bssplit, --status-interval and fio's logs, end to end.
+
+mod common;
+
+use common::*;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+/// Pages of `path` in the page cache, and pages in all (mincore).
+fn resident(path: &Path) -> (usize, usize) {
+    let f = std::fs::File::open(path).unwrap();
+    let len = f.metadata().unwrap().len() as usize;
+    // SAFETY: a shared read-only mapping of an open file, unmapped below.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    assert_ne!(map, libc::MAP_FAILED);
+    let pages = len.div_ceil(4096);
+    let mut vec = vec![0u8; pages];
+    // SAFETY: vec holds one byte per page of the mapping.
+    let rc = unsafe { libc::mincore(map, len, vec.as_mut_ptr()) };
+    assert_eq!(rc, 0);
+    // SAFETY: the mapping made above.
+    unsafe { libc::munmap(map, len) };
+    (vec.iter().filter(|b| **b & 1 == 1).count(), pages)
+}
+
+#[test]
+fn invalidate_0_keeps_the_cache_and_1_drops_it() {
+    // On the worktree's file system (a tmpfs ignores DONTNEED).
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let file = dir.path().join("cache.dat");
+    let f = file.display();
+    json_run(&format!("io {f} --size 2m --rw read --io-size 4k"));
+    // Read it all into the cache.
+    std::fs::read(&file).unwrap();
+    let (hot, pages) = resident(&file);
+    if hot < pages / 2 {
+        skip(
+            &current_test(),
+            "this file system does not keep the file cached",
+        );
+        return;
+    }
+    let r = json_run(&format!(
+        "io {f} --size 2m --rw read --io-size 4k --engine sync --invalidate 0"
+    ));
+    assert_eq!(r["config"]["invalidate"], false);
+    let (kept, _) = resident(&file);
+    assert!(kept >= hot, "--invalidate 0 dropped pages: {kept} of {hot}");
+    let r = json_run(&format!(
+        "io {f} --size 2m --rw read --io-size 4k --engine sync"
+    ));
+    assert_eq!(r["config"]["invalidate"], true);
+    let (left, _) = resident(&file);
+    assert!(
+        left < pages / 4,
+        "--invalidate 1 kept {left} of {pages} pages"
+    );
+    // fio's spelling, on the command line.
+    let r = json_run(&format!(
+        "io --filename={f} --size=2m --rw=read --io_size=4k --invalidate=0"
+    ));
+    assert_eq!(r["config"]["invalidate"], false);
+}
+
+/// A 4 MiB file of the test's own on the worktree's file system.
+fn small_target(dir: &tempfile::TempDir) -> String {
+    let file = dir.path().join("t.dat");
+    let f = file.display().to_string();
+    json_run(&format!("io {f} --size 4m --rw read --io-size 4k"));
+    f
+}
+
+/// The most I/Os one paced job can start in the time it measured: one due
+/// every 1/rate seconds from the start.
+fn paced_bound(r: &serde_json::Value, rate: f64) -> u64 {
+    let secs = r["total"]["elapsed_ns"].as_u64().unwrap() as f64 / 1e9;
+    (secs * rate).floor() as u64 + 1
+}
+
+#[test]
+fn rate_iops_paces_each_job_and_ramp_time_is_not_counted() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = small_target(&dir);
+    // 200 I/Os per second for 1 s: each I/O has a due time 5 ms after the
+    // last, so no more than elapsed x 200 + 1 can leave, however fast the
+    // target; a late I/O leaves at once (its lateness is in its latency),
+    // so on a machine that is not starved it is close to 200. Only the
+    // bound is asserted: a loaded machine may run fewer.
+    let r = json_run(&format!(
+        "io {f} --rw randread --rate-iops 200 --runtime 1s --engine sync --no-kstat"
+    ));
+    let ops = r["total"]["ops"].as_u64().unwrap();
+    assert!(
+        ops >= 1 && ops <= paced_bound(&r, 200.0),
+        "{ops} I/Os at 200/s: {}",
+        r["total"]
+    );
+    eprintln!("rate-iops 200 for 1 s: {ops} I/Os");
+    assert_eq!(r["config"]["rate-iops"], serde_json::json!([200.0, 200.0]));
+    // 300 ms of ramp at the same pace, then 500 ms measured: only I/Os due
+    // after the ramp are measured (160 if the ramp were counted).
+    let r = json_run(&format!(
+        "io {f} --rw randread --rate-iops 200 --ramp-time 300ms --runtime 500ms --engine uring --iodepth 4 --no-kstat"
+    ));
+    let ops = r["total"]["ops"].as_u64().unwrap();
+    assert!(
+        ops >= 1 && ops <= paced_bound(&r, 200.0),
+        "{ops} I/Os measured after the ramp"
+    );
+    assert!(ops < 140, "{ops}: the ramp was measured");
+    eprintln!("rate-iops 200, ramp 300 ms, runtime 500 ms: {ops} I/Os");
+    assert_eq!(r["config"]["ramp-time"], 0.3);
+    // Writes only paced: reads go unpaced.
+    let r = json_run(&format!(
+        "io {f} --rw randrw --rate-iops ,100 --number-ios 400 --engine sync --no-kstat"
+    ));
+    assert_eq!(r["config"]["rate-iops"], serde_json::json!([null, 100.0]));
+    // --rate in bytes: 400 KiB/s of 4 KiB blocks is 100 I/Os per second.
+    let r = json_run(&format!(
+        "io {f} --rw randread --rate 400k --runtime 1s --engine sync --no-kstat"
+    ));
+    let ops = r["total"]["ops"].as_u64().unwrap();
+    assert!(
+        ops >= 1 && ops <= paced_bound(&r, 100.0),
+        "{ops} I/Os at 400 KiB/s"
+    );
+    assert_schema_valid(&r);
+}
+
+#[test]
+fn fsync_every_n_writes_is_counted_on_every_engine() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = small_target(&dir);
+    for engine in ["sync", "uring --iodepth 4", "posixaio --iodepth 4"] {
+        let r = json_run(&format!(
+            "io {f} --rw randwrite --number-ios 16 --fsync 4 --engine {engine} --no-kstat"
+        ));
+        assert_eq!(r["total"]["ops"], 16, "{engine}");
+        // As fio: a sync before the I/O after every 4th write, none
+        // after the last (fio's end_fsync).
+        assert_eq!(r["total"]["syncs"], 3, "{engine}");
+        assert_schema_valid(&r);
+    }
+    let r = json_run(&format!(
+        "io {f} --rw randwrite --direct --number-ios 12 --fdatasync 3 --engine libaio --iodepth 2 --no-kstat"
+    ));
+    assert_eq!(r["total"]["syncs"], 3);
+    assert_eq!(r["config"]["fdatasync"], 3);
+    // No sync asked: no key.
+    let r = json_run(&format!("io {f} --rw randwrite --number-ios 4 --no-kstat"));
+    assert!(r["total"].get("syncs").is_none());
+    let out = ringlab(&format!(
+        "io {f} --rw randwrite --number-ios 8 --fsync 4 --no-kstat"
+    ));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("sync : 1 fsync/fdatasync calls"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = ringlab(&format!("io {f} --rw randread --fsync 4"));
+    assert_fails(&out, 2, &["--fsync", "issues none"]);
+}
+
+#[test]
+fn number_ios_and_loops_bound_a_job() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = small_target(&dir);
+    let r = json_run(&format!(
+        "io {f} --rw read --number-ios 5 --loops 3 --numjobs 2 --no-kstat"
+    ));
+    assert_eq!(r["total"]["ops"], 30);
+    let r = json_run(&format!(
+        "io {f} --rw read --io-size 8k --loops 2 --no-kstat"
+    ));
+    assert_eq!(r["total"]["ops"], 4);
+    let out = ringlab(&format!("io {f} --loops 2"));
+    assert_fails(&out, 2, &["--loops", "--io-size"]);
+}
+
+#[test]
+fn status_interval_series_in_the_result_and_fio_json_spread() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = small_target(&dir);
+    let r = json_run(&format!(
+        "io {f} --rw randrw --runtime 600ms --status-interval 100ms --engine sync --no-kstat"
+    ));
+    assert_schema_valid(&r);
+    assert_eq!(r["config"]["status-interval"], 0.1);
+    let iv = r["intervals"].as_array().unwrap();
+    assert!(!iv.is_empty());
+    // Every completion is in exactly one interval.
+    let sum = |k: &str| iv.iter().map(|i| i[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(sum("ops"), r["total"]["ops"].as_u64().unwrap());
+    assert_eq!(sum("read_ops"), r["total"]["read"]["ops"].as_u64().unwrap());
+    assert_eq!(
+        sum("write_bytes"),
+        r["total"]["write"]["bytes"].as_u64().unwrap()
+    );
+    for (n, i) in iv.iter().enumerate() {
+        assert_eq!(i["start_ns"], n as u64 * 100_000_000);
+        if i["ops"].as_u64().unwrap() > 0 {
+            assert!(i["lat_p99_ns"].as_u64().unwrap() > 0);
+        }
+    }
+    // Without it, no key.
+    let r = json_run(&format!("io {f} --rw read --number-ios 4 --no-kstat"));
+    assert!(r.get("intervals").is_none());
+    // fio-json: the spread of the full intervals, not one sample.
+    let out = ringlab(&format!(
+        "io {f} --rw randread --runtime 500ms --status-interval 100ms --engine sync --no-kstat --output-format fio-json"
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let read = &doc["jobs"][0]["read"];
+    let n = read["iops_samples"].as_u64().unwrap();
+    assert!(n >= 2, "{read}");
+    assert!(read["iops_stddev"].as_f64().unwrap() >= 0.0);
+    assert!(read["iops_min"].as_u64().unwrap() <= read["iops_max"].as_u64().unwrap());
+    assert_eq!(read["bw_samples"].as_u64().unwrap(), n);
+    // One line per interval on stderr as the run goes.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("[0.1s]") && l.contains("IOPS")),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_fio_job_file_with_the_worker_options_runs() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let d = dir.path().display();
+    let job = dir.path().join("worker.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "; fio's options that need the worker loop\n\
+             [global]\n\
+             filename={d}/w.dat\n\
+             size=1m\n\
+             bs=4k\n\
+             ioengine=psync\n\
+             invalidate=0\n\
+             \n\
+             [paced-read]\n\
+             rw=randread\n\
+             rate_iops=100\n\
+             ramp_time=100ms\n\
+             runtime=300ms\n\
+             time_based\n\
+             \n\
+             [synced-write]\n\
+             stonewall\n\
+             rw=randwrite\n\
+             number_ios=8\n\
+             loops=2\n\
+             fsync=4\n"
+        ),
+    )
+    .unwrap();
+    let out = ringlab(&format!(
+        "io --fio {} --output-format fio-json --no-kstat",
+        job.display()
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let jobs = doc["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2);
+    let paced = jobs[0]["read"]["total_ios"].as_u64().unwrap();
+    assert!(
+        (1..=31).contains(&paced),
+        "{paced} reads at 100/s for 300 ms"
+    );
+    assert_eq!(jobs[1]["write"]["total_ios"], 16);
+    assert_eq!(jobs[1]["sync"]["total_ios"], 3);
+    assert_eq!(
+        doc["ringlab"][1]["config"]["invalidate"], false,
+        "{}",
+        doc["ringlab"]
+    );
+}
+
+/// The lines of a fio log: (time_ms, value, direction, bs, offset).
+fn log_lines(path: &Path) -> Vec<[u64; 5]> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .map(|l| {
+            let f: Vec<u64> = l.split(", ").map(|x| x.parse().unwrap()).collect();
+            assert_eq!(f.len(), 6, "{l}");
+            assert_eq!(f[5], 0, "{l}");
+            [f[0], f[1], f[2], f[3], f[4]]
+        })
+        .collect()
+}
+
+#[test]
+fn fio_logs_are_written_as_fio_names_and_formats_them() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = small_target(&dir);
+    let p = dir.path().join("run").display().to_string();
+    let r = json_run(&format!(
+        "io {f} --rw randrw --number-ios 200 --numjobs 2 --engine sync --no-kstat --write-lat-log {p} --write-bw-log {p} --write-iops-log {p}"
+    ));
+    // Every I/O of each job in its latency log, with its offset.
+    let mut all = 0;
+    for job in 1..=2 {
+        let lat = log_lines(&dir.path().join(format!("run_lat.{job}.log")));
+        assert_eq!(lat.len(), 200);
+        all += lat.len() as u64;
+        for [t, v, d, bs, off] in &lat {
+            assert!(*v > 0 && *d <= 1 && *bs == 4096 && off % 4096 == 0 && *off < 4 << 20);
+            let _ = t;
+        }
+        assert!(
+            lat.windows(2).all(|w| w[0][0] <= w[1][0]),
+            "time goes forward"
+        );
+        let bw = log_lines(&dir.path().join(format!("run_bw.{job}.log")));
+        let iops = log_lines(&dir.path().join(format!("run_iops.{job}.log")));
+        assert!(!bw.is_empty() && bw.len() == iops.len());
+        assert!(iops.iter().all(|l| l[1] > 0 && l[2] <= 1));
+    }
+    assert_eq!(all, r["total"]["ops"].as_u64().unwrap());
+    // Averaged: one line per direction per window.
+    let q = dir.path().join("avg").display().to_string();
+    let r = json_run(&format!(
+        "io {f} --rw randread --runtime 300ms --engine sync --no-kstat --write-lat-log {q} --log-avg-msec 100"
+    ));
+    let lat = log_lines(&dir.path().join("avg_lat.1.log"));
+    let windows = r["total"]["elapsed_ns"].as_u64().unwrap() / 100_000_000 + 1;
+    assert!(!lat.is_empty() && lat.len() as u64 <= windows, "{lat:?}");
+    assert!(lat.iter().all(|l| l[2] == 0 && l[4] == 0));
+    // Full windows end on multiples of 100 ms.
+    assert!(
+        lat[..lat.len() - 1].iter().all(|l| l[0] % 100 == 0),
+        "{lat:?}"
+    );
+    // A prefix in a directory that does not exist: refused before the run.
+    let out = ringlab(&format!(
+        "io {f} --rw read --number-ios 1 --write-lat-log /nonexistent/x"
+    ));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot create the log"));
+}
+
+#[test]
+fn offset_moves_the_region_and_lays_out_offset_plus_size() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let file = dir.path().join("off.dat");
+    let f = file.display();
+    let p = dir.path().join("o").display().to_string();
+    // A new named file: laid out at offset + size.
+    let r = json_run(&format!(
+        "io {f} --size 1m --offset 2m --rw randwrite --number-ios 300 --engine sync --no-kstat --write-lat-log {p}"
+    ));
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 3 << 20);
+    assert_eq!(r["config"]["offset"], 2 << 20);
+    assert_eq!(r["target"]["region_bytes"], 1 << 20);
+    // Every I/O (its offset in the log) within [2m, 3m).
+    let lat = log_lines(&dir.path().join("o_lat.1.log"));
+    assert_eq!(lat.len(), 300);
+    assert!(
+        lat.iter().all(|l| (2 << 20..3 << 20).contains(&l[4])),
+        "{lat:?}"
+    );
+    // Sequential reads start at the offset.
+    json_run(&format!(
+        "io {f} --offset 2m --rw read --number-ios 3 --engine sync --no-kstat --write-lat-log {p}"
+    ));
+    let lat = log_lines(&dir.path().join("o_lat.1.log"));
+    let offs: Vec<u64> = lat.iter().map(|l| l[4]).collect();
+    assert_eq!(offs, [2 << 20, (2 << 20) + 4096, (2 << 20) + 8192]);
+    let out = ringlab(&format!("io {f} --offset 3m --rw read"));
+    assert_fails(&out, 2, &["--offset", "past the end"]);
+    let out = ringlab(&format!("io {f} --offset 1000 --rw read"));
+    assert_fails(&out, 2, &["--offset", "multiple of --bs"]);
+}
