@@ -5,10 +5,11 @@
 # `ringlab io --fio JOBFILE --output-format fio-json`, both pinned to the
 # same CPU, and the table shows, per job of the file, the medians over the
 # repeats of IOPS and mean latency as each tool wrote them in fio's JSON
-# shape, and the ratio ringlab/fio. The two tools differ where their
-# defaults do (fio's io_uring sets COOP_TASKRUN, SINGLE_ISSUER and
-# DEFER_TASKRUN and submits one request per io_uring_enter; ringlab's
-# default ring sets none and submits once per loop turn): the job file
+# shape, and the ratio ringlab/fio. Both set up the same ring (fio's
+# io_uring engine sets COOP_TASKRUN, SINGLE_ISSUER and DEFER_TASKRUN, as
+# ringlab's default ring does where the kernel has them) and, in a job
+# file, submit one request per system call (fio's iodepth_batch_submit=1);
+# where their defaults still differ, the job file
 # says only what both honour. Numbers are measured, not asserted.
 #
 # Usage: bench/fio-jobfile.sh [JOBFILE]   (default bench/jobs/side-by-side.fio)

@@ -41,8 +41,10 @@ pub struct IoArgs {
     #[arg(value_name = "TARGET")]
     pub target: Option<PathBuf>,
 
-    /// Interface under test: sync (pread/pwrite, one I/O at a time per job)
-    /// or uring (io_uring, batched submit and reap).
+    /// Interface under test: sync (pread/pwrite, one I/O at a time per job),
+    /// posixaio (glibc aio_read/aio_write), libaio (Linux AIO, io_submit and
+    /// io_getevents; needs --direct) or uring (io_uring, batched submit and
+    /// reap, set up by the io_uring options below).
     #[arg(long, visible_alias = "ioengine", value_enum, default_value_t = EngineKind::Uring)]
     pub engine: EngineKind,
 

@@ -74,7 +74,7 @@ enum Command {
     /// with the evidence and the studies' guidelines it confirms.
     #[command(display_order = 103)]
     Advise(Box<lab::AdviseArgs>),
-    /// The seeds' findings as experiments: runs each recipe's sweeps, sets
+    /// The five studies' findings as experiments: runs each recipe's sweeps, sets
     /// the paper's claim beside our figures, writes DIR/NAME/verdict.json
     /// and DIR/index.html.
     #[command(display_order = 104)]

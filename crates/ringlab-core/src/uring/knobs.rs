@@ -314,7 +314,7 @@ knob_table! {
     mode: Option<Mode> = "mode" {
         kernel_name: "", since: "-", kind: Kind::Preset, arg: Arg::Choice("MODE", Mode::NAMES),
         offered: Offered::IoAndHttp, needs: &[],
-        help: "Preset of the seeds: iou (the bare kernel ring, without the default COOP_TASKRUN, SINGLE_ISSUER and DEFER_TASKRUN), iou+p (--iopoll), iou+k (--sqpoll), enhanced (--fixed-files --fixed-buffers). Other knobs add to it. ringlab http takes iou only.",
+        help: "Preset of the studies: iou (the bare kernel ring, without the default COOP_TASKRUN, SINGLE_ISSUER and DEFER_TASKRUN), iou+p (--iopoll), iou+k (--sqpoll), enhanced (--fixed-files --fixed-buffers). Other knobs add to it. ringlab http takes iou only.",
         evidence: "the knobs it turns on", refused: "",
     }
     iopoll: bool = "iopoll" {
