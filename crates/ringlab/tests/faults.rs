@@ -11,7 +11,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -30,31 +30,12 @@ const MATRIX: [(&str, &str, u32); 7] = [
 /// How long any run may take before the test kills it and fails.
 const LIMIT: Duration = Duration::from_secs(20);
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 fn skip_unless_root(name: &str) -> bool {
     if is_root() {
         return false;
     }
     skip_root_only(name, "needs root (tmpfs mounts, loop devices)");
     true
-}
-
-fn sh(cmd: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .map_err(|e| format!("{cmd}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{cmd} {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 /// A tmpfs of `size` mounted on a temporary directory, unmounted when
@@ -104,28 +85,6 @@ impl Drop for Tmpfs {
         if self.mounted {
             let _ = sh("umount", &["-l", self.dir.path().to_str().unwrap()]);
         }
-    }
-}
-
-/// A loop device over a file, detached (and unmounted) when dropped.
-struct Loop {
-    dev: String,
-    mounted: Option<PathBuf>,
-}
-
-impl Loop {
-    fn over(file: &Path) -> Result<Loop, String> {
-        let dev = sh("losetup", &["-f", "--show", file.to_str().unwrap()])?;
-        Ok(Loop { dev, mounted: None })
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        if let Some(m) = &self.mounted {
-            let _ = sh("umount", &[m.to_str().unwrap()]);
-        }
-        let _ = sh("losetup", &["-d", &self.dev]);
     }
 }
 

@@ -203,58 +203,6 @@ fn framing_headers_are_refused_with_exit_2() {
     }
 }
 
-/// `ringlab LINE` under a seccomp filter that fails io_uring_setup with
-/// `errno`, as a container runtime's profile would (the sysctl
-/// kernel.io_uring_disabled is never touched).
-#[cfg(target_arch = "x86_64")]
-fn without_io_uring(line: &str, errno: u32) -> std::process::Output {
-    use std::os::unix::process::CommandExt;
-    const SYS_IO_URING_SETUP: u32 = 425;
-    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
-    const RET_ALLOW: u32 = 0x7fff_0000;
-    const RET_ERRNO: u32 = 0x0005_0000;
-    let stmt = |code: u16, k: u32| libc::sock_filter {
-        code,
-        jt: 0,
-        jf: 0,
-        k,
-    };
-    let jeq = |k: u32, jt: u8, jf: u8| libc::sock_filter {
-        code: 0x15,
-        jt,
-        jf,
-        k,
-    };
-    let filter = [
-        stmt(0x20, 4), // ld arch
-        jeq(AUDIT_ARCH_X86_64, 1, 0),
-        stmt(0x06, RET_ALLOW),
-        stmt(0x20, 0), // ld nr
-        jeq(SYS_IO_URING_SETUP, 0, 1),
-        stmt(0x06, RET_ERRNO | errno),
-        stmt(0x06, RET_ALLOW),
-    ];
-    let mut cmd = std::process::Command::new(BIN);
-    cmd.args(argv(line));
-    // SAFETY: only async-signal-safe prctl calls between fork and exec; the
-    // filter outlives the call because the closure owns it.
-    unsafe {
-        cmd.pre_exec(move || {
-            let prog = libc::sock_fprog {
-                len: filter.len() as u16,
-                filter: filter.as_ptr() as *mut libc::sock_filter,
-            };
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-                || libc::prctl(libc::PR_SET_SECCOMP, 2, &prog as *const _ as libc::c_ulong) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    run_limited(cmd)
-}
-
 /// Without io_uring, serve --io uring and the http uring drivers stop with
 /// exit 2 before anything runs ("listening" is never printed), naming the
 /// sysctl or seccomp and --io epoll.
@@ -268,12 +216,12 @@ fn io_uring_refused_is_exit_2_with_the_fix() {
     } else {
         "io_uring_disabled"
     };
-    let serve = without_io_uring(
+    let serve = ringlab_without_io_uring(
         "serve --io uring --listen 127.0.0.1:0 --duration 10s",
         libc::EPERM as u32,
     );
     assert_fails(&serve, 2, &["serve --io uring", why, "--io epoll"]);
-    let serve = without_io_uring(
+    let serve = ringlab_without_io_uring(
         "serve --io uring --listen 127.0.0.1:0 --duration 10s",
         libc::ENOSYS as u32,
     );
@@ -281,13 +229,13 @@ fn io_uring_refused_is_exit_2_with_the_fix() {
     let server = Server::start("--io epoll");
     for io in ["uring-nb", "uring", "uring-mshot"] {
         let line = format!("http {} -t 2 -c 2 -d 200ms --io {io}", server.url());
-        let out = without_io_uring(&line, libc::EPERM as u32);
+        let out = ringlab_without_io_uring(&line, libc::EPERM as u32);
         assert_fails(&out, 2, &[io, why, "--io epoll"]);
         assert!(out.stdout.is_empty(), "{io}: printed a result");
     }
     // epoll does not need io_uring.
     let line = format!("http {} -t 1 -c 1 -d 100ms --io epoll", server.url());
-    let out = without_io_uring(&line, libc::EPERM as u32);
+    let out = ringlab_without_io_uring(&line, libc::EPERM as u32);
     assert_eq!(
         out.status.code(),
         Some(0),

@@ -5,7 +5,6 @@ mod common;
 
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Runs `ringlab io LINE --directory DIR` in a fresh directory, expects a
 /// usage error naming every word of `wants`, and checks nothing is left.
@@ -21,20 +20,6 @@ fn refused(line: &str, wants: &[&str]) {
         "{line}: {:?}",
         leftovers(dir.path())
     );
-}
-
-fn sh(cmd: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .map_err(|e| format!("{cmd}: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{cmd} {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
 #[test]
@@ -341,57 +326,6 @@ fn file_system_that_refuses_o_direct() {
     );
 }
 
-/// Runs ringlab under a seccomp filter that fails io_uring_setup with
-/// `errno`, as a container runtime's profile would.
-#[cfg(target_arch = "x86_64")]
-fn ringlab_without_io_uring(line: &str, errno: u32) -> std::process::Output {
-    use std::os::unix::process::CommandExt;
-    const SYS_IO_URING_SETUP: u32 = 425;
-    const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
-    const RET_ALLOW: u32 = 0x7fff_0000;
-    const RET_ERRNO: u32 = 0x0005_0000;
-    let stmt = |code: u16, k: u32| libc::sock_filter {
-        code,
-        jt: 0,
-        jf: 0,
-        k,
-    };
-    let jeq = |k: u32, jt: u8, jf: u8| libc::sock_filter {
-        code: 0x15,
-        jt,
-        jf,
-        k,
-    };
-    let filter = [
-        stmt(0x20, 4), // ld arch
-        jeq(AUDIT_ARCH_X86_64, 1, 0),
-        stmt(0x06, RET_ALLOW),
-        stmt(0x20, 0), // ld nr
-        jeq(SYS_IO_URING_SETUP, 0, 1),
-        stmt(0x06, RET_ERRNO | errno),
-        stmt(0x06, RET_ALLOW),
-    ];
-    let mut cmd = Command::new(BIN);
-    cmd.args(argv(line));
-    // SAFETY: only async-signal-safe prctl calls between fork and exec; the
-    // filter outlives the call because the closure owns it.
-    unsafe {
-        cmd.pre_exec(move || {
-            let prog = libc::sock_fprog {
-                len: filter.len() as u16,
-                filter: filter.as_ptr() as *mut libc::sock_filter,
-            };
-            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-                || libc::prctl(libc::PR_SET_SECCOMP, 2, &prog as *const _ as libc::c_ulong) != 0
-            {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    run_limited(cmd)
-}
-
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn io_uring_unavailable() {
@@ -420,26 +354,6 @@ fn io_uring_unavailable() {
         "{}",
         String::from_utf8_lossy(&sync.stderr)
     );
-}
-
-/// A loop device over a file, detached (and unmounted) when dropped.
-struct Loop {
-    dev: String,
-    mounted: Option<PathBuf>,
-}
-impl Loop {
-    fn over(file: &Path) -> Result<Loop, String> {
-        let dev = sh("losetup", &["-f", "--show", file.to_str().unwrap()])?;
-        Ok(Loop { dev, mounted: None })
-    }
-}
-impl Drop for Loop {
-    fn drop(&mut self) {
-        if let Some(m) = &self.mounted {
-            let _ = sh("umount", &[m.to_str().unwrap()]);
-        }
-        let _ = sh("losetup", &["-d", &self.dev]);
-    }
 }
 
 #[test]
