@@ -182,8 +182,8 @@ impl Samples {
         let first = self.disk.first()?.1;
         let last = self.disk.last()?.1;
         Some(DeviceFigures {
-            read_iops: median(&mut iops)?,
-            read_bytes_per_s: median(&mut bw)?,
+            read_iops: median(&iops)?,
+            read_bytes_per_s: median(&bw)?,
             reads: last.reads.saturating_sub(first.reads),
         })
     }
@@ -211,17 +211,8 @@ pub struct DeviceFigures {
     pub reads: u64,
 }
 
-fn median(v: &mut [f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+fn median(v: &[f64]) -> Option<f64> {
+    ringlab_stats::spread::Spread::of(v).map(|s| s.median)
 }
 
 /// File lookups per io_uring request (not per key): the figure registered

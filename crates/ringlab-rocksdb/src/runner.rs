@@ -776,24 +776,14 @@ fn progress_line(o: &RunOutcome) -> String {
 
 /// Median and min-max of `v` as `med (min-max)`.
 fn agg(v: &[f64], digits: usize) -> String {
-    if v.is_empty() {
+    let Some(s) = ringlab_stats::spread::Spread::of(v) else {
         return "-".into();
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let med = if s.len() % 2 == 1 {
-        s[s.len() / 2]
-    } else {
-        (s[s.len() / 2 - 1] + s[s.len() / 2]) / 2.0
     };
-    if s.len() == 1 {
+    let med = s.median;
+    if v.len() == 1 {
         return format!("{med:.digits$}");
     }
-    format!(
-        "{med:.digits$} ({:.digits$}-{:.digits$})",
-        s[0],
-        s[s.len() - 1]
-    )
+    format!("{med:.digits$} ({:.digits$}-{:.digits$})", s.min, s.max)
 }
 
 fn table(

@@ -4,11 +4,13 @@
 //!   formatting numbers for people.
 //! - [`latency`]: the per-thread latency recorder (HDR histogram plus exact
 //!   moments) and its summary.
+//! - [`spread`]: min, median and max over repeats.
 //! - [`result`]: `RunResult`, serialised as JSON following
 //!   `schema/result.schema.json`.
 
 pub mod latency;
 pub mod result;
+pub mod spread;
 pub mod units;
 
 pub use latency::{LatencyRecorder, LatencySummary};

@@ -53,21 +53,11 @@ pub struct Range {
 
 impl Range {
     pub fn of(values: &[f64]) -> Option<Range> {
-        if values.is_empty() {
-            return None;
-        }
-        let mut v = values.to_vec();
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        let median = if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        };
+        let s = ringlab_stats::spread::Spread::of(values)?;
         Some(Range {
-            min: v[0],
-            median,
-            max: v[n - 1],
+            min: s.min,
+            median: s.median,
+            max: s.max,
         })
     }
 

@@ -19,22 +19,12 @@ pub(super) struct Agg {
 }
 
 pub(super) fn aggregate(values: &[f64]) -> Option<Agg> {
-    if values.is_empty() {
-        return None;
-    }
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    let median = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
+    let s = ringlab_stats::spread::Spread::of(values)?;
     Some(Agg {
-        median,
-        min: v[0],
-        max: v[n - 1],
-        n,
+        median: s.median,
+        min: s.min,
+        max: s.max,
+        n: values.len(),
     })
 }
 
