@@ -145,12 +145,8 @@ pub fn insert_into_wrk_text(text: &str, notes: &[Diagnosis]) -> String {
     let mut lines = String::new();
     for d in notes {
         lines.push_str(&format!(
-            "  ringlab: diagnosis [{}] {} = {} (above {}): {}; try: {}\n",
-            d.rule,
-            d.figure,
-            figure(d.value),
-            d.threshold,
-            d.message,
+            "  ringlab: diagnosis {}; try: {}\n",
+            finding(d),
             d.try_next
         ));
     }
@@ -164,17 +160,21 @@ pub fn render(notes: &[Diagnosis]) -> String {
     }
     let mut s = String::from("\nDiagnoses (from this run's kernel evidence):\n");
     for d in notes {
-        s.push_str(&format!(
-            "  [{}] {} = {} (above {}): {}\n      try: {}\n",
-            d.rule,
-            d.figure,
-            figure(d.value),
-            d.threshold,
-            d.message,
-            d.try_next
-        ));
+        s.push_str(&format!("  {}\n      try: {}\n", finding(d), d.try_next));
     }
     s
+}
+
+/// `[rule] figure = value (above threshold): message`, as both layouts say it.
+fn finding(d: &Diagnosis) -> String {
+    format!(
+        "[{}] {} = {} (above {}): {}",
+        d.rule,
+        d.figure,
+        figure(d.value),
+        d.threshold,
+        d.message
+    )
 }
 
 #[cfg(test)]
