@@ -14,16 +14,6 @@ use ringlab_core::usage_error;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-/// ringlab's options read through fio's table on the command line.
-const ROUTED: &[&str] = &[
-    "size",
-    "runtime",
-    "iodepth",
-    "io-size",
-    "directory",
-    "direct",
-];
-
 /// ringlab's own options that apply to every job of a job file.
 const BESIDE_JOB_FILE: &[&str] = &[
     "output",
@@ -154,7 +144,7 @@ pub fn preprocess(argv: Vec<OsString>, io: &clap::Command) -> Result<Preprocesse
             // ringlab's options that fio's rules combine with others (size
             // and runtime with time_based, the target with name and
             // directory, batches with iodepth) go through the same table.
-            if ROUTED.contains(&key.as_str()) {
+            if options::ROUTED.contains(&key.as_str()) {
                 let value = match value {
                     Some(v) => Some(v),
                     None if !n.takes_value => None,

@@ -13,6 +13,17 @@ use anyhow::Result;
 use ringlab_core::usage_error;
 use std::path::PathBuf;
 
+/// ringlab's options read through fio's table on the command line (the
+/// words ringlab and fio share).
+pub const ROUTED: &[&str] = &[
+    "size",
+    "runtime",
+    "iodepth",
+    "io-size",
+    "directory",
+    "direct",
+];
+
 /// What ringlab does with one fio option.
 #[derive(Clone, Copy, Debug)]
 pub enum Kind {
@@ -312,16 +323,9 @@ pub fn translate(
         let Some(rec) = find(&o.key) else {
             return Err(unknown(&o.key, &o.origin));
         };
-        let shared = [
-            "size",
-            "runtime",
-            "iodepth",
-            "io-size",
-            "directory",
-            "direct",
-            "engine",
-        ];
-        g.fio_spelling |= !shared.contains(&o.key.as_str());
+        // Words ringlab and fio share are not a sign of fio's spelling.
+        let shared = ROUTED.contains(&o.key.as_str()) || o.key == "engine";
+        g.fio_spelling |= !shared;
         if in_file && matches!(rec.name, "output" | "output_format") {
             return Err(refuse(
                 o,
