@@ -10,6 +10,13 @@
 #                                  at 32 one request per io_submit on both
 #                                  sides, and batches on both sides)
 #   ringlab --engine posixaio  vs  fio --ioengine=posixaio  (iodepth 1 and 32)
+# Page-cache-hot rows ("cached": no O_DIRECT, the target read once right
+# before each tool's run so every page is cached, and kept: ringlab
+# --invalidate 0, fio --invalidate=0 --direct=0):
+#   ringlab --engine sync      vs  fio --ioengine=psync     (iodepth 1)
+#   ringlab --engine uring     vs  fio --ioengine=io_uring  (iodepth 32, batches)
+#   (libaio is left out: Linux AIO on a buffered file completes inside
+#   io_submit, so it measures nothing asynchronous.)
 # and, if $T_IO_URING is set, against fio's t/io_uring:
 #   uring (1, 32), libaio --submit-batch 1 (-a1: with -c1 it submits and
 #   reaps one request per system call), uring --fixed-files --fixed-buffers (-B1 -F1),
@@ -93,6 +100,8 @@ ringlab_iops() { # depth, then ringlab io flags
     local io=("$target" --rw randread --direct)
     if [[ " $* " == *" --rw nop "* ]]; then
         io=()
+    elif [[ " $* " == *" --invalidate 0 "* ]]; then
+        io=("$target" --rw randread)
     fi
     # --no-kstat: the peers count nothing, so ringlab does not either
     # (bench/kstat-overhead.sh measures what counting costs).
@@ -104,8 +113,9 @@ ringlab_iops() { # depth, then ringlab io flags
 fio_iops() { # depth, then fio flags (--ioengine=... and any more)
     local depth=$1
     shift
-    pin fio --name=peer --filename="$target" "$@" \
-        --rw=randread --bs=4k --iodepth="$depth" --direct=1 --runtime="$runtime" --time_based \
+    # --direct=1 first: a cached row's --direct=0 (in "$@") overrides it.
+    pin fio --name=peer --filename="$target" --direct=1 "$@" \
+        --rw=randread --bs=4k --iodepth="$depth" --runtime="$runtime" --time_based \
         --output-format=json 2>/dev/null |
         python3 -c 'import json,sys; print(round(json.load(sys.stdin)["jobs"][0]["read"]["iops"]))'
 }
@@ -136,6 +146,13 @@ else:
     print(round(sum(v) / len(v)))'
 }
 
+# Reads the whole target through the page cache, so a cached row finds
+# every page there (24 GiB of RAM hold the 1 GiB target many times over).
+# A block device's page cache is dropped when its last opener closes it, so
+# the script holds the target open (fd 9) for as long as it runs.
+warm() { dd if="$target" of=/dev/null bs=1M status=none; }
+exec 9<"$target"
+
 declare -A res
 # label | depth | ringlab flags | peer | peer flags
 cases=(
@@ -149,6 +166,8 @@ cases=(
     "libaio|32|--engine libaio|fio|--ioengine=libaio ${FIO_BATCH[*]}"
     "posixaio|1|--engine posixaio|fio|--ioengine=posixaio"
     "posixaio|32|--engine posixaio|fio|--ioengine=posixaio"
+    "cached sync|1|--engine sync --invalidate 0|fio|--ioengine=psync --direct=0 --invalidate=0"
+    "cached uring|32|--engine uring --invalidate 0|fio|--ioengine=io_uring --direct=0 --invalidate=0 ${FIO_BATCH[*]}"
 )
 if [[ -n "${T_IO_URING:-}" && -x "${T_IO_URING}" ]]; then
     cases+=(
@@ -175,8 +194,12 @@ for ((r = 1; r <= repeats; r++)); do
     echo "repeat $r/$repeats" >&2
     for c in "${cases[@]}"; do
         IFS='|' read -r label depth rflags peer pflags <<<"$c"
+        # A cached row starts with every page of the target in the page
+        # cache (the direct rows before it may have dropped them).
+        if [[ $label == cached* ]]; then warm; fi
         # shellcheck disable=SC2086 # the flag strings are word lists
         res["$c|ringlab"]+="$(ringlab_iops "$depth" $rflags) "
+        if [[ $label == cached* ]]; then warm; fi
         case $peer in
             fio)
                 # shellcheck disable=SC2086
@@ -197,7 +220,7 @@ for c in "${cases[@]}"; do
     python3 - "$label" "$depth" "$peer $pflags" "${res[$c|ringlab]}" "${res[$c|peer]}" <<'PY'
 import statistics, sys
 engine, depth, peer, a, b = sys.argv[1:]
-peer = peer.replace("--ioengine=", "").replace("--iodepth_batch_submit=32 --iodepth_batch_complete_max=32", "batch 32").strip()
+peer = peer.replace("--ioengine=", "").replace("--iodepth_batch_submit=32 --iodepth_batch_complete_max=32", "batch 32").replace("--direct=0 --invalidate=0", "cached").strip()
 a = [int(x) for x in a.split()]
 if "NA" in b.split():
     print(f"{'randread qd' + depth + ' ' + engine:<30} {'':<28} {peer:<20} unavailable (see the note above)")
