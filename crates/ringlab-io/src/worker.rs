@@ -117,6 +117,9 @@ pub fn run_job<E: Engine>(
     let mut job = Job {
         fd: fd.as_raw_fd(),
         ramp_end_ns: plan.ramp.map_or(0, |d| d.as_nanos() as u64),
+        end_ns: plan.runtime.map_or(u64::MAX, |r| {
+            (r + plan.ramp.unwrap_or_default()).as_nanos() as u64
+        }),
         measure_from_ns: 0,
         pace: paced.then(|| Pace {
             period_ns: plan.pace_ns,
@@ -521,6 +524,11 @@ struct Job<'a, E: Engine> {
     ramp_end_ns: u64,
     /// Job clock time the measurements start from (the end of the ramp).
     measure_from_ns: u64,
+    /// Job clock time the runtime (ramp included) is over. The runner's
+    /// thread stops the jobs then; a job also stops itself, because under a
+    /// real-time policy (`chrt -f`) a job that never blocks (NOPs, a
+    /// page-cache-hot read) keeps the runner's thread off its CPU forever.
+    end_ns: u64,
     pace: Option<Pace>,
     sync: Option<SyncState>,
     /// I/Os issued (for --number-ios).
@@ -895,6 +903,11 @@ impl<E: Engine> Job<'_, E> {
         }
         if self.ramp_end_ns != 0 && now_ns >= self.ramp_end_ns {
             self.end_ramp(self.ramp_end_ns);
+        }
+        // The runtime is over, or a signal came, and the runner's thread
+        // may not get the CPU to say so (see `end_ns`): stop issuing.
+        if now_ns >= self.end_ns || ringlab_core::gate::signals_received() > 0 {
+            self.ctx.stop.store(true, Ordering::Relaxed);
         }
         let lat = now_ns.saturating_sub(s.start_ns);
         // An I/O started (or due) within --ramp-time is not measured, even

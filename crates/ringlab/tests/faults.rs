@@ -753,3 +753,36 @@ fn destructive_writes_refused_when_mounted_anywhere() {
         "ext4"
     );
 }
+
+/// Under a real-time policy a job that never blocks (NOPs complete inside
+/// io_uring_enter, a page-cache hit inside pread) keeps every thread of the
+/// same priority off its CPU, the runner's thread too: the job must end the
+/// run itself when the runtime is over, not wait for a stop that never comes.
+#[test]
+fn a_real_time_job_that_never_blocks_ends_at_its_runtime() {
+    let name = "a_real_time_job_that_never_blocks_ends_at_its_runtime";
+    if skip_unless_root(name) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hot.dat");
+    fs::write(&file, data(1 << 20)).unwrap();
+    for line in [
+        "io --rw nop --iodepth 1 --runtime 300ms --no-kstat --output-format json".to_string(),
+        format!(
+            "io {} --engine sync --rw randread --invalidate 0 --runtime 300ms --no-kstat --output-format json",
+            file.display()
+        ),
+    ] {
+        let child = Command::new("chrt")
+            .args(["-f", "1", "taskset", "-c", "0", BIN])
+            .args(argv(&line))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn chrt");
+        let out = finish(child, &format!("chrt -f 1 taskset -c 0 ringlab {line}"));
+        assert!(out.status.success(), "{line}: {}", stderr(&out));
+        assert!(json(&out)["total"]["ops"].as_u64().unwrap() > 0, "{line}");
+    }
+}
