@@ -881,12 +881,9 @@ fn table(
                         }
                     })
                     .collect();
-                let cell = if v.is_empty() {
-                    "-".to_string()
-                } else {
-                    let mut s = v.clone();
-                    s.sort_by(f64::total_cmp);
-                    format!("{:.3}", s[s.len() / 2])
+                let cell = match ringlab_stats::spread::Spread::of(&v) {
+                    Some(s) => format!("{:.3}", s.median),
+                    None => "-".to_string(),
                 };
                 let _ = write!(line, " {cell:>12}");
             }

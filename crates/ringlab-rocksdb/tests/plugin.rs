@@ -100,16 +100,47 @@ const KNOB_SETS: &[&str] = &[
     "depth=2,fixed_files,fixed_buffers,force_async",
 ];
 
+/// The checker's second line with the plugin loaded: asynchronous reads
+/// (submitted, delivered by Poll, aborted).
+fn async_counts(line: &str) -> Option<[u64; 3]> {
+    let rest = line.strip_prefix("async_reads ")?;
+    let mut out = [0u64; 3];
+    for (slot, (word, want)) in rest
+        .split(' ')
+        .zip(["submitted", "delivered", "aborted"])
+        .enumerate()
+    {
+        let (k, v) = word.split_once('=')?;
+        if k != want {
+            return None;
+        }
+        out[slot] = v.parse().ok()?;
+    }
+    Some(out)
+}
+
 #[test]
 fn every_knob_reads_exactly_what_the_default_file_system_reads() {
     let k = require_kit!("every_knob_reads_exactly_what_the_default_file_system_reads");
     for direct in [true, false] {
         let want = checksums(k, "", direct).expect("default FileSystem");
         assert!(want.starts_with("keys=3000 "), "{want}");
+        assert_eq!(want.lines().count(), 1, "no plugin, no async line: {want}");
         for knobs in KNOB_SETS {
             let uri = format!("ringlab://{knobs}");
             let got = checksums(k, &uri, direct).unwrap_or_else(|e| panic!("{uri}: {e}"));
-            assert_eq!(got, want, "{uri} direct={direct}");
+            let mut lines = got.lines();
+            // The plain scan, the async_io scan and MultiGet all read what
+            // the default FileSystem reads.
+            assert_eq!(lines.next(), Some(want.as_str()), "{uri} direct={direct}");
+            // The async_io scan went through ReadAsync on the ring and its
+            // callbacks came from Poll (not a synchronous fallback).
+            let line = lines.next().unwrap_or("");
+            let [submitted, delivered, aborted] = async_counts(line)
+                .unwrap_or_else(|| panic!("{uri}: no async_reads line in {got}"));
+            assert!(submitted > 0, "{uri} direct={direct}: {line}");
+            assert!(delivered > 0, "{uri} direct={direct}: {line}");
+            assert_eq!(submitted, delivered + aborted, "{uri} direct={direct}: {line}");
         }
     }
 }
