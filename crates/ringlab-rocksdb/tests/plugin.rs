@@ -136,11 +136,15 @@ fn every_knob_reads_exactly_what_the_default_file_system_reads() {
             // The async_io scan went through ReadAsync on the ring and its
             // callbacks came from Poll (not a synchronous fallback).
             let line = lines.next().unwrap_or("");
-            let [submitted, delivered, aborted] = async_counts(line)
-                .unwrap_or_else(|| panic!("{uri}: no async_reads line in {got}"));
+            let [submitted, delivered, aborted] =
+                async_counts(line).unwrap_or_else(|| panic!("{uri}: no async_reads line in {got}"));
             assert!(submitted > 0, "{uri} direct={direct}: {line}");
             assert!(delivered > 0, "{uri} direct={direct}: {line}");
-            assert_eq!(submitted, delivered + aborted, "{uri} direct={direct}: {line}");
+            assert_eq!(
+                submitted,
+                delivered + aborted,
+                "{uri} direct={direct}: {line}"
+            );
         }
     }
 }
@@ -285,5 +289,6 @@ fn args_for(db: &Path, output: &Path, configs: &[&str]) -> runner::RocksdbArgs {
         plugin: None,
         output: Some(output.to_path_buf()),
         no_kstat: false,
+        output_format: runner::RocksdbFormat::Text,
     }
 }
