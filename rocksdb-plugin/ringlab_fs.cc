@@ -433,9 +433,18 @@ static bool PrepAsync(AsyncRead* a) {
 }
 
 // Queues the asynchronous reads waiting for resubmission, as SQEs allow.
+static void FinishAsync(AsyncRead* a);
+
 static void FlushAsyncRetries(Ring* r) {
   while (!r->async_retry.empty()) {
     AsyncRead* a = r->async_retry.back();
+    if (a->orphaned) {
+      // Its buffer may be gone: never hand it to the kernel again.
+      r->async_retry.pop_back();
+      a->op.err = ECANCELED;
+      FinishAsync(a);
+      continue;
+    }
     if (!PrepAsync(a)) return;
     r->async_retry.pop_back();
   }
@@ -445,7 +454,7 @@ static void FinishAsync(AsyncRead* a) {
   Ring* r = a->ring;
   Op& op = a->op;
   if (op.bounce >= 0) {
-    if (op.err == 0) {
+    if (op.err == 0 && !a->orphaned) {
       memcpy(op.buf, r->bounce + static_cast<size_t>(op.bounce) * kBounceSize, op.done);
     }
     r->free_bounce.push_back(op.bounce);
@@ -498,9 +507,11 @@ static bool TakeAsyncCqe(Ring* r, const struct io_uring_cqe* cqe) {
 void DeleteAsync(void* p) {
   AsyncRead* a = AsAsync(p);
   if (a == nullptr) return;
-  if (a->state == AsyncRead::kInFlight) {
+  bool live = a->state == AsyncRead::kInFlight || a->state == AsyncRead::kQueued;
+  if (live && (a->state == AsyncRead::kInFlight || a->owner != std::this_thread::get_id())) {
     // RocksDB polls or aborts before deleting; should it not, the kernel
-    // still owns the SQE: the reaper frees it.
+    // still owns the SQE (or another thread's ring holds it): the owner's
+    // reaper frees it, and a queued retry is never submitted.
     a->orphaned = true;
     return;
   }
