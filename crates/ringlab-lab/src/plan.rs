@@ -158,7 +158,7 @@ pub(crate) fn parse_plan(text: &str, name: &str) -> Result<Plan> {
     let command = raw.command.get_ref().clone();
     if !COMMANDS.contains(&command.as_str()) {
         return Err(usage_error(format!(
-            "{}: command = \"{command}\": a sweep drives \"io\", \"http\" or \"rocksdb\"",
+            "{}: command = \"{command}\": a sweep drives \"rocksdb\", \"io\" or \"http\"",
             at(raw.command.span())
         )));
     }
@@ -682,7 +682,7 @@ engine = ["sync", "uring"]
             (
                 "command = \"fio\"\n",
                 "p.toml:1:",
-                "\"io\", \"http\" or \"rocksdb\"",
+                "\"rocksdb\", \"io\" or \"http\"",
             ),
             (
                 "command = \"io\"\nrepeats = 0\n",
