@@ -264,10 +264,14 @@ fn every_runnable_recipe_runs_end_to_end_at_a_tiny_scale() {
             &std::fs::read_to_string(dir.path().join("rocksdb-backends/verdict.json")).unwrap(),
         )
         .unwrap();
-        assert_ne!(v["verdict"], "cannot-run", "{}", v["reason"]);
         let checks = v["checks"].as_array().unwrap();
         assert_eq!(checks.len(), 6);
         for c in checks {
+            if c["metric"] == "kstat.block_reads_per_s" && c["verdict"] == "cannot-run" {
+                // Without root no tracepoint is counted: said, not zero.
+                assert!(c["reason"].as_str().unwrap().contains("unavailable"), "{c}");
+                continue;
+            }
             assert_ne!(c["verdict"], "cannot-run", "{c}");
             let p = &c["points"][0];
             assert!(
