@@ -973,6 +973,20 @@ static bool Register() {
 
 static const bool g_registered = Register();
 
+// RINGLAB_FS_ASYNC_STATS=1: the asynchronous reads of the process, on
+// standard error at exit (for db_bench --async_io=1 runs).
+struct AsyncStatsAtExit {
+  ~AsyncStatsAtExit() {
+    if (getenv("RINGLAB_FS_ASYNC_STATS") == nullptr) return;
+    fprintf(stderr,
+            "ringlab fs: async_reads submitted=%llu delivered=%llu aborted=%llu\n",
+            static_cast<unsigned long long>(g_async_submitted.load()),
+            static_cast<unsigned long long>(g_async_delivered.load()),
+            static_cast<unsigned long long>(g_async_aborted.load()));
+  }
+};
+static AsyncStatsAtExit g_async_stats_at_exit;
+
 }  // namespace ringlab
 
 // For tests and tools: asynchronous reads submitted, delivered through
