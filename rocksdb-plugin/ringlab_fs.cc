@@ -26,6 +26,17 @@
 // of 64 KiB, page aligned), reads of up to 64 KiB go through
 // IORING_OP_READ_FIXED into the pool and are copied into RocksDB's buffer;
 // larger reads use RocksDB's buffer directly with a plain READ.
+//
+// ReadAsync (RocksDB's FilePrefetchBuffer with async_io, e.g. db_bench
+// --async_io=1 on scans) submits the read on the calling thread's ring and
+// returns at once with an io_handle; FileSystem::Poll reaps completions
+// until every listed handle is done, then runs their callbacks (on the
+// polling thread, which must be the submitting one, as with RocksDB's own
+// io_uring backend); AbortIO cancels (IORING_OP_ASYNC_CANCEL) and waits
+// until the kernel is done with the buffers, without callbacks. Short reads
+// and EAGAIN are resubmitted as in the synchronous path. Completions of
+// asynchronous reads that a synchronous Read reaps on the same ring are
+// kept for Poll.
 
 #include <fcntl.h>
 #include <liburing.h>
@@ -42,6 +53,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -206,6 +218,21 @@ std::atomic<uint64_t> g_closed_generation{0};
 std::atomic<uint64_t> g_next_file_id{1};
 std::atomic<uint64_t> g_next_fs_id{1};
 
+// user_data of an SQE: a synchronous op's index shifted left (even), an
+// AsyncRead's address with the low bit set, or kIgnoreData (a cancel).
+constexpr uint64_t kAsyncTag = 1;
+constexpr uint64_t kIgnoreData = ~uint64_t(0) - 1;
+
+// Counters of the asynchronous path, read by tools through
+// ringlab_fs_async_stats().
+std::atomic<uint64_t> g_async_submitted{0};
+std::atomic<uint64_t> g_async_delivered{0};
+std::atomic<uint64_t> g_async_aborted{0};
+
+struct Ring;
+struct AsyncRead;
+void DeleteAsync(void* p);
+
 struct Ring {
   struct io_uring ring;
   bool inited = false;
@@ -219,6 +246,9 @@ struct Ring {
   uint64_t seen_closed_generation = 0;
   char* bounce = nullptr;
   std::vector<int> free_bounce;
+  // Asynchronous reads to (re)submit (short read, EAGAIN, SQ was full).
+  std::vector<AsyncRead*> async_retry;
+  unsigned async_inflight = 0;
 
   ~Ring() {
     if (inited) io_uring_queue_exit(&ring);
@@ -351,6 +381,154 @@ struct Op {
   int err = 0;  // positive errno
 };
 
+// One ReadAsync: the io_handle RocksDB holds until it calls del_fn.
+struct AsyncRead {
+  static constexpr uint64_t kMagic = 0x72696e676c616231ULL;  // "ringlab1"
+  uint64_t magic = kMagic;
+  Ring* ring = nullptr;
+  std::thread::id owner;
+  Op op;
+  int target = -1;  // fd or registered slot
+  bool fixed = false;
+  bool direct = false;
+  std::string fname;
+  FSReadRequest req;
+  std::function<void(const FSReadRequest&, void*)> cb;
+  void* cb_arg = nullptr;
+  enum State { kInFlight, kQueued, kDone, kDelivered } state = kInFlight;
+  bool aborted = false;      // AbortIO asked: no resubmission, no callback
+  bool cancel_sent = false;
+  bool orphaned = false;     // del_fn ran while the kernel still had it
+};
+
+static AsyncRead* AsAsync(void* h) {
+  AsyncRead* a = static_cast<AsyncRead*>(h);
+  return (a != nullptr && a->magic == AsyncRead::kMagic) ? a : nullptr;
+}
+
+// Queues the read's (remaining) bytes on its ring; false if the SQ is full.
+static bool PrepAsync(AsyncRead* a) {
+  Ring* r = a->ring;
+  struct io_uring_sqe* sqe = io_uring_get_sqe(&r->ring);
+  if (sqe == nullptr) return false;
+  Op& op = a->op;
+  uint64_t off = op.offset + op.done;
+  size_t left = op.len - op.done;
+  if (op.bounce < 0 && !r->free_bounce.empty() && op.len <= kBounceSize) {
+    op.bounce = r->free_bounce.back();
+    r->free_bounce.pop_back();
+  }
+  if (op.bounce >= 0) {
+    char* b = r->bounce + static_cast<size_t>(op.bounce) * kBounceSize + op.done;
+    io_uring_prep_read_fixed(sqe, a->target, b, left, off, op.bounce);
+  } else {
+    io_uring_prep_read(sqe, a->target, op.buf + op.done, left, off);
+  }
+  if (a->fixed) sqe->flags |= IOSQE_FIXED_FILE;
+  if (r->knobs.force_async) sqe->flags |= IOSQE_ASYNC;
+  io_uring_sqe_set_data64(sqe, reinterpret_cast<uint64_t>(a) | kAsyncTag);
+  a->state = AsyncRead::kInFlight;
+  r->async_inflight++;
+  return true;
+}
+
+// Queues the asynchronous reads waiting for resubmission, as SQEs allow.
+static void FinishAsync(AsyncRead* a);
+
+static void FlushAsyncRetries(Ring* r) {
+  while (!r->async_retry.empty()) {
+    AsyncRead* a = r->async_retry.back();
+    if (a->orphaned) {
+      // Its buffer may be gone: never hand it to the kernel again.
+      r->async_retry.pop_back();
+      a->op.err = ECANCELED;
+      FinishAsync(a);
+      continue;
+    }
+    if (!PrepAsync(a)) return;
+    r->async_retry.pop_back();
+  }
+}
+
+static void FinishAsync(AsyncRead* a) {
+  Ring* r = a->ring;
+  Op& op = a->op;
+  if (op.bounce >= 0) {
+    if (op.err == 0 && !a->orphaned) {
+      memcpy(op.buf, r->bounce + static_cast<size_t>(op.bounce) * kBounceSize, op.done);
+    }
+    r->free_bounce.push_back(op.bounce);
+    op.bounce = -1;
+  }
+  if (op.err != 0) {
+    a->req.status = IOStatus::IOError("ringlab fs: async read " + a->fname + " at offset " +
+                                      std::to_string(op.offset) + ": " + strerror(op.err));
+    a->req.result = Slice(op.buf, 0);
+  } else {
+    a->req.status = IOStatus::OK();
+    a->req.result = Slice(op.buf, op.done);
+  }
+  a->state = AsyncRead::kDone;
+  if (a->orphaned) delete a;
+}
+
+// Handles a CQE that is not a synchronous op's: true if it was an
+// asynchronous read's or a cancel's (consumed), false for a synchronous op.
+static bool TakeAsyncCqe(Ring* r, const struct io_uring_cqe* cqe) {
+  uint64_t ud = io_uring_cqe_get_data64(cqe);
+  if (ud == kIgnoreData) return true;
+  if ((ud & kAsyncTag) == 0) return false;
+  AsyncRead* a = reinterpret_cast<AsyncRead*>(ud & ~kAsyncTag);
+  r->async_inflight--;
+  Op& op = a->op;
+  int res = cqe->res;
+  bool stop = a->aborted || a->orphaned;
+  if ((res == -EAGAIN || res == -EINTR) && !stop && ++op.retries < 10000) {
+    a->state = AsyncRead::kQueued;
+    r->async_retry.push_back(a);
+    return true;
+  }
+  if (res < 0) {
+    op.err = -res;
+  } else if (res > 0) {
+    op.done += static_cast<size_t>(res);
+    bool unaligned = a->direct && (op.done % 512) != 0;
+    if (op.done < op.len && !unaligned && !stop && ++op.retries < 10000) {
+      a->state = AsyncRead::kQueued;
+      r->async_retry.push_back(a);  // short read: ask for the rest
+      return true;
+    }
+  }
+  FinishAsync(a);
+  return true;
+}
+
+// RocksDB's del_fn for our io_handles.
+void DeleteAsync(void* p) {
+  AsyncRead* a = AsAsync(p);
+  if (a == nullptr) return;
+  bool live = a->state == AsyncRead::kInFlight || a->state == AsyncRead::kQueued;
+  if (live && (a->state == AsyncRead::kInFlight || a->owner != std::this_thread::get_id())) {
+    // RocksDB polls or aborts before deleting; should it not, the kernel
+    // still owns the SQE (or another thread's ring holds it): the owner's
+    // reaper frees it, and a queued retry is never submitted.
+    a->orphaned = true;
+    return;
+  }
+  if (a->state == AsyncRead::kQueued) {
+    auto& q = a->ring->async_retry;
+    for (size_t i = 0; i < q.size(); i++) {
+      if (q[i] == a) {
+        q.erase(q.begin() + static_cast<long>(i));
+        break;
+      }
+    }
+    if (a->op.bounce >= 0) a->ring->free_bounce.push_back(a->op.bounce);
+  }
+  a->magic = 0;
+  delete a;
+}
+
 // Submits every op and waits until all are finished. Short reads are
 // resubmitted for the rest; EAGAIN and EINTR are resubmitted; a read of 0
 // bytes is the end of the file. Returns an error only for a failure of the
@@ -404,9 +582,10 @@ IOStatus RunOps(Ring* r, int fd, uint64_t file_id, bool direct, std::vector<Op>&
       }
       if (slot >= 0) sqe->flags |= IOSQE_FIXED_FILE;
       if (k.force_async) sqe->flags |= IOSQE_ASYNC;
-      io_uring_sqe_set_data64(sqe, i);
+      io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(i) << 1);
       queued++;
     }
+    FlushAsyncRetries(r);
     inflight += queued;
     int rc = io_uring_submit_and_wait(&r->ring, 1);
     if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
@@ -420,8 +599,8 @@ IOStatus RunOps(Ring* r, int fd, uint64_t file_id, bool direct, std::vector<Op>&
       while (inflight > 0) {
         struct io_uring_cqe* c;
         if (io_uring_wait_cqe(&r->ring, &c) < 0) break;
+        if (!TakeAsyncCqe(r, c)) inflight--;
         io_uring_cqe_seen(&r->ring, c);
-        inflight--;
       }
       return IOStatus::IOError(what);
     }
@@ -429,7 +608,8 @@ IOStatus RunOps(Ring* r, int fd, uint64_t file_id, bool direct, std::vector<Op>&
     unsigned head, seen = 0;
     io_uring_for_each_cqe(&r->ring, head, cqe) {
       seen++;
-      size_t i = static_cast<size_t>(io_uring_cqe_get_data64(cqe));
+      if (TakeAsyncCqe(r, cqe)) continue;
+      size_t i = static_cast<size_t>(io_uring_cqe_get_data64(cqe) >> 1);
       inflight--;
       if (i >= ops.size()) continue;
       Op& op = ops[i];
@@ -529,6 +709,9 @@ class RinglabFileSystem : public FileSystemWrapper {
     return IOStatus::OK();
   }
 
+  IOStatus Poll(std::vector<void*>& io_handles, size_t min_completions) override;
+  IOStatus AbortIO(std::vector<void*>& io_handles) override;
+
   Ring* RingHere(std::string* why) const { return ThreadRing(id_, knobs_, why); }
   const Knobs& knobs() const { return knobs_; }
 
@@ -589,18 +772,173 @@ IOStatus RinglabRandomAccessFile::MultiRead(FSReadRequest* reqs, size_t num_reqs
   return IOStatus::OK();
 }
 
-// RocksDB 7.8 calls ReadAsync from FilePrefetchBuffer (async_io scans). The
-// read goes through this thread's ring and completes before the callback
-// runs, so there is no handle to poll: Poll and AbortIO of the base
-// FileSystem have nothing to wait for.
+// RocksDB 7.8 calls ReadAsync from FilePrefetchBuffer (async_io scans):
+// submit on this thread's ring and return; Poll runs the callback.
 IOStatus RinglabRandomAccessFile::ReadAsync(
     FSReadRequest& req, const IOOptions& opts,
     std::function<void(const FSReadRequest&, void*)> cb, void* cb_arg, void** io_handle,
     IOHandleDeleter* del_fn, IODebugContext* dbg) {
   if (io_handle != nullptr) *io_handle = nullptr;
   if (del_fn != nullptr) *del_fn = nullptr;
-  req.status = Read(req.offset, req.len, opts, &req.result, req.scratch, dbg);
-  cb(req, cb_arg);
+  if (io_handle == nullptr || del_fn == nullptr || req.len == 0 || req.scratch == nullptr) {
+    // Nowhere to keep a handle (or nothing to read): read now, as the
+    // base class does.
+    req.status = Read(req.offset, req.len, opts, &req.result, req.scratch, dbg);
+    cb(req, cb_arg);
+    return IOStatus::OK();
+  }
+  std::string why;
+  Ring* r = fs_->RingHere(&why);
+  if (r == nullptr) return IOStatus::IOError(why);
+  if (!r->broken.empty()) return IOStatus::IOError(r->broken);
+  int slot = r->SlotFor(id_, fd_);
+  std::unique_ptr<AsyncRead> a(new AsyncRead());
+  a->ring = r;
+  a->owner = std::this_thread::get_id();
+  a->op.offset = req.offset;
+  a->op.len = req.len;
+  a->op.buf = req.scratch;
+  a->target = slot >= 0 ? slot : fd_;
+  a->fixed = slot >= 0;
+  a->direct = direct_;
+  a->fname = fname_;
+  a->req.offset = req.offset;
+  a->req.len = req.len;
+  a->req.scratch = req.scratch;
+  a->cb = std::move(cb);
+  a->cb_arg = cb_arg;
+  FlushAsyncRetries(r);
+  if (!PrepAsync(a.get())) {
+    io_uring_submit(&r->ring);  // make room in the SQ
+    if (!PrepAsync(a.get())) {
+      // Still full: read now instead.
+      req.status = Read(req.offset, req.len, opts, &req.result, req.scratch, dbg);
+      a->cb(req, cb_arg);
+      return IOStatus::OK();
+    }
+  }
+  int rc = io_uring_submit(&r->ring);
+  if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+    // The SQE may yet reach the kernel (an SQPOLL poller reads the SQ on
+    // its own): the handle stays allocated for it, and the ring is not
+    // used again.
+    r->broken = std::string("ringlab fs: io_uring_submit (async read of ") + fname_ +
+                "): " + strerror(-rc) + " (this thread's ring is not used again)";
+    a.release()->orphaned = true;
+    return IOStatus::IOError(r->broken);
+  }
+  // EINTR/EAGAIN/EBUSY: the SQE stays queued and goes with the next
+  // submission (Poll submits before it waits).
+  g_async_submitted.fetch_add(1, std::memory_order_relaxed);
+  *io_handle = a.release();
+  *del_fn = DeleteAsync;
+  return IOStatus::OK();
+}
+
+// Reaps the ring of `a` until `a` is no longer in flight or queued.
+static IOStatus WaitAsync(AsyncRead* a) {
+  Ring* r = a->ring;
+  while (a->state == AsyncRead::kInFlight || a->state == AsyncRead::kQueued) {
+    FlushAsyncRetries(r);
+    int rc = io_uring_submit_and_wait(&r->ring, r->async_inflight > 0 ? 1 : 0);
+    if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+      return IOStatus::IOError(std::string("ringlab fs: io_uring_submit_and_wait (Poll of ") +
+                               a->fname + "): " + strerror(-rc));
+    }
+    struct io_uring_cqe* cqe;
+    unsigned head, seen = 0;
+    io_uring_for_each_cqe(&r->ring, head, cqe) {
+      seen++;
+      // No synchronous op is in flight between calls: one that shows
+      // here is stale and dropped.
+      TakeAsyncCqe(r, cqe);
+    }
+    io_uring_cq_advance(&r->ring, seen);
+  }
+  return IOStatus::OK();
+}
+
+static IOStatus CheckHandle(void* h, AsyncRead** out) {
+  AsyncRead* a = AsAsync(h);
+  *out = a;
+  if (h == nullptr) return IOStatus::OK();
+  if (a == nullptr) {
+    return IOStatus::InvalidArgument("ringlab fs: Poll/AbortIO got an io_handle that is not "
+                                     "one of ringlab's ReadAsync");
+  }
+  if (a->owner != std::this_thread::get_id()) {
+    return IOStatus::NotSupported(
+        "ringlab fs: Poll/AbortIO on another thread than the ReadAsync's (each thread "
+        "has its own ring; SINGLE_ISSUER and DEFER_TASKRUN rings serve only their "
+        "thread)");
+  }
+  return IOStatus::OK();
+}
+
+IOStatus RinglabFileSystem::Poll(std::vector<void*>& io_handles, size_t /*min_completions*/) {
+  // Like RocksDB's own backend: wait for every listed read (at least
+  // min_completions), then run the callbacks of those that are done.
+  for (void* h : io_handles) {
+    AsyncRead* a;
+    IOStatus s = CheckHandle(h, &a);
+    if (!s.ok()) return s;
+    if (a == nullptr) continue;
+    s = WaitAsync(a);
+    if (!s.ok()) return s;
+  }
+  for (void* h : io_handles) {
+    AsyncRead* a = AsAsync(h);
+    if (a == nullptr || a->state != AsyncRead::kDone || a->aborted) continue;
+    a->state = AsyncRead::kDelivered;
+    g_async_delivered.fetch_add(1, std::memory_order_relaxed);
+    a->cb(a->req, a->cb_arg);
+  }
+  return IOStatus::OK();
+}
+
+IOStatus RinglabFileSystem::AbortIO(std::vector<void*>& io_handles) {
+  for (void* h : io_handles) {
+    AsyncRead* a;
+    IOStatus s = CheckHandle(h, &a);
+    if (!s.ok()) return s;
+    if (a == nullptr || a->state == AsyncRead::kDelivered) continue;
+    if (!a->aborted) g_async_aborted.fetch_add(1, std::memory_order_relaxed);
+    a->aborted = true;
+    if (a->state == AsyncRead::kQueued) {
+      // Waiting for resubmission: the kernel has nothing of it.
+      auto& q = a->ring->async_retry;
+      for (size_t i = 0; i < q.size(); i++) {
+        if (q[i] == a) {
+          q.erase(q.begin() + static_cast<long>(i));
+          break;
+        }
+      }
+      a->op.err = ECANCELED;
+      FinishAsync(a);
+      continue;
+    }
+    if (a->state == AsyncRead::kInFlight && !a->cancel_sent) {
+      Ring* r = a->ring;
+      struct io_uring_sqe* sqe = io_uring_get_sqe(&r->ring);
+      if (sqe == nullptr) {
+        io_uring_submit(&r->ring);
+        sqe = io_uring_get_sqe(&r->ring);
+      }
+      if (sqe != nullptr) {
+        // Without an SQE the read is simply waited for below.
+        io_uring_prep_cancel64(sqe, reinterpret_cast<uint64_t>(a) | kAsyncTag, 0);
+        io_uring_sqe_set_data64(sqe, kIgnoreData);
+        a->cancel_sent = true;
+      }
+    }
+  }
+  // The kernel must be done with every buffer before RocksDB frees it.
+  for (void* h : io_handles) {
+    AsyncRead* a = AsAsync(h);
+    if (a == nullptr) continue;
+    IOStatus s = WaitAsync(a);
+    if (!s.ok()) return s;
+  }
   return IOStatus::OK();
 }
 
@@ -635,7 +973,30 @@ static bool Register() {
 
 static const bool g_registered = Register();
 
+// RINGLAB_FS_ASYNC_STATS=1: the asynchronous reads of the process, on
+// standard error at exit (for db_bench --async_io=1 runs).
+struct AsyncStatsAtExit {
+  ~AsyncStatsAtExit() {
+    if (getenv("RINGLAB_FS_ASYNC_STATS") == nullptr) return;
+    fprintf(stderr,
+            "ringlab fs: async_reads submitted=%llu delivered=%llu aborted=%llu\n",
+            static_cast<unsigned long long>(g_async_submitted.load()),
+            static_cast<unsigned long long>(g_async_delivered.load()),
+            static_cast<unsigned long long>(g_async_aborted.load()));
+  }
+};
+static AsyncStatsAtExit g_async_stats_at_exit;
+
 }  // namespace ringlab
+
+// For tests and tools: asynchronous reads submitted, delivered through
+// Poll, and aborted, since the library was loaded.
+extern "C" void ringlab_fs_async_stats(uint64_t* submitted, uint64_t* delivered,
+                                       uint64_t* aborted) {
+  *submitted = ringlab::g_async_submitted.load();
+  *delivered = ringlab::g_async_delivered.load();
+  *aborted = ringlab::g_async_aborted.load();
+}
 
 // For tests and tools: parse a knob string, return "" or the error.
 extern "C" const char* ringlab_fs_parse_knobs(const char* spec) {

@@ -6,8 +6,14 @@
 //
 //   LD_PRELOAD=libringlab_rocksdb_fs.so ringlab_fs_check DB 'ringlab://KNOBS' 1
 //
+// With the plugin loaded, a second line counts its asynchronous reads
+// (submitted by ReadAsync, delivered by Poll, aborted), so a test can tell
+// that the async scan went through the ring and not a synchronous fallback.
+//
 // Used by ringlab-rocksdb's tests to prove that the plugin returns exactly
 // what the default FileSystem returns. Exit 1 with the error on any failure.
+
+#include <dlfcn.h>
 
 #include <cinttypes>
 #include <cstdio>
@@ -101,5 +107,13 @@ int main(int argc, char** argv) {
   }
   printf("keys=%zu scan=%016" PRIx64 " async_scan=%016" PRIx64 " multiget=%016" PRIx64 "\n",
          keys.size(), scan, async_scan, multiget);
+  using Stats = void (*)(uint64_t*, uint64_t*, uint64_t*);
+  auto stats = reinterpret_cast<Stats>(dlsym(RTLD_DEFAULT, "ringlab_fs_async_stats"));
+  if (stats != nullptr) {
+    uint64_t submitted = 0, delivered = 0, aborted = 0;
+    stats(&submitted, &delivered, &aborted);
+    printf("async_reads submitted=%" PRIu64 " delivered=%" PRIu64 " aborted=%" PRIu64 "\n",
+           submitted, delivered, aborted);
+  }
   return 0;
 }

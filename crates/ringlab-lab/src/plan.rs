@@ -20,7 +20,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 /// Commands a sweep can drive.
-pub(crate) const COMMANDS: [&str; 2] = ["io", "http"];
+pub(crate) const COMMANDS: [&str; 3] = ["io", "http", "rocksdb"];
 /// Seed of the shuffled order when the plan names none: fixed, so that a
 /// resumed sweep follows the order of the first invocation.
 pub(crate) const DEFAULT_SEED: u64 = 0x0005_eed0_f1ab;
@@ -158,7 +158,7 @@ pub(crate) fn parse_plan(text: &str, name: &str) -> Result<Plan> {
     let command = raw.command.get_ref().clone();
     if !COMMANDS.contains(&command.as_str()) {
         return Err(usage_error(format!(
-            "{}: command = \"{command}\": a sweep drives \"io\" or \"http\"",
+            "{}: command = \"{command}\": a sweep drives \"rocksdb\", \"io\" or \"http\"",
             at(raw.command.span())
         )));
     }
@@ -390,12 +390,13 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 impl Plan {
-    /// The flag that is the command's positional argument.
+    /// The flag that is the command's positional argument (`rocksdb` has
+    /// none).
     pub fn positional_key(&self) -> &'static str {
-        if self.command == "http" {
-            "url"
-        } else {
-            "target"
+        match self.command.as_str() {
+            "http" => "url",
+            "rocksdb" => "",
+            _ => "target",
         }
     }
 
@@ -678,7 +679,11 @@ engine = ["sync", "uring"]
                 "p.toml:4:",
                 "empty list",
             ),
-            ("command = \"fio\"\n", "p.toml:1:", "\"io\" or \"http\""),
+            (
+                "command = \"fio\"\n",
+                "p.toml:1:",
+                "\"rocksdb\", \"io\" or \"http\"",
+            ),
             (
                 "command = \"io\"\nrepeats = 0\n",
                 "p.toml:2:",

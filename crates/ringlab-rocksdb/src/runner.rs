@@ -7,7 +7,7 @@ use crate::evidence::{self, ProcessCounters, Samples, SAMPLE_PERIOD};
 use crate::matrix::{self, Configuration};
 use crate::{find_plugin, INSTALL};
 use anyhow::{Context, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use ringlab_core::usage_error;
 use ringlab_stats::{DirectionFigures, Figures, JobFigures, LatencySummary, RunResult, ToolInfo};
 use serde_json::{json, Value as Json};
@@ -72,6 +72,18 @@ pub struct RocksdbArgs {
     /// every request).
     #[arg(long)]
     pub no_kstat: bool,
+    /// text: progress and the table on standard output; json: the one run's
+    /// result (schema/result.schema.json) on standard output, progress on
+    /// standard error (one configuration, one repeat: how `ringlab sweep`
+    /// and `ringlab reproduce` run it).
+    #[arg(long, value_enum, default_value_t = RocksdbFormat::Text)]
+    pub output_format: RocksdbFormat,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RocksdbFormat {
+    Text,
+    Json,
 }
 
 struct Setup {
@@ -98,7 +110,31 @@ pub struct RunOutcome {
 /// the end.
 pub fn run_command(args: &RocksdbArgs) -> Result<()> {
     let interrupted = ringlab_core::interrupt_flag()?;
-    run_matrix(args, &interrupted, &mut std::io::stdout())?;
+    if args.output_format == RocksdbFormat::Text {
+        run_matrix(args, &interrupted, &mut std::io::stdout())?;
+        return Ok(());
+    }
+    let configs = if args.configs.is_empty() {
+        matrix::all(0).len()
+    } else {
+        args.configs.len()
+    };
+    if configs != 1 || args.repeats != 1 {
+        return Err(usage_error(format!(
+            "--output-format json prints one run's result: name one configuration (--configs, {configs} named) and --repeats 1 (got {}); for the matrix use --output DIR",
+            args.repeats
+        )));
+    }
+    let outcomes = run_matrix(args, &interrupted, &mut std::io::stderr())?;
+    let Some(o) = outcomes.first() else {
+        return Err(anyhow::anyhow!("the run produced no result"));
+    };
+    let mut text = serde_json::to_string_pretty(&o.result)?;
+    text.push('\n');
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("writing the result to standard output")?;
     Ok(())
 }
 
@@ -881,12 +917,9 @@ fn table(
                         }
                     })
                     .collect();
-                let cell = if v.is_empty() {
-                    "-".to_string()
-                } else {
-                    let mut s = v.clone();
-                    s.sort_by(f64::total_cmp);
-                    format!("{:.3}", s[s.len() / 2])
+                let cell = match ringlab_stats::spread::Spread::of(&v) {
+                    Some(s) => format!("{:.3}", s.median),
+                    None => "-".to_string(),
                 };
                 let _ = write!(line, " {cell:>12}");
             }

@@ -9,6 +9,13 @@ use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, OnceLock};
 
+/// db_bench opens the database read-write (its LOCK file): one at a time.
+static DB_BENCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn db_bench_turn() -> std::sync::MutexGuard<'static, ()> {
+    DB_BENCH.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 struct Kit {
     plugin: PathBuf,
     checker: PathBuf,
@@ -100,16 +107,51 @@ const KNOB_SETS: &[&str] = &[
     "depth=2,fixed_files,fixed_buffers,force_async",
 ];
 
+/// The checker's second line with the plugin loaded: asynchronous reads
+/// (submitted, delivered by Poll, aborted).
+fn async_counts(line: &str) -> Option<[u64; 3]> {
+    let rest = line.strip_prefix("async_reads ")?;
+    let mut out = [0u64; 3];
+    for (slot, (word, want)) in rest
+        .split(' ')
+        .zip(["submitted", "delivered", "aborted"])
+        .enumerate()
+    {
+        let (k, v) = word.split_once('=')?;
+        if k != want {
+            return None;
+        }
+        out[slot] = v.parse().ok()?;
+    }
+    Some(out)
+}
+
 #[test]
 fn every_knob_reads_exactly_what_the_default_file_system_reads() {
     let k = require_kit!("every_knob_reads_exactly_what_the_default_file_system_reads");
     for direct in [true, false] {
         let want = checksums(k, "", direct).expect("default FileSystem");
         assert!(want.starts_with("keys=3000 "), "{want}");
+        assert_eq!(want.lines().count(), 1, "no plugin, no async line: {want}");
         for knobs in KNOB_SETS {
             let uri = format!("ringlab://{knobs}");
             let got = checksums(k, &uri, direct).unwrap_or_else(|e| panic!("{uri}: {e}"));
-            assert_eq!(got, want, "{uri} direct={direct}");
+            let mut lines = got.lines();
+            // The plain scan, the async_io scan and MultiGet all read what
+            // the default FileSystem reads.
+            assert_eq!(lines.next(), Some(want.as_str()), "{uri} direct={direct}");
+            // The async_io scan went through ReadAsync on the ring and its
+            // callbacks came from Poll (not a synchronous fallback).
+            let line = lines.next().unwrap_or("");
+            let [submitted, delivered, aborted] =
+                async_counts(line).unwrap_or_else(|| panic!("{uri}: no async_reads line in {got}"));
+            assert!(submitted > 0, "{uri} direct={direct}: {line}");
+            assert!(delivered > 0, "{uri} direct={direct}: {line}");
+            assert_eq!(
+                submitted,
+                delivered + aborted,
+                "{uri} direct={direct}: {line}"
+            );
         }
     }
 }
@@ -158,6 +200,7 @@ fn bad_knobs_fail_the_open_with_their_name() {
 #[test]
 fn db_bench_finds_the_plugin_through_fs_uri() {
     let k = require_kit!("db_bench_finds_the_plugin_through_fs_uri");
+    let _turn = db_bench_turn();
     let out = Command::new("db_bench")
         .env("LD_PRELOAD", &k.plugin)
         .args([
@@ -186,8 +229,56 @@ fn db_bench_finds_the_plugin_through_fs_uri() {
 }
 
 #[test]
+fn db_bench_async_io_scans_go_through_the_ring() {
+    let k = require_kit!("db_bench_async_io_scans_go_through_the_ring");
+    let _turn = db_bench_turn();
+    for knobs in [
+        "",
+        "single_issuer,defer_taskrun",
+        "sqpoll",
+        "fixed_files,fixed_buffers",
+    ] {
+        let out = Command::new("db_bench")
+            .env("LD_PRELOAD", &k.plugin)
+            .env("RINGLAB_FS_ASYNC_STATS", "1")
+            .args([
+                "--benchmarks=seekrandom",
+                "--use_existing_db",
+                "--num=3000",
+                "--reads=200",
+                "--seek_nexts=100",
+                "--key_size=100",
+                "--value_size=100",
+                "--use_direct_reads",
+                "--async_io=1",
+                "--cache_size=0",
+            ])
+            .arg(format!("--fs_uri=ringlab://{knobs}"))
+            .arg(format!("--db={}", k.db.display()))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{knobs}: {stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("(200 of 200 found)"), "{knobs}: {stdout}");
+        // FilePrefetchBuffer's reads were submitted on the ring, and each
+        // was either delivered through Poll or aborted.
+        // db_bench's progress ends without a newline: find the words.
+        let line = stderr
+            .rfind("async_reads ")
+            .map(|at| stderr[at..].lines().next().unwrap_or(""))
+            .unwrap_or("");
+        let [submitted, delivered, aborted] =
+            async_counts(line).unwrap_or_else(|| panic!("{knobs}: no async stats in {stderr}"));
+        assert!(submitted > 0 && delivered > 0, "{knobs}: {line}");
+        assert_eq!(submitted, delivered + aborted, "{knobs}: {line}");
+    }
+}
+
+#[test]
 fn registered_files_need_no_file_lookup_per_read() {
     let k = require_kit!("registered_files_need_no_file_lookup_per_read");
+    let _turn = db_bench_turn();
     if ringlab_kstat::perf::event_id("io_uring:io_uring_file_get").is_err() {
         eprintln!("skipped registered_files_need_no_file_lookup_per_read: io_uring tracepoints not readable");
         return;
@@ -254,5 +345,6 @@ fn args_for(db: &Path, output: &Path, configs: &[&str]) -> runner::RocksdbArgs {
         plugin: None,
         output: Some(output.to_path_buf()),
         no_kstat: false,
+        output_format: runner::RocksdbFormat::Text,
     }
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{ringlab, schema_validator, BIN};
+use common::{assert_valid_against, ringlab, schema_validator, BIN};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -61,6 +61,7 @@ fn list_json_names_every_recipe_with_its_claim_and_whether_it_runs_here() {
         "scylla-interfaces",
         "wrk-epoll-vs-uring",
         "spdk",
+        "rocksdb-backends",
     ] {
         assert!(names.contains(&n), "{n} missing from --list");
     }
@@ -114,7 +115,47 @@ fn a_named_recipe_that_cannot_run_here_fails_with_its_reason() {
     )
     .unwrap();
     assert_eq!(v["verdict"], "cannot-run");
+    assert_valid_against("verdict.schema.json", &v);
     assert!(dir.path().join("index.html").is_file());
+}
+
+#[test]
+fn the_rocksdb_recipe_without_db_bench_says_what_to_install() {
+    let dir = tempfile::tempdir().unwrap();
+    // A PATH without db_bench, as on a machine without rocksdb-tools.
+    let out = Command::new(BIN)
+        .args([
+            "reproduce",
+            "rocksdb-backends",
+            "--run-time",
+            "100ms",
+            "--output",
+        ])
+        .arg(dir.path())
+        .env("PATH", dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let last = err.lines().last().unwrap_or("");
+    for w in [
+        "rocksdb-backends",
+        "db_bench",
+        "apt-get install librocksdb-dev rocksdb-tools",
+    ] {
+        assert!(last.contains(w), "{w:?} missing in: {last}");
+    }
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("rocksdb-backends/verdict.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(v["verdict"], "cannot-run");
+    assert!(
+        v["reason"].as_str().unwrap().contains("apt-get install"),
+        "{v}"
+    );
+    assert!(v["measured"]["value"].is_null());
+    assert_valid_against("verdict.schema.json", &v);
 }
 
 fn check_verdict(dir: &Path, entry: &Value) -> Value {
@@ -172,6 +213,7 @@ fn every_runnable_recipe_runs_end_to_end_at_a_tiny_scale() {
     for e in &entries {
         let name = e["name"].as_str().unwrap();
         let v = check_verdict(dir.path(), e);
+        assert_valid_against("verdict.schema.json", &v);
         assert!(stdout.contains(name), "{name} not in the summary: {stdout}");
         if e["runnable"] == false {
             assert_eq!(v["verdict"], "cannot-run", "{name}");
@@ -208,6 +250,66 @@ fn every_runnable_recipe_runs_end_to_end_at_a_tiny_scale() {
                 }
             }
         }
+    }
+    // The RocksDB recipe ran `ringlab rocksdb` per configuration: every
+    // check decided on measured figures (db_bench's, and the block requests
+    // of its threads), the headline figure read from SQPOLL vs the default
+    // ring.
+    let rocks = entries
+        .iter()
+        .find(|e| e["name"] == "rocksdb-backends")
+        .unwrap();
+    if rocks["runnable"] == true {
+        let v: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("rocksdb-backends/verdict.json")).unwrap(),
+        )
+        .unwrap();
+        let checks = v["checks"].as_array().unwrap();
+        assert_eq!(checks.len(), 6);
+        for c in checks {
+            if c["metric"] == "kstat.block_reads_per_s" && c["verdict"] == "cannot-run" {
+                // Without root no tracepoint is counted: said, not zero.
+                assert!(c["reason"].as_str().unwrap().contains("unavailable"), "{c}");
+                continue;
+            }
+            assert_ne!(c["verdict"], "cannot-run", "{c}");
+            let p = &c["points"][0];
+            assert!(
+                p["a"].as_f64().unwrap() > 0.0 && p["b"].as_f64().unwrap() > 0.0,
+                "{c}"
+            );
+        }
+        assert!(v["measured"]["value"].is_number(), "{}", v["measured"]);
+        let series: Vec<&str> = v["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["series"].as_str().unwrap())
+            .collect();
+        for s in ["P-SYNC", "L-DEF", "L-COOP", "L-SQPOLL", "L-ASYNC"] {
+            assert!(
+                series.contains(&s),
+                "{s} missing from the evidence: {series:?}"
+            );
+        }
+        let index: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("rocksdb-backends/matrix/index.json"))
+                .unwrap(),
+        )
+        .unwrap();
+        let first = index["runs"][0]["result"].as_str().unwrap();
+        let result: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("rocksdb-backends/matrix").join(first))
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(result["command"], "rocksdb");
+        assert_eq!(result["config"]["keys"], 20000);
+    } else {
+        eprintln!(
+            "skipped the rocksdb-backends run: {}",
+            rocks["reason"].as_str().unwrap_or("")
+        );
     }
     // CONFIG_HZ is reported (or why not) for the tick-bounded recipe.
     let ct: Value = serde_json::from_str(

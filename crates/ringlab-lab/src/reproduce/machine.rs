@@ -62,6 +62,9 @@ impl Machine {
                     .to_string()
             }),
             "poll-queues" => poll_queues_missing(target),
+            "rocksdb" => find_in_path("db_bench").is_none().then(|| {
+                "needs RocksDB's db_bench (not found in PATH): apt-get install librocksdb-dev rocksdb-tools liburing-dev g++, then rebuild ringlab (cargo build) so that its RocksDB plugin is built".to_string()
+            }),
             other => Some(format!("unknown requirement {other}")),
         }
     }

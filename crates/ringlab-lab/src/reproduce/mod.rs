@@ -643,6 +643,15 @@ fn run_recipe(
         if let Some(f) = file {
             spec.options.insert("target".into(), f.into());
         }
+        if s.command == "rocksdb"
+            && matches!(opts.scale, Scale::Tiny(_))
+            && !spec.options.contains_key("db")
+        {
+            // Tests: a database of their own, gone with the results.
+            let db = dir.join(format!(".rocksdb-{}", s.name));
+            spec.options
+                .insert("db".into(), db.display().to_string().into());
+        }
         let plan = r.plan(&spec, opts.scale, &vars)?;
         let sweep_dir = dir.join(&s.name);
         let cpus = match &s.cpus {

@@ -8,7 +8,7 @@ use indexmap::IndexMap;
 use serde::Deserialize;
 
 /// The built-in recipes, in the order `--list` shows them.
-pub const BUILTIN: [(&str, &str); 17] = [
+pub const BUILTIN: [(&str, &str); 18] = [
     (
         "sqpoll-one-core",
         include_str!("../../recipes/sqpoll-one-core.toml"),
@@ -70,6 +70,10 @@ pub const BUILTIN: [(&str, &str); 17] = [
     (
         "sqpoll-cores-per-drive",
         include_str!("../../recipes/sqpoll-cores-per-drive.toml"),
+    ),
+    (
+        "rocksdb-backends",
+        include_str!("../../recipes/rocksdb-backends.toml"),
     ),
 ];
 
@@ -382,12 +386,21 @@ impl Recipe {
             Scale::Quick => self.runtime.quick.clone(),
             Scale::Tiny(d) => format!("{}ms", d.as_millis().max(1)),
         };
-        let key = if sweep.command == "http" {
-            "duration"
-        } else {
-            "runtime"
-        };
-        options.insert(key.into(), runtime.into());
+        match sweep.command.as_str() {
+            // `ringlab rocksdb --duration` is whole seconds (db_bench's).
+            "rocksdb" => {
+                let d = ringlab_stats::units::parse_duration(&runtime)
+                    .map_err(|e| anyhow!("recipe {}: runtime {runtime}: {e}", self.name))?;
+                let secs = d.as_secs_f64().ceil().max(1.0) as i64;
+                options.insert("duration".into(), secs.into());
+            }
+            "http" => {
+                options.insert("duration".into(), runtime.into());
+            }
+            _ => {
+                options.insert("runtime".into(), runtime.into());
+            }
+        }
         let axes = match (&sweep.quick_axes, scale) {
             (Some(q), Scale::Quick | Scale::Tiny(_)) => q,
             _ => &sweep.axes,

@@ -42,6 +42,13 @@ pub fn metric(result: &Json, path: &str) -> Option<f64> {
         let p = &result["kstat"]["per_op"];
         return Some(p["cpu_us_with_helpers_per_op"].as_f64()? - p["cpu_us_per_op"].as_f64()?);
     }
+    // Block requests the process' own threads queued per second of the
+    // run (`ringlab rocksdb`: db_bench's device reads).
+    if path == "kstat.block_reads_per_s" {
+        let bios = result["kstat"]["counters"]["block:block_bio_queue"].as_f64()?;
+        let secs = result["total"]["elapsed_ns"].as_f64()? / 1e9;
+        return (secs > 0.0).then(|| bios / secs);
+    }
     // Kernel helper threads by distinct thread id (a thread may be listed
     // more than once), all of them or only the SQPOLL pollers.
     let prefix = match path {
