@@ -384,7 +384,7 @@ fn http_uring_drivers_get_the_default_ring_too() {
         ("uring", "--mode iou", false),
         ("uring", "--sqpoll", false),
     ] {
-        let r = json_run(&format!("http {url} -d 100ms -t 1 -c 2 --io {io} {extra}"));
+        let r = json_run(&format!("http {url} -d 400ms -t 1 -c 2 --io {io} {extra}"));
         let c = &r["config"];
         assert!(r["total"]["ops"].as_u64().unwrap() > 0, "{io} {extra}");
         assert_eq!(c["defer-taskrun"], want, "{io} {extra}: {c}");
