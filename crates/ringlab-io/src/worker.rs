@@ -78,7 +78,8 @@ pub fn run_job<E: Engine>(
         } else {
             1
         };
-        let mut buffers = BufferPool::new(plan.bs as usize, depth as usize)?;
+        // Every slot holds the largest block (--bsrange, --bssplit).
+        let mut buffers = BufferPool::new(plan.bs_max as usize, depth as usize)?;
         for s in 0..depth {
             verify::fill_payload(buffers.slot_mut(s), plan.seed ^ ((s as u64) << 32) ^ 0xb0ff);
         }
@@ -121,6 +122,7 @@ pub fn run_job<E: Engine>(
         pace: paced.then(|| Pace {
             period_ns: plan.pace_ns,
             due_ns: [0.0; 2],
+            per_byte: plan.pace_per_byte,
             wait_until: None,
         }),
         sync: plan.sync_every.map(|every| SyncState {
@@ -136,8 +138,17 @@ pub fn run_job<E: Engine>(
             current: IntervalRecorder::default(),
             done: Vec::new(),
         }),
-        workload: Workload::new(plan.rw, plan.rwmixread, first, count, plan.seed, ctx.job),
+        workload: Workload::with_sizes(
+            plan.rw,
+            plan.rwmixread,
+            (first, count),
+            plan.block_sizes.clone(),
+            plan.bs,
+            plan.seed,
+            ctx.job,
+        ),
         slots: vec![SlotState::default(); depth as usize],
+        just_queued: Vec::with_capacity(depth as usize),
         free: (0..depth).rev().collect(),
         inflight: 0,
         pending: None,
@@ -147,7 +158,7 @@ pub fn run_job<E: Engine>(
             .verify
             .then(|| VerifyState::new(&plan, ctx.job, first, count)),
         measurements: ThreadMeasurements::default(),
-        unrecorded: (Dir::Read, 0, 0),
+        unrecorded: Unrecorded::default(),
         ops: 0,
         clock: Instant::now(),
         ctx: &ctx,
@@ -155,7 +166,7 @@ pub fn run_job<E: Engine>(
         engine,
         buffers,
     };
-    if plan.sync_every.is_some() {
+    if plan.sync_every.is_some() || plan.end_fsync {
         job.measurements.syncs = Some(0);
     }
     let usage_start = ThreadUsage::now()?;
@@ -224,6 +235,17 @@ pub fn run_job<E: Engine>(
         let now = job.now_ns();
         job.measurements.intervals = iv.finish(now, job.measure_from_ns);
     }
+    if plan.end_fsync {
+        // fio's end_fsync: once, after the last write completed; outside
+        // the measured time (elapsed_ns is taken above), so it changes no
+        // IOPS, bandwidth or latency.
+        // SAFETY: fsync on the job's open descriptor.
+        if unsafe { libc::fsync(fd.as_raw_fd()) } != 0 {
+            let err = std::io::Error::last_os_error();
+            bail!("job {}: end fsync of the target failed: {err}", ctx.job);
+        }
+        *job.measurements.syncs.get_or_insert(0) += 1;
+    }
     record_usage(&mut job.measurements, &usage_start)?;
     if let Some(v) = job.verify.take() {
         let back = v.read_back(fd.as_raw_fd(), &mut job.buffers, &plan, ctx.job)?;
@@ -266,7 +288,31 @@ struct SlotState {
     offset: u64,
     block: u64,
     start_ns: u64,
+    /// When the request was handed to the kernel (job clock);
+    /// [`NOT_SUBMITTED`] for one that completed in the call that issued it
+    /// (sync), which has no submission latency of its own.
+    submit_ns: u64,
+    /// Bytes the request moves.
+    len: u32,
     dir: Dir,
+}
+
+/// `submit_ns` of a request completed inline (no separate submission).
+const NOT_SUBMITTED: u64 = u64::MAX;
+
+/// Completions counted but not yet in `measurements`: `n` of one direction
+/// with one submission and one completion latency, moving `bytes` in all.
+/// Requests queued in one loop turn share their start and submission
+/// stamps and those reaped together share their end stamp, so a batch
+/// usually has one pair of latencies: it is recorded once, `n` times (the
+/// same histograms as `n` records).
+#[derive(Clone, Copy, Default)]
+struct Unrecorded {
+    dir: Dir,
+    slat: Option<u64>,
+    clat: u64,
+    n: u64,
+    bytes: u64,
 }
 
 /// --rate-iops/--rate: when the next I/O of each direction is due.
@@ -274,6 +320,8 @@ struct Pace {
     period_ns: [Option<f64>; 2],
     /// Due time of the next read and write, on the job's clock.
     due_ns: [f64; 2],
+    /// `period_ns` is per byte (--rate with a variable block size).
+    per_byte: bool,
     /// Set by `fill` when the next I/O is not due yet.
     wait_until: Option<u64>,
 }
@@ -540,12 +588,11 @@ struct Job<'a, E: Engine> {
     failure: Option<anyhow::Error>,
     verify: Option<VerifyState>,
     measurements: ThreadMeasurements,
-    /// Completions counted but not yet in `measurements`: `n` of one
-    /// direction with one latency, `(dir, latency, n)`. Requests queued in
-    /// one loop turn share their start stamp and those reaped together
-    /// share their end stamp, so a batch usually has one latency: it is
-    /// recorded once, `n` times (the same histogram as `n` records).
-    unrecorded: (Dir, u64, u64),
+    unrecorded: Unrecorded,
+    /// Slots queued in this loop turn: their submission stamp is taken
+    /// once the turn's batch is committed (capacity: the depth, so it
+    /// never grows).
+    just_queued: Vec<u32>,
     ops: u64,
     clock: Instant,
     ctx: &'a JobContext,
@@ -584,7 +631,7 @@ impl<E: Engine> Job<'_, E> {
         self.measure_from_ns = at_ns;
         let syncs = self.measurements.syncs.map(|_| 0);
         // Latencies not yet recorded belong to the ramp too.
-        self.unrecorded.2 = 0;
+        self.unrecorded.n = 0;
         self.measurements = ThreadMeasurements::default();
         self.measurements.syncs = syncs;
         self.issued_bytes = 0;
@@ -668,6 +715,17 @@ impl<E: Engine> Job<'_, E> {
             let queued = self.fill()?;
             if queued > 0 {
                 self.engine.commit()?;
+                // fio's slat ends when the request is handed to the kernel:
+                // after io_submit, aio_read or a submitting io_uring_enter
+                // returns (commit, or queue with --submit-batch). The
+                // default uring loop submits in the io_uring_enter that
+                // also waits, inside reap(): this stamp is taken right
+                // before that call. One clock read per loop turn.
+                let now = self.now_ns();
+                for &slot in &self.just_queued {
+                    self.slots[slot as usize].submit_ns = now;
+                }
+                self.just_queued.clear();
             }
             if self.inflight > 0 {
                 // Ending (stopped or failed) and a second interrupt came:
@@ -768,6 +826,11 @@ impl<E: Engine> Job<'_, E> {
             if let Some(p) = &mut self.pace {
                 let d = (io.dir == Dir::Write) as usize;
                 if let Some(period) = p.period_ns[d] {
+                    let period = if p.per_byte {
+                        period * io.len as f64
+                    } else {
+                        period
+                    };
                     let now = self.clock.elapsed().as_nanos() as u64;
                     let due = p.due_ns[d] as u64;
                     if due > now {
@@ -789,6 +852,7 @@ impl<E: Engine> Job<'_, E> {
                 }
             }
             let offset = io.block * self.plan.bs;
+            let len = io.len;
             if io.dir == Dir::Write {
                 if let Some(v) = &mut self.verify {
                     let generation = v.rng.next_u64();
@@ -807,22 +871,20 @@ impl<E: Engine> Job<'_, E> {
                 offset,
                 block: io.block,
                 start_ns,
+                submit_ns: NOT_SUBMITTED,
+                len,
                 dir: io.dir,
             };
             let req = IoRequest {
                 slot,
                 dir: io.dir,
                 offset,
-                len: if io.dir == Dir::Nop {
-                    0
-                } else {
-                    self.plan.bs as u32
-                },
+                len,
                 buf: self.buffers.slot_ptr(slot),
             };
             match self.engine.queue(&req)? {
                 QueueStatus::Completed(result) => {
-                    self.issued_bytes += self.plan.bs;
+                    self.issued_bytes += len as u64;
                     self.issued_ios += 1;
                     let now = self.now_ns();
                     if let Err(e) = self.complete(slot, result, now) {
@@ -833,10 +895,11 @@ impl<E: Engine> Job<'_, E> {
                     stamp = (self.plan.thinkcycles == 0).then_some(now);
                 }
                 QueueStatus::Queued => {
-                    self.issued_bytes += self.plan.bs;
+                    self.issued_bytes += len as u64;
                     self.issued_ios += 1;
                     self.inflight += 1;
                     queued += 1;
+                    self.just_queued.push(slot);
                     if let Some(v) = &mut self.verify {
                         v.inflight_blocks.insert(io.block);
                     }
@@ -852,7 +915,11 @@ impl<E: Engine> Job<'_, E> {
                         // Not issued: it is still due when it was.
                         let d = (io.dir == Dir::Write) as usize;
                         if let Some(period) = p.period_ns[d] {
-                            p.due_ns[d] -= period;
+                            p.due_ns[d] -= if p.per_byte {
+                                period * io.len as f64
+                            } else {
+                                period
+                            };
                         }
                     }
                     break;
@@ -865,7 +932,7 @@ impl<E: Engine> Job<'_, E> {
     #[inline]
     fn complete(&mut self, slot: u32, result: i64, now_ns: u64) -> Result<()> {
         let s = self.slots[slot as usize];
-        let bs = if s.dir == Dir::Nop { 0 } else { self.plan.bs };
+        let bs = s.len as u64;
         let what = match s.dir {
             Dir::Read => "read",
             Dir::Write => "write",
@@ -896,7 +963,17 @@ impl<E: Engine> Job<'_, E> {
         if self.ramp_end_ns != 0 && now_ns >= self.ramp_end_ns {
             self.end_ramp(self.ramp_end_ns);
         }
-        let lat = now_ns.saturating_sub(s.start_ns);
+        // lat = slat + clat exactly: the submission stamp is clamped into
+        // [start, end] (a completion thread may see a completion before
+        // the job thread took the submission stamp).
+        let end = now_ns.max(s.start_ns);
+        let (slat, clat) = if s.submit_ns == NOT_SUBMITTED {
+            (None, end - s.start_ns)
+        } else {
+            let sub = s.submit_ns.clamp(s.start_ns, end);
+            (Some(sub - s.start_ns), end - sub)
+        };
+        let lat = end - s.start_ns;
         // An I/O started (or due) within --ramp-time is not measured, even
         // when it completes after it (measure_from_ns is 0 without a ramp).
         if s.start_ns >= self.measure_from_ns {
@@ -915,14 +992,21 @@ impl<E: Engine> Job<'_, E> {
                     bail!("job {}: cannot write fio's log: {e}", self.ctx.job);
                 }
             }
-            // Runs of equal latency (one batch: one start and one end
-            // time) are recorded once (flush_recorded).
-            let (dir, at, n) = &mut self.unrecorded;
-            if *n > 0 && *dir == s.dir && *at == lat {
-                *n += 1;
+            // Runs of equal latencies (one batch: one start, submission
+            // and end time) are recorded once (flush_recorded).
+            let u = &mut self.unrecorded;
+            if u.n > 0 && u.dir == s.dir && u.slat == slat && u.clat == clat {
+                u.n += 1;
+                u.bytes += bs;
             } else {
                 self.flush_recorded();
-                self.unrecorded = (s.dir, lat, 1);
+                self.unrecorded = Unrecorded {
+                    dir: s.dir,
+                    slat,
+                    clat,
+                    n: 1,
+                    bytes: bs,
+                };
             }
         }
         if let Some(v) = &mut self.verify {
@@ -952,13 +1036,14 @@ impl<E: Engine> Job<'_, E> {
 
     /// Moves the completions counted in `unrecorded` to `measurements`.
     fn flush_recorded(&mut self) {
-        let (dir, lat, n) = self.unrecorded;
-        self.unrecorded.2 = 0;
-        match dir {
-            Dir::Read => self.measurements.read.record_n(self.plan.bs, lat, n),
-            Dir::Write => self.measurements.write.record_n(self.plan.bs, lat, n),
-            Dir::Nop => self.measurements.nop.record_n(0, lat, n),
-        }
+        let u = self.unrecorded;
+        self.unrecorded.n = 0;
+        let to = match u.dir {
+            Dir::Read => &mut self.measurements.read,
+            Dir::Write => &mut self.measurements.write,
+            Dir::Nop => &mut self.measurements.nop,
+        };
+        to.record_split(u.bytes, u.slat, u.clat, u.n);
     }
 
     /// Waits for every I/O in flight, ignoring results (after an error of
