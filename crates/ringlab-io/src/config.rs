@@ -61,6 +61,13 @@ pub struct IoConfig {
     pub invalidate: bool,
     pub cpus: Vec<u32>,
     pub thinkcycles: u64,
+    /// --thinktime, its spun part and --thinktime-blocks (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinktime_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinktime_spin_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinktime_blocks: Option<u64>,
     pub seed: u64,
     pub verify: bool,
     pub keep: bool,

@@ -190,6 +190,22 @@ pub struct IoArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub thinkcycles: u64,
 
+    /// Sleep this long after every --thinktime-blocks I/Os issued, once the
+    /// I/O in flight has completed (fio's thinktime): 100us, 2ms; a bare
+    /// number is microseconds, as in fio. The sleep is in the run time and
+    /// in no I/O's latency.
+    #[arg(long, value_name = "TIME")]
+    pub thinktime: Option<String>,
+
+    /// Of --thinktime, spin this long instead of sleeping (fio's
+    /// thinktime_spin; the rest is slept); a bare number is microseconds.
+    #[arg(long, value_name = "TIME")]
+    pub thinktime_spin: Option<String>,
+
+    /// I/Os issued between two --thinktime pauses (fio's thinktime_blocks).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub thinktime_blocks: u64,
+
     /// Seed of the random offsets and the read/write mix (same seed, same
     /// sequence) [default: a fixed seed].
     #[arg(long, value_name = "N")]
@@ -267,6 +283,8 @@ pub struct IoPlan {
     pub invalidate: bool,
     pub cpus: Vec<u32>,
     pub thinkcycles: u64,
+    /// --thinktime: the pause, and every how many I/Os.
+    pub thinktime: Option<ThinkTime>,
     pub seed: u64,
     pub verify: bool,
     pub keep: bool,
@@ -286,6 +304,27 @@ pub struct LogPlan {
     pub bw: Option<String>,
     pub iops: Option<String>,
     pub avg_msec: u64,
+}
+
+/// --thinktime: after every `blocks` I/Os issued, wait for the I/O in
+/// flight, spin `spin_ns`, then sleep the rest of `total_ns`.
+#[derive(Debug, Clone, Copy)]
+pub struct ThinkTime {
+    pub total_ns: u64,
+    pub spin_ns: u64,
+    pub blocks: u64,
+}
+
+/// fio's think times: a bare number is microseconds.
+fn micros_flag(flag: &str, text: &str) -> Result<Duration> {
+    let t = text.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        let us: u64 = t
+            .parse()
+            .map_err(|_| usage_error(format!("--{flag} {text}: too large")))?;
+        return Ok(Duration::from_micros(us));
+    }
+    parse_duration(t).map_err(|e| usage_error(format!("--{flag}: {e}")))
 }
 
 /// --fsync N or --fdatasync N.
@@ -476,6 +515,35 @@ impl IoPlan {
             }
             None => None,
         };
+        let thinktime = match &args.thinktime {
+            Some(t) => {
+                let total = micros_flag("thinktime", t)?;
+                let spin = match &args.thinktime_spin {
+                    Some(s) => micros_flag("thinktime-spin", s)?,
+                    None => Duration::ZERO,
+                };
+                if spin > total {
+                    usage!("--thinktime-spin is part of --thinktime and cannot be longer than it");
+                }
+                if args.thinktime_blocks == 0 {
+                    usage!("--thinktime-blocks 0: must be at least 1");
+                }
+                if args.rw == Rw::Nop {
+                    usage!("--thinktime pauses between reads and writes; --rw nop has neither");
+                }
+                (!total.is_zero()).then_some(ThinkTime {
+                    total_ns: total.as_nanos() as u64,
+                    spin_ns: spin.as_nanos() as u64,
+                    blocks: args.thinktime_blocks,
+                })
+            }
+            None => {
+                if args.thinktime_spin.is_some() || args.thinktime_blocks != 1 {
+                    usage!("--thinktime-spin and --thinktime-blocks shape --thinktime: add --thinktime TIME");
+                }
+                None
+            }
+        };
         if args.verify && bs != bs_max {
             usage!("--verify checks blocks of one size, and --bsrange/--bssplit vary it ({}): drop one of them", block_sizes[0].describe());
         }
@@ -550,6 +618,7 @@ impl IoPlan {
             invalidate: args.invalidate == 1,
             cpus,
             thinkcycles: args.thinkcycles,
+            thinktime,
             seed: args.seed.unwrap_or(DEFAULT_SEED),
             verify: args.verify,
             keep: args.keep,
@@ -670,6 +739,9 @@ impl IoPlan {
             invalidate: self.invalidate,
             cpus: self.cpus.clone(),
             thinkcycles: self.thinkcycles,
+            thinktime_us: self.thinktime.map(|t| t.total_ns as f64 / 1e3),
+            thinktime_spin_us: self.thinktime.map(|t| t.spin_ns as f64 / 1e3),
+            thinktime_blocks: self.thinktime.map(|t| t.blocks),
             seed: self.seed,
             verify: self.verify,
             keep: self.keep,

@@ -131,6 +131,11 @@ pub fn run_job<E: Engine>(
             due: false,
         }),
         issued_ios: 0,
+        think: plan.thinktime.map(|plan| ThinkState {
+            plan,
+            since: 0,
+            due: false,
+        }),
         logs,
         intervals: plan.status_interval.map(|d| Intervals {
             period_ns: d.as_nanos() as u64,
@@ -553,6 +558,14 @@ impl LogWindow {
     }
 }
 
+/// --thinktime: I/Os issued since the last pause.
+struct ThinkState {
+    plan: crate::plan::ThinkTime,
+    since: u64,
+    /// A pause is owed before the next I/O (once nothing is in flight).
+    due: bool,
+}
+
 /// --fsync/--fdatasync N.
 struct SyncState {
     every: crate::plan::SyncEvery,
@@ -573,6 +586,7 @@ struct Job<'a, E: Engine> {
     sync: Option<SyncState>,
     /// I/Os issued (for --number-ios).
     issued_ios: u64,
+    think: Option<ThinkState>,
     intervals: Option<Intervals>,
     logs: Option<Box<Logs>>,
     workload: Workload,
@@ -664,6 +678,35 @@ impl<E: Engine> Job<'_, E> {
                 std::hint::spin_loop();
             }
         }
+    }
+
+    /// One I/O issued: under --thinktime, a pause is owed after every
+    /// --thinktime-blocks of them.
+    #[inline]
+    fn count_think(&mut self) {
+        if let Some(t) = &mut self.think {
+            t.since += 1;
+            if t.since >= t.plan.blocks {
+                t.since = 0;
+                t.due = true;
+            }
+        }
+    }
+
+    /// The pause owed under --thinktime (nothing in flight): spin
+    /// --thinktime-spin, sleep the rest; a stop ends it.
+    #[cold]
+    fn do_think(&mut self) {
+        let Some(t) = &mut self.think else {
+            return;
+        };
+        t.due = false;
+        let plan = t.plan;
+        let start = self.now_ns();
+        while self.now_ns() < start + plan.spin_ns && !self.ctx.stop.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+        self.sleep_until(start + plan.total_ns);
     }
 
     /// Makes the sync owed under --fsync/--fdatasync (nothing in flight).
@@ -809,6 +852,17 @@ impl<E: Engine> Job<'_, E> {
                     break;
                 }
                 self.do_sync()?;
+                // The next I/O starts after the sync, not before it.
+                stamp = None;
+            }
+            if self.think.as_ref().is_some_and(|t| t.due) {
+                // fio's thinktime: the I/O in flight completes first, and
+                // the pause is in no I/O's latency.
+                if self.inflight > 0 {
+                    break;
+                }
+                self.do_think();
+                stamp = None;
             }
             let io = self
                 .pending
@@ -886,6 +940,7 @@ impl<E: Engine> Job<'_, E> {
                 QueueStatus::Completed(result) => {
                     self.issued_bytes += len as u64;
                     self.issued_ios += 1;
+                    self.count_think();
                     let now = self.now_ns();
                     if let Err(e) = self.complete(slot, result, now) {
                         self.release(slot);
@@ -897,6 +952,7 @@ impl<E: Engine> Job<'_, E> {
                 QueueStatus::Queued => {
                     self.issued_bytes += len as u64;
                     self.issued_ios += 1;
+                    self.count_think();
                     self.inflight += 1;
                     queued += 1;
                     self.just_queued.push(slot);

@@ -578,3 +578,40 @@ fn end_fsync_and_include_in_a_job_file_with_bssplit() {
     let out = ringlab(&format!("io {f} --rw randread --end-fsync"));
     assert_fails(&out, 2, &["--end-fsync", "issues none"]);
 }
+
+#[test]
+fn thinktime_pauses_after_every_n_ios_outside_latency() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = small_target(&dir);
+    // 30 I/Os, a 30 ms pause after every 10: 2 pauses between them (none
+    // after the last, nothing follows), so at least 60 ms of run time;
+    // no I/O's latency holds a pause (a page-cache read takes microseconds).
+    for engine in ["sync", "uring --iodepth 4"] {
+        let r = json_run(&format!(
+            "io {f} --rw randread --number-ios 30 --thinktime 30ms --thinktime-blocks 10 --engine {engine} --no-kstat"
+        ));
+        assert_schema_valid(&r);
+        assert_eq!(r["total"]["ops"], 30, "{engine}");
+        assert!(
+            r["total"]["elapsed_ns"].as_u64().unwrap() >= 60_000_000,
+            "{engine}"
+        );
+        assert_eq!(r["config"]["thinktime-us"], 30000.0);
+        assert_eq!(r["config"]["thinktime-blocks"], 10);
+        assert!(
+            r["total"]["lat_ns"]["max"].as_u64().unwrap() < 30_000_000,
+            "{engine}: a pause counted in a latency: {}",
+            r["total"]["lat_ns"]
+        );
+    }
+    // fio's spelling: a bare number is microseconds.
+    let r = json_run(&format!(
+        "io {f} --rw randread --number-ios 4 --thinktime=100 --thinktime_spin=50 --no-kstat"
+    ));
+    assert_eq!(r["config"]["thinktime-us"], 100.0);
+    assert_eq!(r["config"]["thinktime-spin-us"], 50.0);
+    let out = ringlab(&format!("io {f} --thinktime 1ms --thinktime-spin 2ms"));
+    assert_fails(&out, 2, &["--thinktime-spin", "longer"]);
+    let out = ringlab(&format!("io {f} --thinktime-blocks 4"));
+    assert_fails(&out, 2, &["--thinktime TIME"]);
+}

@@ -92,9 +92,9 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("cpus_allowed", Kind::Value("cpus")),
     opt!("cpus_allowed_policy", Kind::Special),
     opt!("thinkcycles", Kind::Value("thinkcycles")),
-    opt!("thinktime", Kind::Fixed("0", "not yet supported by ringlab (a sleep between I/Os needs the worker loop); for pure CPU work between I/Os use --thinkcycles")),
-    opt!("thinktime_spin", Kind::Refused("not yet supported by ringlab; for CPU work between I/Os use --thinkcycles")),
-    opt!("thinktime_blocks", Kind::Refused("not yet supported by ringlab; --thinkcycles runs after every completion")),
+    opt!("thinktime", Kind::Value("thinktime")),
+    opt!("thinktime_spin", Kind::Value("thinktime-spin")),
+    opt!("thinktime_blocks", Kind::Value("thinktime-blocks")),
     opt!("randrepeat", Kind::Special),
     opt!("randseed", Kind::Value("seed")),
     opt!("allow_mounted_write", Kind::Flag("allow-destructive")),
@@ -911,7 +911,10 @@ mod tests {
         assert!(err("filename=a:b").contains("several files"));
         assert!(err("verify=crc32c").contains("--verify"));
         assert!(err("rw=randread:8").contains("offset modifiers"));
-        assert!(err("thinktime=10").contains("--thinkcycles"));
+        assert_eq!(
+            args("thinktime=10 thinktime_spin=5 thinktime_blocks=4", false),
+            "--thinktime 10 --thinktime-spin 5 --thinktime-blocks 4"
+        );
         assert_eq!(args("bsrange=4k-4k", false), "--bs 4k");
     }
 
