@@ -477,6 +477,8 @@ fn slat_and_clat_are_measured_apart_on_async_engines() {
         "uring",
         "uring --submit-batch 1",
         "uring --completion-thread 0",
+        "uring --reap peek",
+        "uring --sqpoll",
         "libaio --direct",
         "posixaio",
         "sync",
