@@ -780,6 +780,9 @@ fn block_sizes(args: &IoArgs) -> Result<([BlockSizes; 2], u64, u64)> {
             return Ok(([BlockSizes::Fixed(bs), BlockSizes::Fixed(bs)], bs, bs));
         }
     };
+    if args.rw == Rw::Nop {
+        usage!("--{flag} sizes reads and writes; --rw nop moves no data");
+    }
     let one = |t: &str| parse(t).map_err(|e| usage_error(format!("--{flag} {text}: {e}")));
     let sizes = match text.split_once(',') {
         // fio: an empty side keeps the other's sizes.

@@ -465,6 +465,8 @@ fn bssplit_sizes_bytes_and_fio_json_end_to_end() {
     assert_fails(&out, 2, &["--bssplit", "multiple of the smallest"]);
     let out = ringlab(&format!("io {f} --bssplit 4k/50:8k/20"));
     assert_fails(&out, 2, &["--bssplit", "come to 70"]);
+    let out = ringlab("io --rw nop --bssplit 4k/50:64k/50 --runtime 100ms");
+    assert_fails(&out, 2, &["--bssplit", "nop"]);
     let out = ringlab(&format!("io {f} --bsrange 4k-8m"));
     assert_fails(&out, 2, &["smaller than one block"]);
 }
