@@ -154,6 +154,13 @@ pub fn run_job<E: Engine>(
         ),
         slots: vec![SlotState::default(); depth as usize],
         just_queued: Vec::with_capacity(depth as usize),
+        stamp_each: match plan.engine {
+            crate::engines::EngineKind::Posixaio => true,
+            crate::engines::EngineKind::Uring | crate::engines::EngineKind::Libaio => {
+                plan.uring.submit_batch == 1
+            }
+            crate::engines::EngineKind::Sync => false,
+        },
         free: (0..depth).rev().collect(),
         inflight: 0,
         pending: None,
@@ -603,6 +610,12 @@ struct Job<'a, E: Engine> {
     verify: Option<VerifyState>,
     measurements: ThreadMeasurements,
     unrecorded: Unrecorded,
+    /// The engine submits each request in a system call of its own inside
+    /// queue() (posixaio's aio_read, --submit-batch 1 with uring or
+    /// libaio, fio's default in job files): each request gets its own
+    /// submission stamp right after that call, which is also the start of
+    /// the next (one clock read per request, beside a system call).
+    stamp_each: bool,
     /// Slots queued in this loop turn: their submission stamp is taken
     /// once the turn's batch is committed (capacity: the depth, so it
     /// never grows).
@@ -759,8 +772,9 @@ impl<E: Engine> Job<'_, E> {
             if queued > 0 {
                 self.engine.commit()?;
                 // fio's slat ends when the request is handed to the kernel:
-                // after io_submit, aio_read or a submitting io_uring_enter
-                // returns (commit, or queue with --submit-batch). The
+                // after io_submit or a submitting io_uring_enter returns
+                // (in commit, or in queue with --submit-batch N; with
+                // stamp_each each request was stamped in fill). The
                 // default uring loop submits in the io_uring_enter that
                 // also waits, inside reap(): this stamp is taken right
                 // before that call. One clock read per loop turn.
@@ -955,7 +969,13 @@ impl<E: Engine> Job<'_, E> {
                     self.count_think();
                     self.inflight += 1;
                     queued += 1;
-                    self.just_queued.push(slot);
+                    if self.stamp_each {
+                        let now = self.now_ns();
+                        self.slots[slot as usize].submit_ns = now;
+                        stamp = Some(now);
+                    } else {
+                        self.just_queued.push(slot);
+                    }
                     if let Some(v) = &mut self.verify {
                         v.inflight_blocks.insert(io.block);
                     }

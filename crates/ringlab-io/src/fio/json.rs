@@ -136,6 +136,12 @@ fn entry(
 ) -> Value {
     let pcts: &[f64] = j.percentiles.as_deref().unwrap_or(&FIO_PERCENTILES);
     let run_ns = f.elapsed_ns.max(1) as f64 * threads as f64;
+    // One end fsync per thread under --end-fsync, in `syncs`.
+    let end_fsyncs = if j.result.config.get("end-fsync") == Some(&Value::Bool(true)) {
+        threads as u64
+    } else {
+        0
+    };
     let cpu_pct = |ns: u64| ns as f64 * 100.0 / run_ns;
     // fio's bw_agg: this entry's share of its group's bandwidth.
     let group = &j.result.total;
@@ -173,9 +179,10 @@ fn entry(
         "job options": job_options(j, global),
         "read": direction(&f.read, f.elapsed_ns, group.read.bw_bytes_per_s, pcts, plus, &reads),
         "write": direction(&f.write, f.elapsed_ns, group.write.bw_bytes_per_s, pcts, plus, &writes),
-        // ringlab issues no trims; its syncs (--fsync) are counted, not timed.
+        // ringlab issues no trims; its syncs (--fsync) are counted, not
+        // timed. fio counts no end_fsync here: neither does this.
         "trim": direction(&DirectionFigures::default(), 0, 0.0, pcts, plus, &[]),
-        "sync": {"total_ios": f.syncs.unwrap_or(0), "lat_ns": empty_lat()},
+        "sync": {"total_ios": f.syncs.unwrap_or(0).saturating_sub(end_fsyncs), "lat_ns": empty_lat()},
         "job_runtime": f.elapsed_ns / 1_000_000,
         "usr_cpu": cpu_pct(f.cpu_user_ns),
         "sys_cpu": cpu_pct(f.cpu_sys_ns),
