@@ -279,6 +279,9 @@ pub struct Workload {
     /// Block sizes of reads and writes.
     sizes: [BlockSizes; 2],
     unit: u64,
+    /// Blocks a read and a write cover when their size is fixed (0: it
+    /// varies), so the common case divides nothing per I/O.
+    fixed_span: [u64; 2],
 }
 
 impl Workload {
@@ -319,6 +322,10 @@ impl Workload {
             count,
             next_seq: 0,
             rng: Xoshiro256PlusPlus::seed_from_u64(stream),
+            fixed_span: [0, 1].map(|d| match sizes[d] {
+                BlockSizes::Fixed(b) => (b / unit).max(1),
+                _ => 0,
+            }),
             sizes,
             unit,
         }
@@ -339,13 +346,19 @@ impl Workload {
             }
             _ => unreachable!("every Rw is handled"),
         };
-        let len = match dir {
-            Dir::Read => self.sizes[0].pick(&mut self.rng),
-            Dir::Write => self.sizes[1].pick(&mut self.rng),
-            Dir::Nop => 0,
+        // The length, and the blocks the I/O covers: it starts at most at
+        // count - span.
+        let (len, span) = match dir {
+            Dir::Nop => (0, 1),
+            _ => {
+                let d = (dir == Dir::Write) as usize;
+                let len = self.sizes[d].pick(&mut self.rng);
+                match self.fixed_span[d] {
+                    0 => (len, len / self.unit),
+                    span => (len, span),
+                }
+            }
         };
-        // Blocks the I/O covers: it starts at most at count - span.
-        let span = (len / self.unit).max(1);
         let rel = if self.rw.is_random() {
             self.rng.random_range(0..self.count - span + 1)
         } else {
