@@ -16,7 +16,17 @@ pub struct IoConfig {
     pub engine: EngineKind,
     pub rw: Rw,
     pub rwmixread: u32,
+    /// The smallest block size (the only one without --bsrange/--bssplit).
     pub bs: u64,
+    /// --bsrange as used, in fio's syntax (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bsrange: Option<String>,
+    /// --bssplit as used, in fio's syntax (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bssplit: Option<String>,
+    /// --end-fsync (absent: not given).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub end_fsync: bool,
     pub iodepth: u32,
     pub numjobs: u32,
     /// Seconds; `None` with only --io-size.
@@ -51,6 +61,13 @@ pub struct IoConfig {
     pub invalidate: bool,
     pub cpus: Vec<u32>,
     pub thinkcycles: u64,
+    /// --thinktime, its spun part and --thinktime-blocks (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinktime_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinktime_spin_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinktime_blocks: Option<u64>,
     pub seed: u64,
     pub verify: bool,
     pub keep: bool,

@@ -171,11 +171,11 @@ pub fn prepare_named(
             if meta.is_some() { " or is empty" } else { "" }
         );
     };
-    if size < plan.bs {
+    if size < plan.bs_max {
         usage!(
             "--size {} is smaller than one block (--bs {})",
             format_bytes(size),
-            format_bytes(plan.bs)
+            format_bytes(plan.bs_max)
         );
     }
     // With --offset the file holds the offset and --size after it, as fio

@@ -3,7 +3,7 @@
 use crate::config::IoConfig;
 use crate::engine_kind::EngineKind;
 use crate::knobs::{PlanFacts, UringArgs, UringOptions};
-use crate::workload::Rw;
+use crate::workload::{parse_bsrange, parse_bssplit, BlockSizes, Rw};
 use anyhow::Result;
 use clap::Args;
 use ringlab_core::cpus::{allowed_cpus, format_cpu_list, parse_cpu_list};
@@ -60,6 +60,19 @@ pub struct IoArgs {
     #[arg(long, value_name = "SIZE", default_value = "4k")]
     pub bs: String,
 
+    /// Block sizes drawn per I/O, uniformly among the multiples of LO from
+    /// LO to HI (fio's bsrange); R,W for reads and writes apart. Overrides
+    /// --bs; offsets are multiples of the smallest size.
+    #[arg(long, value_name = "LO-HI[,LO-HI]")]
+    pub bsrange: Option<String>,
+
+    /// Block sizes drawn per I/O in these shares (fio's bssplit):
+    /// 4k/50:8k/30:64k/20; a size without /PCT shares what is left; R,W
+    /// for reads and writes apart. Overrides --bs; each size is a multiple
+    /// of the smallest, and offsets are multiples of it.
+    #[arg(long, value_name = "SIZE/PCT:..[,..]")]
+    pub bssplit: Option<String>,
+
     /// I/Os in flight per job (the sync engine always has one).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub iodepth: u32,
@@ -103,6 +116,12 @@ pub struct IoArgs {
     /// fdatasync(2) the target after every N writes; 0: never.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub fdatasync: u64,
+
+    /// fsync(2) the target once when each job ends (fio's end_fsync),
+    /// after its last I/O completed; not part of the measured time, IOPS
+    /// or latency (the result counts it in `syncs`).
+    #[arg(long)]
+    pub end_fsync: bool,
 
     /// I/Os each job issues before it stops (with --runtime and --io-size,
     /// whichever comes first).
@@ -171,6 +190,22 @@ pub struct IoArgs {
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub thinkcycles: u64,
 
+    /// Sleep this long after every --thinktime-blocks I/Os issued, once the
+    /// I/O in flight has completed (fio's thinktime): 100us, 2ms; a bare
+    /// number is microseconds, as in fio. The sleep is in the run time and
+    /// in no I/O's latency.
+    #[arg(long, value_name = "TIME")]
+    pub thinktime: Option<String>,
+
+    /// Of --thinktime, spin this long instead of sleeping (fio's
+    /// thinktime_spin; the rest is slept); a bare number is microseconds.
+    #[arg(long, value_name = "TIME")]
+    pub thinktime_spin: Option<String>,
+
+    /// I/Os issued between two --thinktime pauses (fio's thinktime_blocks).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub thinktime_blocks: u64,
+
     /// Seed of the random offsets and the read/write mix (same seed, same
     /// sequence) [default: a fixed seed].
     #[arg(long, value_name = "N")]
@@ -212,7 +247,13 @@ pub struct IoPlan {
     pub engine: EngineKind,
     pub rw: Rw,
     pub rwmixread: u32,
+    /// The smallest block size: the unit of offsets (fio's blockalign).
     pub bs: u64,
+    /// The largest block size: the size of each I/O buffer.
+    pub bs_max: u64,
+    /// How the length of each read and each write is chosen (--bs,
+    /// --bsrange, --bssplit).
+    pub block_sizes: [BlockSizes; 2],
     pub iodepth: u32,
     pub numjobs: u32,
     pub runtime: Option<Duration>,
@@ -221,8 +262,12 @@ pub struct IoPlan {
     /// --ramp-time: issued but not measured.
     pub ramp: Option<Duration>,
     /// --rate-iops/--rate: nanoseconds between two I/Os of a job, reads
-    /// and writes; `None`: unpaced.
+    /// and writes (per byte with `pace_per_byte`); `None`: unpaced.
     pub pace_ns: [Option<f64>; 2],
+    /// --rate with a variable block size: `pace_ns` is per byte moved.
+    pub pace_per_byte: bool,
+    /// --end-fsync: one fsync when each job ends.
+    pub end_fsync: bool,
     /// --fsync/--fdatasync: every N writes; `data`: fdatasync.
     pub sync_every: Option<SyncEvery>,
     pub number_ios: Option<u64>,
@@ -238,6 +283,8 @@ pub struct IoPlan {
     pub invalidate: bool,
     pub cpus: Vec<u32>,
     pub thinkcycles: u64,
+    /// --thinktime: the pause, and every how many I/Os.
+    pub thinktime: Option<ThinkTime>,
     pub seed: u64,
     pub verify: bool,
     pub keep: bool,
@@ -257,6 +304,27 @@ pub struct LogPlan {
     pub bw: Option<String>,
     pub iops: Option<String>,
     pub avg_msec: u64,
+}
+
+/// --thinktime: after every `blocks` I/Os issued, wait for the I/O in
+/// flight, spin `spin_ns`, then sleep the rest of `total_ns`.
+#[derive(Debug, Clone, Copy)]
+pub struct ThinkTime {
+    pub total_ns: u64,
+    pub spin_ns: u64,
+    pub blocks: u64,
+}
+
+/// fio's think times: a bare number is microseconds.
+fn micros_flag(flag: &str, text: &str) -> Result<Duration> {
+    let t = text.trim();
+    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+        let us: u64 = t
+            .parse()
+            .map_err(|_| usage_error(format!("--{flag} {text}: too large")))?;
+        return Ok(Duration::from_micros(us));
+    }
+    parse_duration(t).map_err(|e| usage_error(format!("--{flag}: {e}")))
 }
 
 /// --fsync N or --fdatasync N.
@@ -299,14 +367,7 @@ fn size_flag(flag: &str, text: &str) -> Result<u64> {
 impl IoPlan {
     /// Validates flags that do not depend on the target.
     pub fn from_args(args: &IoArgs) -> Result<IoPlan> {
-        let bs = size_flag("bs", &args.bs)?;
-        if bs == 0 || bs > BS_MAX {
-            usage!(
-                "--bs {}: a block must be between 1 byte and {}",
-                args.bs,
-                format_bytes(BS_MAX)
-            );
-        }
+        let (block_sizes, bs, bs_max) = block_sizes(args)?;
         if args.iodepth == 0 || args.iodepth > IODEPTH_MAX {
             usage!(
                 "--iodepth {}: must be between 1 and {IODEPTH_MAX} (io_uring's limit on ring entries)",
@@ -361,6 +422,7 @@ impl IoPlan {
             None => None,
         };
         let mut pace_ns = [None, None];
+        let mut pace_per_byte = false;
         if let Some(t) = &args.rate_iops {
             let iops = per_direction("rate-iops", t, |v| {
                 v.parse::<f64>().map_err(|_| {
@@ -374,7 +436,13 @@ impl IoPlan {
                 usage!("--rate and --rate-iops both limit the pace: give one");
             }
             let bw = per_direction("rate", t, |v| Ok(size_flag("rate", v)? as f64))?;
-            pace_ns = bw.map(|r| r.map(|r| bs as f64 * 1e9 / r));
+            if bs == bs_max {
+                pace_ns = bw.map(|r| r.map(|r| bs as f64 * 1e9 / r));
+            } else {
+                // Sizes vary: each I/O is due after the bytes before it.
+                pace_ns = bw.map(|r| r.map(|r| 1e9 / r));
+                pace_per_byte = true;
+            }
         }
         if pace_ns.iter().any(|p| p.is_some()) && args.rw == Rw::Nop {
             usage!("--rate-iops and --rate pace reads and writes; --rw nop has neither");
@@ -447,12 +515,47 @@ impl IoPlan {
             }
             None => None,
         };
+        let thinktime = match &args.thinktime {
+            Some(t) => {
+                let total = micros_flag("thinktime", t)?;
+                let spin = match &args.thinktime_spin {
+                    Some(s) => micros_flag("thinktime-spin", s)?,
+                    None => Duration::ZERO,
+                };
+                if spin > total {
+                    usage!("--thinktime-spin is part of --thinktime and cannot be longer than it");
+                }
+                if args.thinktime_blocks == 0 {
+                    usage!("--thinktime-blocks 0: must be at least 1");
+                }
+                if args.rw == Rw::Nop {
+                    usage!("--thinktime pauses between reads and writes; --rw nop has neither");
+                }
+                (!total.is_zero()).then_some(ThinkTime {
+                    total_ns: total.as_nanos() as u64,
+                    spin_ns: spin.as_nanos() as u64,
+                    blocks: args.thinktime_blocks,
+                })
+            }
+            None => {
+                if args.thinktime_spin.is_some() || args.thinktime_blocks != 1 {
+                    usage!("--thinktime-spin and --thinktime-blocks shape --thinktime: add --thinktime TIME");
+                }
+                None
+            }
+        };
+        if args.verify && bs != bs_max {
+            usage!("--verify checks blocks of one size, and --bsrange/--bssplit vary it ({}): drop one of them", block_sizes[0].describe());
+        }
+        if args.end_fsync && !args.rw.writes(args.rwmixread) {
+            usage!("--end-fsync syncs the writes of a job, and --rw {} issues none: drop it or use a write workload", args.rw.name());
+        }
         if args.verify && bs < VERIFY_BS_MIN {
             usage!(
                 "--verify needs blocks of at least {VERIFY_BS_MIN} bytes to hold its header: raise --bs"
             );
         }
-        check_buffer_memory(bs, args.iodepth, args.numjobs, args.engine)?;
+        check_buffer_memory(bs_max, args.iodepth, args.numjobs, args.engine)?;
         let cpus = match &args.cpus {
             Some(list) => parse_cpu_list(list)?,
             None => Vec::new(),
@@ -494,6 +597,8 @@ impl IoPlan {
             rw: args.rw,
             rwmixread: args.rwmixread,
             bs,
+            bs_max,
+            block_sizes,
             iodepth: args.iodepth,
             numjobs: args.numjobs,
             runtime,
@@ -501,6 +606,8 @@ impl IoPlan {
             size,
             ramp,
             pace_ns,
+            pace_per_byte,
+            end_fsync: args.end_fsync,
             sync_every,
             number_ios,
             loops: args.loops,
@@ -511,6 +618,7 @@ impl IoPlan {
             invalidate: args.invalidate == 1,
             cpus,
             thinkcycles: args.thinkcycles,
+            thinktime,
             seed: args.seed.unwrap_or(DEFAULT_SEED),
             verify: args.verify,
             keep: args.keep,
@@ -520,6 +628,53 @@ impl IoPlan {
             uring_defaults: resolved.defaults,
             kstat: !args.no_kstat,
         })
+    }
+
+    /// Whether the block size varies (--bsrange, --bssplit).
+    pub fn variable_bs(&self) -> bool {
+        self.bs != self.bs_max
+    }
+
+    /// The block sizes in fio's syntax: `4k`, `4k-64k`, `4k/50:64k/50`,
+    /// and `R,W` when reads and writes differ.
+    pub fn sizes_text(&self) -> String {
+        let [r, w] = &self.block_sizes;
+        if r == w || !self.writes() {
+            r.describe()
+        } else if !self.reads() {
+            w.describe()
+        } else {
+            format!("{},{}", r.describe(), w.describe())
+        }
+    }
+
+    /// The mean length of reads and of writes, in bytes.
+    pub fn mean_bs(&self) -> [f64; 2] {
+        self.block_sizes.clone().map(|b| match b {
+            BlockSizes::Fixed(s) => s as f64,
+            BlockSizes::Range { lo, hi } => (lo + hi) as f64 / 2.0,
+            BlockSizes::Split(v) => {
+                let mut prev = 0;
+                v.iter()
+                    .map(|&(s, cum)| {
+                        let p = cum - prev;
+                        prev = cum;
+                        s as f64 * p as f64 / 100.0
+                    })
+                    .sum()
+            }
+        })
+    }
+
+    /// The mean length of an I/O of the workload's mix, in bytes.
+    pub fn mean_io_bytes(&self) -> f64 {
+        let [r, w] = self.mean_bs();
+        let read_share = match (self.reads(), self.writes()) {
+            (true, false) => 1.0,
+            (false, _) => 0.0,
+            (true, true) => self.rwmixread as f64 / 100.0,
+        };
+        r * read_share + w * (1.0 - read_share)
     }
 
     /// Whether the workload issues writes.
@@ -551,13 +706,30 @@ impl IoPlan {
             rw: self.rw,
             rwmixread: self.rwmixread,
             bs: self.bs,
+            bsrange: match &self.block_sizes {
+                [BlockSizes::Range { .. }, _] | [_, BlockSizes::Range { .. }] => {
+                    Some(self.sizes_text())
+                }
+                _ => None,
+            },
+            bssplit: match &self.block_sizes {
+                [BlockSizes::Split(_), _] | [_, BlockSizes::Split(_)] => Some(self.sizes_text()),
+                _ => None,
+            },
+            end_fsync: self.end_fsync,
             iodepth: self.iodepth,
             numjobs: self.numjobs,
             runtime: self.runtime.map(|d| d.as_secs_f64()),
             io_size: self.io_size,
             size: self.size,
             ramp_time: self.ramp.map(|d| d.as_secs_f64()),
-            rate_iops: self.pace_ns.map(|p| p.map(|ns| 1e9 / ns)),
+            rate_iops: if self.pace_per_byte {
+                // Per byte: the I/O rate is the byte rate over the mean size.
+                let mean = self.mean_bs();
+                [0, 1].map(|d| self.pace_ns[d].map(|ns| 1e9 / ns / mean[d]))
+            } else {
+                self.pace_ns.map(|p| p.map(|ns| 1e9 / ns))
+            },
             fsync: self.sync_every.filter(|s| !s.data).map_or(0, |s| s.writes),
             fdatasync: self.sync_every.filter(|s| s.data).map_or(0, |s| s.writes),
             number_ios: self.number_ios,
@@ -567,6 +739,9 @@ impl IoPlan {
             invalidate: self.invalidate,
             cpus: self.cpus.clone(),
             thinkcycles: self.thinkcycles,
+            thinktime_us: self.thinktime.map(|t| t.total_ns as f64 / 1e3),
+            thinktime_spin_us: self.thinktime.map(|t| t.spin_ns as f64 / 1e3),
+            thinktime_blocks: self.thinktime.map(|t| t.blocks),
             seed: self.seed,
             verify: self.verify,
             keep: self.keep,
@@ -581,6 +756,82 @@ impl IoPlan {
     pub fn config_map(&self) -> Map<String, Value> {
         self.config().to_map()
     }
+}
+
+/// --bs, --bsrange, --bssplit: the sizes of reads and writes, the smallest
+/// and the largest size the workload uses.
+fn block_sizes(args: &IoArgs) -> Result<([BlockSizes; 2], u64, u64)> {
+    type Parser = fn(&str) -> Result<BlockSizes, String>;
+    let (flag, text, parse): (&str, &String, Parser) = match (&args.bsrange, &args.bssplit) {
+        (Some(_), Some(_)) => {
+            usage!("--bsrange and --bssplit both choose the block sizes: give one")
+        }
+        (Some(t), None) => ("bsrange", t, parse_bsrange),
+        (None, Some(t)) => ("bssplit", t, parse_bssplit),
+        (None, None) => {
+            let bs = size_flag("bs", &args.bs)?;
+            if bs == 0 || bs > BS_MAX {
+                usage!(
+                    "--bs {}: a block must be between 1 byte and {}",
+                    args.bs,
+                    format_bytes(BS_MAX)
+                );
+            }
+            return Ok(([BlockSizes::Fixed(bs), BlockSizes::Fixed(bs)], bs, bs));
+        }
+    };
+    if args.rw == Rw::Nop {
+        usage!("--{flag} sizes reads and writes; --rw nop moves no data");
+    }
+    let one = |t: &str| parse(t).map_err(|e| usage_error(format!("--{flag} {text}: {e}")));
+    let sizes = match text.split_once(',') {
+        // fio: an empty side keeps the other's sizes.
+        Some((r, w)) => {
+            let r = if r.trim().is_empty() {
+                one(w)?
+            } else {
+                one(r)?
+            };
+            let w = if w.trim().is_empty() {
+                r.clone()
+            } else {
+                one(w)?
+            };
+            [r, w]
+        }
+        None => {
+            let b = one(text)?;
+            [b.clone(), b]
+        }
+    };
+    // Only the directions the workload issues set the unit and the buffers.
+    let used: Vec<&BlockSizes> = [
+        (args.rw.reads(args.rwmixread), &sizes[0]),
+        (args.rw.writes(args.rwmixread), &sizes[1]),
+    ]
+    .into_iter()
+    .filter(|u| u.0)
+    .map(|u| u.1)
+    .collect();
+    let used = if used.is_empty() {
+        vec![&sizes[0]]
+    } else {
+        used
+    };
+    let min = used.iter().map(|b| b.min()).min().unwrap_or(1);
+    let max = used.iter().map(|b| b.max()).max().unwrap_or(1);
+    if max > BS_MAX {
+        usage!(
+            "--{flag} {text}: a block must be at most {}",
+            format_bytes(BS_MAX)
+        );
+    }
+    for b in &used {
+        if let Some(bad) = b.sizes().into_iter().find(|s| s % min != 0) {
+            usage!("--{flag} {text}: {bad} bytes is not a multiple of the smallest size {min}; ringlab places every I/O at a multiple of the smallest size (fio's default blockalign)");
+        }
+    }
+    Ok((sizes, min, max))
 }
 
 fn check_engine_and_pattern(args: &IoArgs) -> Result<()> {

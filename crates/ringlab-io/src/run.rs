@@ -83,7 +83,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     let started_at = harness.start();
     let mut line = ProgressLine::new(opts.progress);
     let mut kstat_tick = 0;
-    let mut status = StatusLines::new(plan.status_interval, plan.bs);
+    let mut status = StatusLines::new(plan.status_interval, plan.mean_io_bytes());
     let runtime = plan.runtime.map(|r| r + ramp);
     harness.supervise(runtime, &opts.interrupted, |tick, elapsed| {
         if let Some(k) = kstat.as_mut() {
@@ -156,13 +156,14 @@ fn run_job(
 /// operation counters (latency is in the result's `intervals`).
 struct StatusLines {
     period: Option<Duration>,
-    bs: u64,
+    /// Bytes per I/O (the mean, with --bsrange/--bssplit).
+    bs: f64,
     next: Duration,
     last_ops: Option<u64>,
 }
 
 impl StatusLines {
-    fn new(period: Option<Duration>, bs: u64) -> StatusLines {
+    fn new(period: Option<Duration>, bs: f64) -> StatusLines {
         StatusLines {
             period,
             bs,
@@ -191,7 +192,7 @@ impl StatusLines {
             "[{:.1}s] {} IOPS, {}",
             self.next.as_secs_f64(),
             format_rate(iops),
-            format_bandwidth(iops * self.bs as f64)
+            format_bandwidth(iops * self.bs)
         );
         self.last_ops = Some(ops);
         self.next += period;
@@ -229,7 +230,7 @@ impl ProgressLine {
             "\r\x1b[K[{:.1}s{total}] {} IOPS, {}",
             elapsed.as_secs_f64(),
             format_rate(iops),
-            format_bandwidth(iops * plan.bs as f64)
+            format_bandwidth(iops * plan.mean_io_bytes())
         );
         let _ = std::io::stdout().flush();
         self.last_draw = elapsed;

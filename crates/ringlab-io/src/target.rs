@@ -276,12 +276,12 @@ fn existing(plan: &IoPlan, path: &Path) -> Result<Target> {
         Some(s) => s,
         None => after_offset,
     };
-    if region_wanted < plan.bs {
+    if region_wanted < plan.bs_max {
         usage!(
             "target {} is {}, smaller than one block (--bs {}): use a smaller --bs or a larger target",
             path.display(),
             format_bytes(region_wanted),
-            format_bytes(plan.bs)
+            format_bytes(plan.bs_max)
         );
     }
     check_direct(plan, path, path, lbs, fs_type.as_deref())?;
@@ -345,11 +345,11 @@ fn create(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Tar
     let region = plan.size.unwrap_or(crate::plan::DEFAULT_SIZE);
     // With --offset the file holds the offset and the region after it.
     let size = region.saturating_add(plan.offset);
-    if region < plan.bs {
+    if region < plan.bs_max {
         usage!(
             "--size {} is smaller than one block (--bs {})",
             format_bytes(region),
-            format_bytes(plan.bs)
+            format_bytes(plan.bs_max)
         );
     }
     let dir = &plan.directory;

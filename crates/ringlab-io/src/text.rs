@@ -154,7 +154,11 @@ fn render_config(out: &mut String, c: &IoConfig) {
     let mut line = format!(
         "ringlab io: {} {}, iodepth {}, {} job{}, engine {}, {}",
         c.rw.name(),
-        format_bytes(c.bs),
+        match (&c.bssplit, &c.bsrange) {
+            (Some(split), _) => format!("bssplit {split}"),
+            (None, Some(range)) => format!("bsrange {range}"),
+            _ => format_bytes(c.bs),
+        },
         c.iodepth,
         c.numjobs,
         if c.numjobs == 1 { "" } else { "s" },
@@ -256,6 +260,11 @@ fn render_direction(out: &mut String, name: &str, d: &DirectionFigures) {
         format_bandwidth(d.bw_bytes_per_s),
         d.ops
     );
+    // fio's order: submission, completion, then the whole latency.
+    if let (Some(slat), Some(clat)) = (&d.slat_ns, &d.clat_ns) {
+        let _ = writeln!(out, "   slat: {}", latency_line(slat));
+        let _ = writeln!(out, "   clat: {}", latency_line(clat));
+    }
     let _ = writeln!(out, "    lat: {}", latency_line(lat));
 }
 

@@ -78,7 +78,8 @@ pub fn run_job<E: Engine>(
         } else {
             1
         };
-        let mut buffers = BufferPool::new(plan.bs as usize, depth as usize)?;
+        // Every slot holds the largest block (--bsrange, --bssplit).
+        let mut buffers = BufferPool::new(plan.bs_max as usize, depth as usize)?;
         for s in 0..depth {
             verify::fill_payload(buffers.slot_mut(s), plan.seed ^ ((s as u64) << 32) ^ 0xb0ff);
         }
@@ -124,6 +125,7 @@ pub fn run_job<E: Engine>(
         pace: paced.then(|| Pace {
             period_ns: plan.pace_ns,
             due_ns: [0.0; 2],
+            per_byte: plan.pace_per_byte,
             wait_until: None,
         }),
         sync: plan.sync_every.map(|every| SyncState {
@@ -132,6 +134,11 @@ pub fn run_job<E: Engine>(
             due: false,
         }),
         issued_ios: 0,
+        think: plan.thinktime.map(|plan| ThinkState {
+            plan,
+            since: 0,
+            due: false,
+        }),
         logs,
         intervals: plan.status_interval.map(|d| Intervals {
             period_ns: d.as_nanos() as u64,
@@ -139,8 +146,24 @@ pub fn run_job<E: Engine>(
             current: IntervalRecorder::default(),
             done: Vec::new(),
         }),
-        workload: Workload::new(plan.rw, plan.rwmixread, first, count, plan.seed, ctx.job),
+        workload: Workload::with_sizes(
+            plan.rw,
+            plan.rwmixread,
+            (first, count),
+            plan.block_sizes.clone(),
+            plan.bs,
+            plan.seed,
+            ctx.job,
+        ),
         slots: vec![SlotState::default(); depth as usize],
+        just_queued: Vec::with_capacity(depth as usize),
+        stamp_each: match plan.engine {
+            crate::engines::EngineKind::Posixaio => true,
+            crate::engines::EngineKind::Uring | crate::engines::EngineKind::Libaio => {
+                plan.uring.submit_batch == 1
+            }
+            crate::engines::EngineKind::Sync => false,
+        },
         free: (0..depth).rev().collect(),
         inflight: 0,
         pending: None,
@@ -150,7 +173,7 @@ pub fn run_job<E: Engine>(
             .verify
             .then(|| VerifyState::new(&plan, ctx.job, first, count)),
         measurements: ThreadMeasurements::default(),
-        unrecorded: (Dir::Read, 0, 0),
+        unrecorded: Unrecorded::default(),
         ops: 0,
         clock: Instant::now(),
         ctx: &ctx,
@@ -158,7 +181,7 @@ pub fn run_job<E: Engine>(
         engine,
         buffers,
     };
-    if plan.sync_every.is_some() {
+    if plan.sync_every.is_some() || plan.end_fsync {
         job.measurements.syncs = Some(0);
     }
     let usage_start = ThreadUsage::now()?;
@@ -227,6 +250,17 @@ pub fn run_job<E: Engine>(
         let now = job.now_ns();
         job.measurements.intervals = iv.finish(now, job.measure_from_ns);
     }
+    if plan.end_fsync {
+        // fio's end_fsync: once, after the last write completed; outside
+        // the measured time (elapsed_ns is taken above), so it changes no
+        // IOPS, bandwidth or latency.
+        // SAFETY: fsync on the job's open descriptor.
+        if unsafe { libc::fsync(fd.as_raw_fd()) } != 0 {
+            let err = std::io::Error::last_os_error();
+            bail!("job {}: end fsync of the target failed: {err}", ctx.job);
+        }
+        *job.measurements.syncs.get_or_insert(0) += 1;
+    }
     record_usage(&mut job.measurements, &usage_start)?;
     if let Some(v) = job.verify.take() {
         let back = v.read_back(fd.as_raw_fd(), &mut job.buffers, &plan, ctx.job)?;
@@ -269,7 +303,31 @@ struct SlotState {
     offset: u64,
     block: u64,
     start_ns: u64,
+    /// When the request was handed to the kernel (job clock);
+    /// [`NOT_SUBMITTED`] for one that completed in the call that issued it
+    /// (sync), which has no submission latency of its own.
+    submit_ns: u64,
+    /// Bytes the request moves.
+    len: u32,
     dir: Dir,
+}
+
+/// `submit_ns` of a request completed inline (no separate submission).
+const NOT_SUBMITTED: u64 = u64::MAX;
+
+/// Completions counted but not yet in `measurements`: `n` of one direction
+/// with one submission and one completion latency, moving `bytes` in all.
+/// Requests queued in one loop turn share their start and submission
+/// stamps and those reaped together share their end stamp, so a batch
+/// usually has one pair of latencies: it is recorded once, `n` times (the
+/// same histograms as `n` records).
+#[derive(Clone, Copy, Default)]
+struct Unrecorded {
+    dir: Dir,
+    slat: Option<u64>,
+    clat: u64,
+    n: u64,
+    bytes: u64,
 }
 
 /// --rate-iops/--rate: when the next I/O of each direction is due.
@@ -277,6 +335,8 @@ struct Pace {
     period_ns: [Option<f64>; 2],
     /// Due time of the next read and write, on the job's clock.
     due_ns: [f64; 2],
+    /// `period_ns` is per byte (--rate with a variable block size).
+    per_byte: bool,
     /// Set by `fill` when the next I/O is not due yet.
     wait_until: Option<u64>,
 }
@@ -508,6 +568,14 @@ impl LogWindow {
     }
 }
 
+/// --thinktime: I/Os issued since the last pause.
+struct ThinkState {
+    plan: crate::plan::ThinkTime,
+    since: u64,
+    /// A pause is owed before the next I/O (once nothing is in flight).
+    due: bool,
+}
+
 /// --fsync/--fdatasync N.
 struct SyncState {
     every: crate::plan::SyncEvery,
@@ -533,6 +601,7 @@ struct Job<'a, E: Engine> {
     sync: Option<SyncState>,
     /// I/Os issued (for --number-ios).
     issued_ios: u64,
+    think: Option<ThinkState>,
     intervals: Option<Intervals>,
     logs: Option<Box<Logs>>,
     workload: Workload,
@@ -548,12 +617,17 @@ struct Job<'a, E: Engine> {
     failure: Option<anyhow::Error>,
     verify: Option<VerifyState>,
     measurements: ThreadMeasurements,
-    /// Completions counted but not yet in `measurements`: `n` of one
-    /// direction with one latency, `(dir, latency, n)`. Requests queued in
-    /// one loop turn share their start stamp and those reaped together
-    /// share their end stamp, so a batch usually has one latency: it is
-    /// recorded once, `n` times (the same histogram as `n` records).
-    unrecorded: (Dir, u64, u64),
+    unrecorded: Unrecorded,
+    /// The engine submits each request in a system call of its own inside
+    /// queue() (posixaio's aio_read, --submit-batch 1 with uring or
+    /// libaio, fio's default in job files): each request gets its own
+    /// submission stamp right after that call, which is also the start of
+    /// the next (one clock read per request, beside a system call).
+    stamp_each: bool,
+    /// Slots queued in this loop turn: their submission stamp is taken
+    /// once the turn's batch is committed (capacity: the depth, so it
+    /// never grows).
+    just_queued: Vec<u32>,
     ops: u64,
     clock: Instant,
     ctx: &'a JobContext,
@@ -592,7 +666,7 @@ impl<E: Engine> Job<'_, E> {
         self.measure_from_ns = at_ns;
         let syncs = self.measurements.syncs.map(|_| 0);
         // Latencies not yet recorded belong to the ramp too.
-        self.unrecorded.2 = 0;
+        self.unrecorded.n = 0;
         self.measurements = ThreadMeasurements::default();
         self.measurements.syncs = syncs;
         self.issued_bytes = 0;
@@ -625,6 +699,35 @@ impl<E: Engine> Job<'_, E> {
                 std::hint::spin_loop();
             }
         }
+    }
+
+    /// One I/O issued: under --thinktime, a pause is owed after every
+    /// --thinktime-blocks of them.
+    #[inline]
+    fn count_think(&mut self) {
+        if let Some(t) = &mut self.think {
+            t.since += 1;
+            if t.since >= t.plan.blocks {
+                t.since = 0;
+                t.due = true;
+            }
+        }
+    }
+
+    /// The pause owed under --thinktime (nothing in flight): spin
+    /// --thinktime-spin, sleep the rest; a stop ends it.
+    #[cold]
+    fn do_think(&mut self) {
+        let Some(t) = &mut self.think else {
+            return;
+        };
+        t.due = false;
+        let plan = t.plan;
+        let start = self.now_ns();
+        while self.now_ns() < start + plan.spin_ns && !self.ctx.stop.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
+        self.sleep_until(start + plan.total_ns);
     }
 
     /// Makes the sync owed under --fsync/--fdatasync (nothing in flight).
@@ -676,6 +779,18 @@ impl<E: Engine> Job<'_, E> {
             let queued = self.fill()?;
             if queued > 0 {
                 self.engine.commit()?;
+                // fio's slat ends when the request is handed to the kernel:
+                // after io_submit or a submitting io_uring_enter returns
+                // (in commit, or in queue with --submit-batch N; with
+                // stamp_each each request was stamped in fill). The
+                // default uring loop submits in the io_uring_enter that
+                // also waits, inside reap(): this stamp is taken right
+                // before that call. One clock read per loop turn.
+                let now = self.now_ns();
+                for &slot in &self.just_queued {
+                    self.slots[slot as usize].submit_ns = now;
+                }
+                self.just_queued.clear();
             }
             if self.inflight > 0 {
                 // Ending (stopped or failed) and a second interrupt came:
@@ -759,6 +874,17 @@ impl<E: Engine> Job<'_, E> {
                     break;
                 }
                 self.do_sync()?;
+                // The next I/O starts after the sync, not before it.
+                stamp = None;
+            }
+            if self.think.as_ref().is_some_and(|t| t.due) {
+                // fio's thinktime: the I/O in flight completes first, and
+                // the pause is in no I/O's latency.
+                if self.inflight > 0 {
+                    break;
+                }
+                self.do_think();
+                stamp = None;
             }
             let io = self
                 .pending
@@ -776,6 +902,11 @@ impl<E: Engine> Job<'_, E> {
             if let Some(p) = &mut self.pace {
                 let d = (io.dir == Dir::Write) as usize;
                 if let Some(period) = p.period_ns[d] {
+                    let period = if p.per_byte {
+                        period * io.len as f64
+                    } else {
+                        period
+                    };
                     let now = self.clock.elapsed().as_nanos() as u64;
                     let due = p.due_ns[d] as u64;
                     if due > now {
@@ -797,6 +928,7 @@ impl<E: Engine> Job<'_, E> {
                 }
             }
             let offset = io.block * self.plan.bs;
+            let len = io.len;
             if io.dir == Dir::Write {
                 if let Some(v) = &mut self.verify {
                     let generation = v.rng.next_u64();
@@ -815,23 +947,22 @@ impl<E: Engine> Job<'_, E> {
                 offset,
                 block: io.block,
                 start_ns,
+                submit_ns: NOT_SUBMITTED,
+                len,
                 dir: io.dir,
             };
             let req = IoRequest {
                 slot,
                 dir: io.dir,
                 offset,
-                len: if io.dir == Dir::Nop {
-                    0
-                } else {
-                    self.plan.bs as u32
-                },
+                len,
                 buf: self.buffers.slot_ptr(slot),
             };
             match self.engine.queue(&req)? {
                 QueueStatus::Completed(result) => {
-                    self.issued_bytes += self.plan.bs;
+                    self.issued_bytes += len as u64;
                     self.issued_ios += 1;
+                    self.count_think();
                     let now = self.now_ns();
                     if let Err(e) = self.complete(slot, result, now) {
                         self.release(slot);
@@ -841,10 +972,18 @@ impl<E: Engine> Job<'_, E> {
                     stamp = (self.plan.thinkcycles == 0).then_some(now);
                 }
                 QueueStatus::Queued => {
-                    self.issued_bytes += self.plan.bs;
+                    self.issued_bytes += len as u64;
                     self.issued_ios += 1;
+                    self.count_think();
                     self.inflight += 1;
                     queued += 1;
+                    if self.stamp_each {
+                        let now = self.now_ns();
+                        self.slots[slot as usize].submit_ns = now;
+                        stamp = Some(now);
+                    } else {
+                        self.just_queued.push(slot);
+                    }
                     if let Some(v) = &mut self.verify {
                         v.inflight_blocks.insert(io.block);
                     }
@@ -860,7 +999,11 @@ impl<E: Engine> Job<'_, E> {
                         // Not issued: it is still due when it was.
                         let d = (io.dir == Dir::Write) as usize;
                         if let Some(period) = p.period_ns[d] {
-                            p.due_ns[d] -= period;
+                            p.due_ns[d] -= if p.per_byte {
+                                period * io.len as f64
+                            } else {
+                                period
+                            };
                         }
                     }
                     break;
@@ -873,7 +1016,7 @@ impl<E: Engine> Job<'_, E> {
     #[inline]
     fn complete(&mut self, slot: u32, result: i64, now_ns: u64) -> Result<()> {
         let s = self.slots[slot as usize];
-        let bs = if s.dir == Dir::Nop { 0 } else { self.plan.bs };
+        let bs = s.len as u64;
         let what = match s.dir {
             Dir::Read => "read",
             Dir::Write => "write",
@@ -909,7 +1052,17 @@ impl<E: Engine> Job<'_, E> {
         if now_ns >= self.end_ns || ringlab_core::gate::signals_received() > 0 {
             self.ctx.stop.store(true, Ordering::Relaxed);
         }
-        let lat = now_ns.saturating_sub(s.start_ns);
+        // lat = slat + clat exactly: the submission stamp is clamped into
+        // [start, end] (a completion thread may see a completion before
+        // the job thread took the submission stamp).
+        let end = now_ns.max(s.start_ns);
+        let (slat, clat) = if s.submit_ns == NOT_SUBMITTED {
+            (None, end - s.start_ns)
+        } else {
+            let sub = s.submit_ns.clamp(s.start_ns, end);
+            (Some(sub - s.start_ns), end - sub)
+        };
+        let lat = end - s.start_ns;
         // An I/O started (or due) within --ramp-time is not measured, even
         // when it completes after it (measure_from_ns is 0 without a ramp).
         if s.start_ns >= self.measure_from_ns {
@@ -928,14 +1081,21 @@ impl<E: Engine> Job<'_, E> {
                     bail!("job {}: cannot write fio's log: {e}", self.ctx.job);
                 }
             }
-            // Runs of equal latency (one batch: one start and one end
-            // time) are recorded once (flush_recorded).
-            let (dir, at, n) = &mut self.unrecorded;
-            if *n > 0 && *dir == s.dir && *at == lat {
-                *n += 1;
+            // Runs of equal latencies (one batch: one start, submission
+            // and end time) are recorded once (flush_recorded).
+            let u = &mut self.unrecorded;
+            if u.n > 0 && u.dir == s.dir && u.slat == slat && u.clat == clat {
+                u.n += 1;
+                u.bytes += bs;
             } else {
                 self.flush_recorded();
-                self.unrecorded = (s.dir, lat, 1);
+                self.unrecorded = Unrecorded {
+                    dir: s.dir,
+                    slat,
+                    clat,
+                    n: 1,
+                    bytes: bs,
+                };
             }
         }
         if let Some(v) = &mut self.verify {
@@ -965,13 +1125,14 @@ impl<E: Engine> Job<'_, E> {
 
     /// Moves the completions counted in `unrecorded` to `measurements`.
     fn flush_recorded(&mut self) {
-        let (dir, lat, n) = self.unrecorded;
-        self.unrecorded.2 = 0;
-        match dir {
-            Dir::Read => self.measurements.read.record_n(self.plan.bs, lat, n),
-            Dir::Write => self.measurements.write.record_n(self.plan.bs, lat, n),
-            Dir::Nop => self.measurements.nop.record_n(0, lat, n),
-        }
+        let u = self.unrecorded;
+        self.unrecorded.n = 0;
+        let to = match u.dir {
+            Dir::Read => &mut self.measurements.read,
+            Dir::Write => &mut self.measurements.write,
+            Dir::Nop => &mut self.measurements.nop,
+        };
+        to.record_split(u.bytes, u.slat, u.clat, u.n);
     }
 
     /// Waits for every I/O in flight, ignoring results (after an error of

@@ -70,16 +70,205 @@ pub enum Dir {
     Nop,
 }
 
-/// One I/O the workload asks for: a direction and a block of the region.
+/// One I/O the workload asks for: a direction, a block of the region and
+/// a length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NextIo {
     pub dir: Dir,
-    /// Block number within the whole target (offset = block * bs).
+    /// Block number within the whole target (offset = block * the smallest
+    /// block size).
     pub block: u64,
+    /// Bytes to move (a multiple of the smallest block size; 0 for a NOP).
+    pub len: u32,
 }
 
-/// Generates the blocks of one job: uniform random (aligned to bs) or
-/// sequential with wrap-around, over blocks `[first, first + count)`.
+/// How the length of each I/O of one direction is chosen: fio's `bs`,
+/// `bsrange` and `bssplit`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BlockSizes {
+    Fixed(u64),
+    /// Uniform over the multiples of `lo` from `lo` to `hi` (fio's bsrange
+    /// with blockalign, the default, equal to the smallest size).
+    Range {
+        lo: u64,
+        hi: u64,
+    },
+    /// fio's bssplit: `(size, cumulative percent)`, smallest size first,
+    /// the last cumulative percent 100.
+    Split(Vec<(u64, u32)>),
+}
+
+impl BlockSizes {
+    pub fn min(&self) -> u64 {
+        match self {
+            BlockSizes::Fixed(b) => *b,
+            BlockSizes::Range { lo, .. } => *lo,
+            BlockSizes::Split(v) => v.iter().map(|e| e.0).min().unwrap_or(0),
+        }
+    }
+
+    pub fn max(&self) -> u64 {
+        match self {
+            BlockSizes::Fixed(b) => *b,
+            BlockSizes::Range { hi, .. } => *hi,
+            BlockSizes::Split(v) => v.iter().map(|e| e.0).max().unwrap_or(0),
+        }
+    }
+
+    /// Every size an I/O may have (a range: its ends; every size is a
+    /// multiple of the low end).
+    pub fn sizes(&self) -> Vec<u64> {
+        match self {
+            BlockSizes::Fixed(b) => vec![*b],
+            BlockSizes::Range { lo, hi } => vec![*lo, *hi],
+            BlockSizes::Split(v) => v.iter().map(|e| e.0).collect(),
+        }
+    }
+
+    /// In fio's syntax: `4k`, `4k-64k`, `4k/50:8k/30:64k/20`.
+    pub fn describe(&self) -> String {
+        let sz = size_short;
+        match self {
+            BlockSizes::Fixed(b) => sz(*b),
+            BlockSizes::Range { lo, hi } => format!("{}-{}", sz(*lo), sz(*hi)),
+            BlockSizes::Split(v) => {
+                let mut prev = 0;
+                v.iter()
+                    .map(|&(b, cum)| {
+                        let pct = cum - prev;
+                        prev = cum;
+                        format!("{}/{pct}", sz(b))
+                    })
+                    .collect::<Vec<_>>()
+                    .join(":")
+            }
+        }
+    }
+
+    /// The length of the next I/O; draws from `rng` only when the size
+    /// varies (a fixed size leaves the offset sequence as it was).
+    #[inline]
+    fn pick(&self, rng: &mut Xoshiro256PlusPlus) -> u64 {
+        match self {
+            BlockSizes::Fixed(b) => *b,
+            BlockSizes::Range { lo, hi } => lo * rng.random_range(1..=hi / lo),
+            BlockSizes::Split(v) => {
+                let r = rng.random_range(0..100u32);
+                v.iter().find(|e| r < e.1).map_or(v[v.len() - 1].0, |e| e.0)
+            }
+        }
+    }
+}
+
+/// Parses fio's `bsrange` value for one direction: `LO-HI`.
+pub fn parse_bsrange(text: &str) -> Result<BlockSizes, String> {
+    let (lo, hi) = text
+        .split_once('-')
+        .ok_or_else(|| format!("{text}: a range is LO-HI, like 4k-64k"))?;
+    let lo = parse_size(lo.trim())?;
+    let hi = parse_size(hi.trim())?;
+    if lo == 0 || hi < lo {
+        return Err(format!("{text}: LO must be above zero and at most HI"));
+    }
+    if lo == hi {
+        return Ok(BlockSizes::Fixed(lo));
+    }
+    // fio aligns to the low end (blockalign): sizes are its multiples.
+    Ok(BlockSizes::Range {
+        lo,
+        hi: hi / lo * lo,
+    })
+}
+
+/// Parses fio's `bssplit` value for one direction: `SIZE/PCT:SIZE/PCT...`;
+/// sizes without a percentage share what the others leave of 100 equally
+/// (as in fio), and the percentages must come to 100.
+pub fn parse_bssplit(text: &str) -> Result<BlockSizes, String> {
+    let mut given: Vec<(u64, Option<u32>)> = Vec::new();
+    for part in text.split(':').map(str::trim).filter(|p| !p.is_empty()) {
+        let (size, pct) = match part.split_once('/') {
+            Some((s, p)) if !p.trim().is_empty() => {
+                let p: u32 = p.trim().parse().ok().filter(|p| *p <= 100).ok_or_else(|| {
+                    format!("{part}: the percentage is a whole number from 0 to 100")
+                })?;
+                (s, Some(p))
+            }
+            Some((s, _)) => (s, None),
+            None => (part, None),
+        };
+        let size = parse_size(size.trim())?;
+        if size == 0 {
+            return Err(format!("{part}: a block size must be above zero"));
+        }
+        given.push((size, pct));
+    }
+    if given.is_empty() {
+        return Err(format!(
+            "{text}: no sizes; write SIZE/PCT:SIZE/PCT, like 4k/50:64k/50"
+        ));
+    }
+    let set: u32 = given.iter().filter_map(|g| g.1).sum();
+    let missing = given.iter().filter(|g| g.1.is_none()).count() as u32;
+    if set > 100 || (missing == 0 && set != 100) {
+        return Err(format!("{text}: the percentages come to {set}, not 100"));
+    }
+    let mut v: Vec<(u64, u32)> = Vec::with_capacity(given.len());
+    let mut share_left = 100 - set;
+    let mut missing_left = missing;
+    for (size, pct) in given {
+        let p = match pct {
+            Some(p) => p,
+            None => {
+                let p = share_left / missing_left;
+                share_left -= p;
+                missing_left -= 1;
+                p
+            }
+        };
+        // The same size twice adds up.
+        match v.iter_mut().find(|e| e.0 == size) {
+            Some(e) => e.1 += p,
+            None => v.push((size, p)),
+        }
+    }
+    v.retain(|e| e.1 > 0);
+    v.sort_by_key(|e| e.0);
+    if v.len() == 1 {
+        return Ok(BlockSizes::Fixed(v[0].0));
+    }
+    let min = v[0].0;
+    if let Some(bad) = v.iter().find(|e| e.0 % min != 0) {
+        return Err(format!(
+            "{}: not a multiple of the smallest size {min}; ringlab places every I/O at a multiple of the smallest size (fio's default blockalign), so the others must be its multiples",
+            bad.0
+        ));
+    }
+    let mut cum = 0;
+    for e in &mut v {
+        cum += e.1;
+        e.1 = cum;
+    }
+    Ok(BlockSizes::Split(v))
+}
+
+/// A size as fio users write it: `4k`, `1m`, or bytes.
+pub fn size_short(b: u64) -> String {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
+        format!("{}m", b >> 20)
+    } else if b >= 1024 && b.is_multiple_of(1024) {
+        format!("{}k", b >> 10)
+    } else {
+        b.to_string()
+    }
+}
+
+fn parse_size(text: &str) -> Result<u64, String> {
+    ringlab_stats::units::parse_size(text).map_err(|e| e.to_string())
+}
+
+/// Generates the I/O of one job over blocks `[first, first + count)` of
+/// the smallest block size `unit`: uniform random (aligned to `unit`) or
+/// sequential with wrap-around; an I/O never runs past the region's end.
 pub struct Workload {
     rw: Rw,
     rwmixread: u32,
@@ -87,12 +276,44 @@ pub struct Workload {
     count: u64,
     next_seq: u64,
     rng: Xoshiro256PlusPlus,
+    /// Block sizes of reads and writes.
+    sizes: [BlockSizes; 2],
+    unit: u64,
+    /// Blocks a read and a write cover when their size is fixed (0: it
+    /// varies), so the common case divides nothing per I/O.
+    fixed_span: [u64; 2],
 }
 
 impl Workload {
     /// `seed` is the run's seed; each job gets its own stream from it.
     pub fn new(rw: Rw, rwmixread: u32, first: u64, count: u64, seed: u64, job: u32) -> Workload {
-        assert!(count > 0, "a job's region holds at least one block");
+        Workload::with_sizes(
+            rw,
+            rwmixread,
+            (first, count),
+            [BlockSizes::Fixed(1), BlockSizes::Fixed(1)],
+            1,
+            seed,
+            job,
+        )
+    }
+
+    /// As [`Workload::new`], with the block sizes of reads and writes;
+    /// blocks are `unit` bytes (the smallest size, which divides all).
+    pub fn with_sizes(
+        rw: Rw,
+        rwmixread: u32,
+        (first, count): (u64, u64),
+        sizes: [BlockSizes; 2],
+        unit: u64,
+        seed: u64,
+        job: u32,
+    ) -> Workload {
+        let span = sizes.iter().map(|s| s.max() / unit).max().unwrap_or(1);
+        assert!(
+            count >= span.max(1),
+            "a job's region holds the largest block"
+        );
         let stream = seed ^ (job as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         Workload {
             rw,
@@ -101,6 +322,12 @@ impl Workload {
             count,
             next_seq: 0,
             rng: Xoshiro256PlusPlus::seed_from_u64(stream),
+            fixed_span: [0, 1].map(|d| match sizes[d] {
+                BlockSizes::Fixed(b) => (b / unit).max(1),
+                _ => 0,
+            }),
+            sizes,
+            unit,
         }
     }
 
@@ -119,16 +346,33 @@ impl Workload {
             }
             _ => unreachable!("every Rw is handled"),
         };
+        // The length, and the blocks the I/O covers: it starts at most at
+        // count - span.
+        let (len, span) = match dir {
+            Dir::Nop => (0, 1),
+            _ => {
+                let d = (dir == Dir::Write) as usize;
+                let len = self.sizes[d].pick(&mut self.rng);
+                match self.fixed_span[d] {
+                    0 => (len, len / self.unit),
+                    span => (len, span),
+                }
+            }
+        };
         let rel = if self.rw.is_random() {
-            self.rng.random_range(0..self.count)
+            self.rng.random_range(0..self.count - span + 1)
         } else {
-            let b = self.next_seq;
-            self.next_seq = if b + 1 == self.count { 0 } else { b + 1 };
+            let mut b = self.next_seq;
+            if b + span > self.count {
+                b = 0;
+            }
+            self.next_seq = if b + span == self.count { 0 } else { b + span };
             b
         };
         NextIo {
             dir,
             block: self.first + rel,
+            len: len as u32,
         }
     }
 }
@@ -188,6 +432,91 @@ mod tests {
             .all(|i| i.dir == Dir::Write));
         assert!(Rw::Randrw.writes(50) && Rw::Randrw.reads(50));
         assert!(!Rw::Randrw.writes(100) && !Rw::Rw.reads(0));
+    }
+
+    #[test]
+    fn bssplit_sizes_follow_the_split_and_stay_in_the_region() {
+        let split = parse_bssplit("4k/50:8k/30:64k/20").unwrap();
+        assert_eq!(
+            split,
+            BlockSizes::Split(vec![(4096, 50), (8192, 80), (65536, 100)])
+        );
+        assert_eq!(split.describe(), "4k/50:8k/30:64k/20");
+        // 100 blocks of 4k: a 64k I/O (16 blocks) starts at block 84 at most.
+        let mut w = Workload::with_sizes(
+            Rw::Randrw,
+            50,
+            (10, 100),
+            [split.clone(), split],
+            4096,
+            9,
+            0,
+        );
+        let mut n = [0u32; 3];
+        for io in take(&mut w, 100_000) {
+            let i = match io.len {
+                4096 => 0,
+                8192 => 1,
+                65536 => 2,
+                other => panic!("size {other}"),
+            };
+            n[i] += 1;
+            assert!(io.block >= 10);
+            assert!(
+                (io.block - 10) * 4096 + io.len as u64 <= 100 * 4096,
+                "{io:?}"
+            );
+        }
+        // 50/30/20 of 100,000, within 5 sigma (about 800).
+        assert!((49_200..=50_800).contains(&n[0]), "{n:?}");
+        assert!((29_200..=30_800).contains(&n[1]), "{n:?}");
+        assert!((19_200..=20_800).contains(&n[2]), "{n:?}");
+    }
+
+    #[test]
+    fn bsrange_is_uniform_over_multiples_of_lo() {
+        let r = parse_bsrange("4k-16k").unwrap();
+        assert_eq!(
+            r,
+            BlockSizes::Range {
+                lo: 4096,
+                hi: 16384
+            }
+        );
+        assert_eq!(parse_bsrange("4k-4k").unwrap(), BlockSizes::Fixed(4096));
+        assert_eq!(parse_bsrange("4k-10k").unwrap().max(), 8192);
+        let mut w = Workload::with_sizes(Rw::Read, 100, (0, 64), [r.clone(), r], 4096, 3, 0);
+        let mut n = [0u32; 4];
+        let mut next = 0;
+        for io in take(&mut w, 40_000) {
+            n[(io.len / 4096 - 1) as usize] += 1;
+            // Sequential: each I/O starts where the last ended, or wraps.
+            assert!(io.block == next || io.block == 0, "{io:?} {next}");
+            assert!(io.block * 4096 + io.len as u64 <= 64 * 4096);
+            next = io.block + io.len as u64 / 4096;
+        }
+        for c in n {
+            assert!((9_500..=10_500).contains(&c), "{n:?}");
+        }
+    }
+
+    #[test]
+    fn bssplit_fills_missing_percentages_and_refuses_bad_ones() {
+        assert_eq!(
+            parse_bssplit("4k/50:8k:16k").unwrap(),
+            BlockSizes::Split(vec![(4096, 50), (8192, 75), (16384, 100)])
+        );
+        assert_eq!(parse_bssplit("4k/100").unwrap(), BlockSizes::Fixed(4096));
+        assert!(parse_bssplit("4k/50:8k/30")
+            .unwrap_err()
+            .contains("come to 80"));
+        assert!(parse_bssplit("4k/60:8k/60")
+            .unwrap_err()
+            .contains("come to 120"));
+        assert!(parse_bssplit("4k/50:6k/50")
+            .unwrap_err()
+            .contains("multiple"));
+        assert!(parse_bssplit("4k/x").is_err());
     }
 
     #[test]

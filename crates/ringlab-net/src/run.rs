@@ -340,7 +340,7 @@ fn figures(m: &ThreadMeasurements, s: &ClientStats, elapsed_ns: u64) -> Figures 
         iops: s.requests_sent as f64 / secs,
         bw_bytes_per_s: s.bytes_written as f64 / secs,
         lat_ns: None,
-        lat_recorder: None,
+        ..Default::default()
     };
     f
 }

@@ -704,7 +704,7 @@ fn build_result(
             bw_bytes_per_s: bytes_per_s,
             lat_ns: lat,
             // db_bench's histogram, not a ringlab recorder.
-            lat_recorder: None,
+            ..Default::default()
         },
         write: DirectionFigures::default(),
         cpu_user_ns: user,

@@ -395,11 +395,25 @@ pub struct DirectionFigures {
     pub iops: f64,
     pub bw_bytes_per_s: f64,
     pub lat_ns: Option<LatencySummary>,
+    /// Submission latency (fio's slat): from the start of each I/O to the
+    /// moment it was handed to the kernel; `lat = slat + clat` for every
+    /// I/O. Absent where the engine has no separate submission (sync).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slat_ns: Option<LatencySummary>,
+    /// Completion latency (fio's clat): from the hand-over to the kernel to
+    /// the completion; the whole latency for the sync engine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clat_ns: Option<LatencySummary>,
     /// The latency histogram behind `lat_ns`, for exporters that need more
     /// than the summary (fio-json's percentiles, buckets and bins). Not
     /// part of the JSON schema; `None` in a result read back from JSON.
     #[serde(skip)]
     pub lat_recorder: Option<LatencyRecorder>,
+    /// The histograms behind `slat_ns` and `clat_ns` (as `lat_recorder`).
+    #[serde(skip)]
+    pub slat_recorder: Option<LatencyRecorder>,
+    #[serde(skip)]
+    pub clat_recorder: Option<LatencyRecorder>,
 }
 
 /// What a worker thread measured, before it becomes [`Figures`].
@@ -428,6 +442,11 @@ pub struct DirectionRecorder {
     pub ops: u64,
     pub bytes: u64,
     pub lat: LatencyRecorder,
+    /// Submission and completion latency, where they are measured apart
+    /// ([`DirectionRecorder::record_split`]); `None` until then (a
+    /// histogram is not allocated for what is never recorded).
+    pub slat: Option<LatencyRecorder>,
+    pub clat: Option<LatencyRecorder>,
 }
 
 impl DirectionRecorder {
@@ -446,10 +465,36 @@ impl DirectionRecorder {
         self.lat.record_n(lat_ns, n);
     }
 
+    /// `n` operations moving `bytes` in all, each with submission latency
+    /// `slat_ns` (`None`: no separate submission, as for pread) and
+    /// completion latency `clat_ns`; their latency is the sum.
+    #[inline]
+    pub fn record_split(&mut self, bytes: u64, slat_ns: Option<u64>, clat_ns: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.ops += n;
+        self.bytes += bytes;
+        self.lat.record_n(slat_ns.unwrap_or(0) + clat_ns, n);
+        if let Some(s) = slat_ns {
+            self.slat
+                .get_or_insert_with(LatencyRecorder::new)
+                .record_n(s, n);
+        }
+        self.clat
+            .get_or_insert_with(LatencyRecorder::new)
+            .record_n(clat_ns, n);
+    }
+
     pub fn merge(&mut self, other: &DirectionRecorder) {
         self.ops += other.ops;
         self.bytes += other.bytes;
         self.lat.merge(&other.lat);
+        for (mine, theirs) in [(&mut self.slat, &other.slat), (&mut self.clat, &other.clat)] {
+            if let Some(t) = theirs {
+                mine.get_or_insert_with(LatencyRecorder::new).merge(t);
+            }
+        }
     }
 
     fn figures(&self, elapsed_ns: u64) -> DirectionFigures {
@@ -459,7 +504,11 @@ impl DirectionRecorder {
             iops: per_second(self.ops, elapsed_ns),
             bw_bytes_per_s: per_second(self.bytes, elapsed_ns),
             lat_ns: self.lat.summary(),
+            slat_ns: self.slat.as_ref().and_then(LatencyRecorder::summary),
+            clat_ns: self.clat.as_ref().and_then(LatencyRecorder::summary),
             lat_recorder: Some(self.lat.clone()),
+            slat_recorder: self.slat.clone(),
+            clat_recorder: self.clat.clone(),
         }
     }
 }
@@ -552,6 +601,39 @@ mod tests {
         assert_eq!(lat.min, 10_000);
         assert_eq!(lat.max, 30_000);
         assert!((lat.mean - (1000.0 * 10_000.0 + 500.0 * 30_000.0) / 1500.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn split_latency_adds_up_and_merges() {
+        let mut a = DirectionRecorder::default();
+        a.record_split(3 * 4096, Some(1_000), 9_000, 3);
+        a.record_split(65_536, Some(2_000), 30_000, 1);
+        let mut b = DirectionRecorder::default();
+        b.record_split(8192, None, 5_000, 1);
+        a.merge(&b);
+        let f = a.figures(1_000_000_000);
+        assert_eq!(f.ops, 5);
+        assert_eq!(f.bytes, 3 * 4096 + 65_536 + 8192);
+        let (lat, slat, clat) = (f.lat_ns.unwrap(), f.slat_ns.unwrap(), f.clat_ns.unwrap());
+        assert_eq!(lat.max, 32_000);
+        assert_eq!(slat.min, 1_000);
+        assert_eq!(clat.min, 5_000);
+        assert_eq!(a.slat.as_ref().unwrap().count(), 4);
+        assert_eq!(a.clat.as_ref().unwrap().count(), 5);
+        // Over the I/O that have both, the means add up exactly.
+        let mut c = DirectionRecorder::default();
+        c.record_split(1, Some(700), 1_300, 2);
+        c.record_split(1, Some(100), 7_900, 2);
+        let f = c.figures(1);
+        let sum = f.slat_ns.unwrap().mean + f.clat_ns.unwrap().mean;
+        assert!((f.lat_ns.unwrap().mean - sum).abs() < 1e-9);
+        // A recorder without the split has no slat/clat and stays loadable.
+        let plain = DirectionRecorder::default().figures(1);
+        assert!(plain.slat_ns.is_none() && plain.clat_ns.is_none());
+        let json = serde_json::to_string(&plain).unwrap();
+        assert!(!json.contains("slat_ns"));
+        let back: DirectionFigures = serde_json::from_str(&json).unwrap();
+        assert!(back.clat_ns.is_none());
     }
 
     #[test]

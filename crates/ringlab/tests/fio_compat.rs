@@ -61,7 +61,15 @@ fn assert_fio_plot_reads(doc: &Value, dirs: &[&str]) {
             assert!(m["total_ios"].as_u64().unwrap() > 0);
             let pct = m["clat_ns"]["percentile"].as_object().unwrap();
             assert!(!pct.is_empty() && pct.values().all(Value::is_u64));
-            assert_eq!(m["slat_ns"]["N"], 0, "slat is not measured: N = 0");
+            // fio's rule: psync has no separate submission (slat N = 0,
+            // clat = lat); an asynchronous engine times both.
+            let sync = opts["ioengine"].as_str() == Some("psync");
+            let n = m["total_ios"].as_u64().unwrap();
+            assert_eq!(m["slat_ns"]["N"], if sync { 0 } else { n }, "{d}.slat_ns");
+            assert_eq!(m["clat_ns"]["N"], n, "{d}.clat_ns");
+            if sync {
+                assert_eq!(m["clat_ns"]["mean"], m["lat_ns"]["mean"]);
+            }
         }
         for b in ["latency_ns", "latency_us", "latency_ms"] {
             let sum: f64 = job[b]

@@ -394,3 +394,235 @@ fn offset_moves_the_region_and_lays_out_offset_plus_size() {
     let out = ringlab(&format!("io {f} --offset 1000 --rw read"));
     assert_fails(&out, 2, &["--offset", "multiple of --bs"]);
 }
+
+#[test]
+fn bssplit_sizes_bytes_and_fio_json_end_to_end() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = small_target(&dir);
+    let p = dir.path().join("split").display().to_string();
+    let r = json_run(&format!(
+        "io {f} --rw randrw --bssplit 4k/50:8k/30:64k/20 --number-ios 2000 --iodepth 8 --no-kstat --write-lat-log {p}"
+    ));
+    assert_schema_valid(&r);
+    assert_eq!(r["config"]["bs"], 4096);
+    assert_eq!(r["config"]["bssplit"], "4k/50:8k/30:64k/20");
+    // Every I/O in the log with its own length: their sum is the bytes
+    // counted, each is one of the split's sizes, at a 4k-aligned offset,
+    // inside the 4 MiB target.
+    let lat = log_lines(&dir.path().join("split_lat.1.log"));
+    assert_eq!(lat.len(), 2000);
+    let mut n = std::collections::BTreeMap::new();
+    let mut sum = 0;
+    for [_, _, _, bs, off] in &lat {
+        *n.entry(*bs).or_insert(0u32) += 1;
+        sum += bs;
+        assert!(off % 4096 == 0 && off + bs <= 4 << 20, "{bs} at {off}");
+    }
+    assert_eq!(sum, r["total"]["bytes"].as_u64().unwrap());
+    assert_eq!(n.keys().copied().collect::<Vec<_>>(), [4096, 8192, 65536]);
+    // 50/30/20 of 2000 within 5 sigma (about 110).
+    for (size, want) in [(4096u64, 1000i64), (8192, 600), (65536, 400)] {
+        let got = n[&size] as i64;
+        assert!(
+            (got - want).abs() < 115,
+            "{size}: {got} of 2000, want {want}"
+        );
+    }
+    // The same seed, the same sizes; R,W apart: reads 4k, writes 64k.
+    let r = json_run(&format!(
+        "io {f} --rw randrw --bssplit 4k,64k --number-ios 300 --no-kstat"
+    ));
+    let (rd, wr) = (&r["total"]["read"], &r["total"]["write"]);
+    assert_eq!(
+        rd["bytes"].as_u64().unwrap(),
+        rd["ops"].as_u64().unwrap() * 4096
+    );
+    assert_eq!(
+        wr["bytes"].as_u64().unwrap(),
+        wr["ops"].as_u64().unwrap() * 65536
+    );
+    // bsrange: sizes 4k to 16k, in the text head and fio-json's job options.
+    let out = ringlab(&format!(
+        "io {f} --rw randread --bsrange 4k-16k --number-ios 100 --no-kstat"
+    ));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("randread bsrange 4k-16k"), "{text}");
+    let out = ringlab(&format!(
+        "io {f} --rw randread --bsrange 4k-16k --number-ios 100 --no-kstat --output-format fio-json"
+    ));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let opts = &doc["jobs"][0]["job options"];
+    assert_eq!(opts["bs"], "4k-16k");
+    assert_eq!(opts["bsrange"], "4k-16k");
+    let io_bytes = doc["jobs"][0]["read"]["io_bytes"].as_u64().unwrap();
+    assert!((100 * 4096..=100 * 16384).contains(&io_bytes) && io_bytes.is_multiple_of(4096));
+    // What cannot work is refused with the reason.
+    let out = ringlab(&format!(
+        "io {f} --rw randwrite --bssplit 4k/50:64k/50 --verify"
+    ));
+    assert_fails(&out, 2, &["--verify", "one size"]);
+    let out = ringlab(&format!("io {f} --bssplit 4k/50:6k/50"));
+    assert_fails(&out, 2, &["--bssplit", "multiple of the smallest"]);
+    let out = ringlab(&format!("io {f} --bssplit 4k/50:8k/20"));
+    assert_fails(&out, 2, &["--bssplit", "come to 70"]);
+    let out = ringlab("io --rw nop --bssplit 4k/50:64k/50 --runtime 100ms");
+    assert_fails(&out, 2, &["--bssplit", "nop"]);
+    let out = ringlab(&format!("io {f} --bsrange 4k-8m"));
+    assert_fails(&out, 2, &["smaller than one block"]);
+}
+
+#[test]
+fn slat_and_clat_are_measured_apart_on_async_engines() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = small_target(&dir);
+    for engine in [
+        "uring",
+        "uring --submit-batch 1",
+        "uring --completion-thread 0",
+        "uring --reap peek",
+        "uring --sqpoll",
+        "libaio --direct",
+        "posixaio",
+        "sync",
+    ] {
+        let out = ringlab(&format!(
+            "io {f} --rw randread --number-ios 500 --iodepth 4 --engine {engine} --no-kstat --output-format fio-json"
+        ));
+        assert!(
+            out.status.success(),
+            "{engine}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let d = &doc["jobs"][0]["read"];
+        let mean = |k: &str| d[k]["mean"].as_f64().unwrap();
+        assert_eq!(d["clat_ns"]["N"], 500, "{engine}");
+        if engine == "sync" {
+            // As fio's psync: no slat, clat is the whole latency.
+            assert_eq!(d["slat_ns"]["N"], 0, "{engine}");
+            assert_eq!(mean("clat_ns"), mean("lat_ns"), "{engine}");
+            assert_eq!(d["clat_ns"]["max"], d["lat_ns"]["max"], "{engine}");
+        } else {
+            assert_eq!(d["slat_ns"]["N"], 500, "{engine}");
+            // lat = slat + clat for every I/O, so the means add up.
+            let sum = mean("slat_ns") + mean("clat_ns");
+            assert!(
+                (mean("lat_ns") - sum).abs() <= 1e-6 * mean("lat_ns"),
+                "{engine}: lat {} slat+clat {sum}",
+                mean("lat_ns")
+            );
+            assert!(d["clat_ns"]["max"].as_u64() <= d["lat_ns"]["max"].as_u64());
+        }
+    }
+    // The result JSON has them too, and the text prints them.
+    let r = json_run(&format!(
+        "io {f} --rw randread --number-ios 50 --iodepth 2 --no-kstat"
+    ));
+    assert_schema_valid(&r);
+    assert!(r["total"]["read"]["slat_ns"]["mean"].is_f64());
+    assert!(r["total"]["read"]["clat_ns"]["mean"].is_f64());
+    let out = ringlab(&format!(
+        "io {f} --rw randread --number-ios 50 --iodepth 2 --no-kstat"
+    ));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("   slat: ") && text.contains("   clat: "),
+        "{text}"
+    );
+}
+
+#[test]
+fn end_fsync_and_include_in_a_job_file_with_bssplit() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let d = dir.path().display();
+    std::fs::create_dir(dir.path().join("inc")).unwrap();
+    std::fs::write(
+        dir.path().join("inc/common.fio"),
+        format!("filename={d}/split.dat\nsize=2m\nioengine=psync\n"),
+    )
+    .unwrap();
+    let job = dir.path().join("split.fio");
+    std::fs::write(
+        &job,
+        "; bssplit, end_fsync and include, as fio writes them\n\
+         [global]\n\
+         include inc/common.fio\n\
+         bssplit=4k/50:16k/50\n\
+         \n\
+         [split-write]\n\
+         rw=randwrite\n\
+         number_ios=64\n\
+         end_fsync=1\n",
+    )
+    .unwrap();
+    let out = ringlab(&format!(
+        "io --fio {} --output-format fio-json --no-kstat",
+        job.display()
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = &doc["jobs"][0];
+    assert_eq!(j["write"]["total_ios"], 64);
+    // As fio, fio-json's sync counts no end_fsync; ringlab's result does.
+    assert_eq!(j["sync"]["total_ios"], 0);
+    let out = ringlab(&format!(
+        "io --fio {} --output-format json --no-kstat",
+        job.display()
+    ));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["total"]["syncs"], 1, "one end fsync");
+    let bytes = j["write"]["io_bytes"].as_u64().unwrap();
+    assert!((64 * 4096..=64 * 16384).contains(&bytes), "{bytes}");
+    assert_eq!(doc["global options"]["bssplit"], "4k/50:16k/50");
+    // end_fsync on a command line, and its refusal without writes.
+    let f = format!("{d}/split.dat");
+    let r = json_run(&format!(
+        "io {f} --rw randwrite --number-ios 8 --end-fsync --no-kstat"
+    ));
+    assert_eq!(r["total"]["syncs"], 1);
+    assert_eq!(r["config"]["end-fsync"], true);
+    assert_schema_valid(&r);
+    let out = ringlab(&format!("io {f} --rw randread --end-fsync"));
+    assert_fails(&out, 2, &["--end-fsync", "issues none"]);
+}
+
+#[test]
+fn thinktime_pauses_after_every_n_ios_outside_latency() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = small_target(&dir);
+    // 30 I/Os, a 30 ms pause after every 10: 2 pauses between them (none
+    // after the last, nothing follows), so at least 60 ms of run time;
+    // no I/O's latency holds a pause (a page-cache read takes microseconds).
+    for engine in ["sync", "uring --iodepth 4"] {
+        let r = json_run(&format!(
+            "io {f} --rw randread --number-ios 30 --thinktime 30ms --thinktime-blocks 10 --engine {engine} --no-kstat"
+        ));
+        assert_schema_valid(&r);
+        assert_eq!(r["total"]["ops"], 30, "{engine}");
+        assert!(
+            r["total"]["elapsed_ns"].as_u64().unwrap() >= 60_000_000,
+            "{engine}"
+        );
+        assert_eq!(r["config"]["thinktime-us"], 30000.0);
+        assert_eq!(r["config"]["thinktime-blocks"], 10);
+        assert!(
+            r["total"]["lat_ns"]["max"].as_u64().unwrap() < 30_000_000,
+            "{engine}: a pause counted in a latency: {}",
+            r["total"]["lat_ns"]
+        );
+    }
+    // fio's spelling: a bare number is microseconds.
+    let r = json_run(&format!(
+        "io {f} --rw randread --number-ios 4 --thinktime=100 --thinktime_spin=50 --no-kstat"
+    ));
+    assert_eq!(r["config"]["thinktime-us"], 100.0);
+    assert_eq!(r["config"]["thinktime-spin-us"], 50.0);
+    let out = ringlab(&format!("io {f} --thinktime 1ms --thinktime-spin 2ms"));
+    assert_fails(&out, 2, &["--thinktime-spin", "longer"]);
+    let out = ringlab(&format!("io {f} --thinktime-blocks 4"));
+    assert_fails(&out, 2, &["--thinktime TIME"]);
+}

@@ -365,9 +365,14 @@ impl Engine for UringEngine {
     #[inline]
     fn commit(&mut self) -> Result<()> {
         // With a completion thread, or SQPOLL, nobody enters the kernel for
-        // us later: hand the batch over now. Otherwise it goes with the
-        // io_uring_enter of the next reap().
-        if (self.completer.is_some() || self.sqpoll) && self.unsubmitted > 0 {
+        // us later: hand the batch over now. So with --reap peek/spin,
+        // whose reap() would submit first thing anyway: submitting here
+        // lets the worker's slat stamp (taken after commit) include it.
+        // With --reap wait it goes with the io_uring_enter of the next
+        // reap().
+        if (self.completer.is_some() || self.sqpoll || self.reap != ReapMode::Wait)
+            && self.unsubmitted > 0
+        {
             self.submit(0)?;
         }
         Ok(())

@@ -129,8 +129,94 @@ fn is_group_start(o: &Written) -> bool {
         && !matches!(o.value.as_deref().map(str::trim), Some("0"))
 }
 
-/// Parses a job file. `shown` names it in error messages.
+/// How deep `include` may nest (fio has no limit; a chain this deep is a
+/// mistake, and a loop is refused before it).
+const INCLUDE_DEPTH_MAX: usize = 16;
+
+/// One line of a job file after `include`s are expanded: the file it
+/// comes from (as shown in messages), its number there and its text.
+struct Line {
+    shown: String,
+    no: usize,
+    text: String,
+}
+
+/// The lines of `text` (read from `shown`) with every `include FILE`
+/// replaced by FILE's lines, as fio does; FILE is relative to the
+/// including file's directory. `stack`: the files being included, to
+/// refuse a loop.
+fn expand_includes(
+    shown: &str,
+    text: &str,
+    stack: &mut Vec<std::path::PathBuf>,
+    out: &mut Vec<Line>,
+) -> Result<()> {
+    for (n, raw) in text.lines().enumerate() {
+        let line_no = n + 1;
+        let line = strip_comment(raw);
+        let Some(rest) = line
+            .strip_prefix("include")
+            .filter(|r| r.is_empty() || r.starts_with([' ', '\t']))
+        else {
+            out.push(Line {
+                shown: shown.to_string(),
+                no: line_no,
+                text: raw.to_string(),
+            });
+            continue;
+        };
+        let name = rest.trim();
+        if name.is_empty() {
+            return Err(usage_error(format!(
+                "{shown}:{line_no}: include needs a file: include FILE (relative to this job file's directory)"
+            )));
+        }
+        let dir = Path::new(shown).parent().unwrap_or(Path::new(""));
+        let path = dir.join(name);
+        let real = std::fs::canonicalize(&path).map_err(|e| {
+            usage_error(format!(
+                "{shown}:{line_no}: include {name}: cannot open {}: {e}",
+                path.display()
+            ))
+        })?;
+        if stack.contains(&real) {
+            return Err(usage_error(format!(
+                "{shown}:{line_no}: include {name}: {} is already being included (a loop of includes); include each file once",
+                path.display()
+            )));
+        }
+        if stack.len() >= INCLUDE_DEPTH_MAX {
+            return Err(usage_error(format!(
+                "{shown}:{line_no}: include {name}: more than {INCLUDE_DEPTH_MAX} nested includes"
+            )));
+        }
+        let meta = std::fs::metadata(&real)
+            .map_err(|e| usage_error(format!("{shown}:{line_no}: include {name}: {e}")))?;
+        if !meta.is_file() || meta.len() > JOB_FILE_MAX_BYTES {
+            return Err(usage_error(format!(
+                "{shown}:{line_no}: include {name}: not a regular file of at most {JOB_FILE_MAX_BYTES} bytes"
+            )));
+        }
+        let bytes = std::fs::read(&real)
+            .map_err(|e| usage_error(format!("{shown}:{line_no}: include {name}: {e}")))?;
+        let inner = std::str::from_utf8(&bytes).map_err(|_| {
+            usage_error(format!(
+                "{shown}:{line_no}: include {name}: not text (a job file is UTF-8 text)"
+            ))
+        })?;
+        stack.push(real);
+        expand_includes(&path.display().to_string(), inner, stack, out)?;
+        stack.pop();
+    }
+    Ok(())
+}
+
+/// Parses a job file. `shown` names it in error messages and is the path
+/// it was read from: `include FILE` is read relative to its directory.
 pub fn parse(shown: &str, text: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<JobFile> {
+    let mut lines = Vec::new();
+    let mut stack: Vec<std::path::PathBuf> = std::fs::canonicalize(shown).into_iter().collect();
+    expand_includes(shown, text, &mut stack, &mut lines)?;
     let mut file = JobFile::default();
     let mut global: Vec<Written> = Vec::new();
     // (name, header line, options, in [global])
@@ -149,8 +235,13 @@ pub fn parse(shown: &str, text: &str, env: &dyn Fn(&str) -> Option<String>) -> R
             }
         }
     };
-    for (n, raw) in text.lines().enumerate() {
-        let line_no = n + 1;
+    for Line {
+        shown,
+        no: line_no,
+        text: raw,
+    } in &lines
+    {
+        let shown = shown.as_str();
         let line = strip_comment(raw);
         if line.is_empty() {
             continue;
@@ -167,7 +258,7 @@ pub fn parse(shown: &str, text: &str, env: &dyn Fn(&str) -> Option<String>) -> R
                 )));
             }
             close(current.take(), &mut global, &mut finished);
-            current = Some((name.to_string(), line_no, Vec::new(), name == "global"));
+            current = Some((name.to_string(), *line_no, Vec::new(), name == "global"));
             continue;
         }
         let Some((section, _, opts, _)) = current.as_mut() else {
@@ -175,11 +266,6 @@ pub fn parse(shown: &str, text: &str, env: &dyn Fn(&str) -> Option<String>) -> R
                 "{shown}:{line_no}: '{line}' stands before any [section]; fio's options belong in [global] or a job section"
             )));
         };
-        if line.starts_with("include ") || line == "include" {
-            return Err(usage_error(format!(
-                "{shown}:{line_no}: [{section}] include: not yet supported by ringlab; write the included options into the job file"
-            )));
-        }
         let (key, value) = match line.split_once('=') {
             Some((k, v)) => (k.trim().to_string(), Some(expand(v.trim(), env))),
             None => (line.trim().to_string(), None),
@@ -190,7 +276,7 @@ pub fn parse(shown: &str, text: &str, env: &dyn Fn(&str) -> Option<String>) -> R
             origin: Origin::File {
                 path: shown.to_string(),
                 section: section.clone(),
-                line: line_no,
+                line: *line_no,
             },
         });
     }
@@ -297,5 +383,47 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("no job section"), "{e}");
+    }
+
+    #[test]
+    fn include_inserts_a_file_relative_to_the_job_file_and_refuses_loops() {
+        let dir = std::env::temp_dir().join(format!("ringlab-include-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/common.fio"), "bs=8k\nsize=1m\n").unwrap();
+        let main = dir.join("main.fio");
+        let shown = main.display().to_string();
+        let f = parse(
+            &shown,
+            "[global]\ninclude sub/common.fio\n[a]\nrw=read\n",
+            &no_env,
+        )
+        .unwrap();
+        assert_eq!(
+            f.global,
+            vec![("bs".into(), "8k".into()), ("size".into(), "1m".into())]
+        );
+        // Options from the included file name it and its line.
+        match &f.jobs[0].options[0].origin {
+            Origin::File { path, line, .. } => {
+                assert!(path.ends_with("sub/common.fio"), "{path}");
+                assert_eq!(*line, 1);
+            }
+            o => panic!("{o:?}"),
+        }
+        // A loop: the main file includes itself through another file.
+        std::fs::write(dir.join("loop.fio"), "include main.fio\n").unwrap();
+        std::fs::write(&main, "[a]\ninclude loop.fio\n").unwrap();
+        let e = parse(&shown, "[a]\ninclude loop.fio\n", &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("loop of includes"), "{e}");
+        let e = parse(&shown, "[a]\ninclude nope.fio\n", &no_env)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("main.fio:2: include nope.fio: cannot open"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

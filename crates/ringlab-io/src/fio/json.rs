@@ -97,15 +97,21 @@ fn job_options(j: &FioJob, global: &[(String, String)]) -> Map<String, Value> {
         }
     };
     fill("rw", text("rw"));
+    // With --bsrange/--bssplit, fio's key for what was used, and `bs`
+    // says it too (its smallest size alone would mislead a reader).
+    let variable = text("bssplit").or(text("bsrange"));
+    for key in ["bsrange", "bssplit"] {
+        fill(key, text(key));
+    }
     fill(
         "bs",
-        c.get("bs").and_then(Value::as_u64).map(|b| {
+        variable.or(c.get("bs").and_then(Value::as_u64).map(|b| {
             if b % 1024 == 0 {
                 format!("{}k", b / 1024)
             } else {
                 b.to_string()
             }
-        }),
+        })),
     );
     fill("iodepth", text("iodepth"));
     fill("numjobs", text("numjobs"));
@@ -130,6 +136,12 @@ fn entry(
 ) -> Value {
     let pcts: &[f64] = j.percentiles.as_deref().unwrap_or(&FIO_PERCENTILES);
     let run_ns = f.elapsed_ns.max(1) as f64 * threads as f64;
+    // One end fsync per thread under --end-fsync, in `syncs`.
+    let end_fsyncs = if j.result.config.get("end-fsync") == Some(&Value::Bool(true)) {
+        threads as u64
+    } else {
+        0
+    };
     let cpu_pct = |ns: u64| ns as f64 * 100.0 / run_ns;
     // fio's bw_agg: this entry's share of its group's bandwidth.
     let group = &j.result.total;
@@ -167,9 +179,10 @@ fn entry(
         "job options": job_options(j, global),
         "read": direction(&f.read, f.elapsed_ns, group.read.bw_bytes_per_s, pcts, plus, &reads),
         "write": direction(&f.write, f.elapsed_ns, group.write.bw_bytes_per_s, pcts, plus, &writes),
-        // ringlab issues no trims; its syncs (--fsync) are counted, not timed.
+        // ringlab issues no trims; its syncs (--fsync) are counted, not
+        // timed. fio counts no end_fsync here: neither does this.
         "trim": direction(&DirectionFigures::default(), 0, 0.0, pcts, plus, &[]),
-        "sync": {"total_ios": f.syncs.unwrap_or(0), "lat_ns": empty_lat()},
+        "sync": {"total_ios": f.syncs.unwrap_or(0).saturating_sub(end_fsyncs), "lat_ns": empty_lat()},
         "job_runtime": f.elapsed_ns / 1_000_000,
         "usr_cpu": cpu_pct(f.cpu_user_ns),
         "sys_cpu": cpu_pct(f.cpu_sys_ns),
@@ -236,20 +249,31 @@ fn direction(
     }
     let bw_bytes = d.bw_bytes_per_s.round() as u64;
     let bw_kib = bw_bytes / 1024;
-    let lat = match &d.lat_ns {
+    let summary = |l: &Option<ringlab_stats::LatencySummary>, n: u64| match l {
         Some(l) => json!({
-            "min": l.min, "max": l.max, "mean": l.mean, "stddev": l.stdev, "N": d.ops,
+            "min": l.min, "max": l.max, "mean": l.mean, "stddev": l.stdev, "N": n,
         }),
         None => empty_lat(),
     };
-    // ringlab times each I/O from just before it is handed to the engine
-    // until its completion is reaped: fio's lat (submission plus
-    // completion). It does not yet time the submission on its own, so
-    // clat_ns repeats lat_ns and slat_ns is what fio writes for a latency
-    // it did not measure (N = 0); separating them needs a second timestamp
-    // in the worker loop.
-    let mut clat = lat.clone();
-    if let Some(r) = &d.lat_recorder {
+    // lat: from the start of each I/O (its due time under --rate) to its
+    // completion; slat: to its hand-over to the kernel (after io_submit,
+    // aio_read or a submitting io_uring_enter; in ringlab's default uring
+    // loop, which submits and waits in one io_uring_enter, right before
+    // that call); clat: the rest, so lat = slat + clat for every I/O. The
+    // sync engine has no separate submission: slat N = 0 and clat = lat,
+    // as fio writes for psync.
+    let lat = summary(&d.lat_ns, d.ops);
+    let slat = summary(
+        &d.slat_ns,
+        d.slat_recorder.as_ref().map_or(d.ops, |r| r.count()),
+    );
+    // A result read back from JSON written before clat was measured: lat.
+    let (mut clat, clat_recorder) = match &d.clat_ns {
+        Some(_) => (summary(&d.clat_ns, d.ops), d.clat_recorder.as_ref()),
+        None => (lat.clone(), d.lat_recorder.as_ref()),
+    };
+    let clat_summary = d.clat_ns.as_ref().or(d.lat_ns.as_ref());
+    if let Some(r) = clat_recorder {
         let pct: Map<String, Value> = percentiles
             .iter()
             .filter_map(|p| Some((format!("{p:.6}"), json!(r.quantile(p / 100.0)?))))
@@ -263,7 +287,7 @@ fn direction(
                 .collect();
             clat["bins"] = Value::Object(bins);
         }
-    } else if let Some(l) = &d.lat_ns {
+    } else if let Some(l) = clat_summary {
         clat["percentile"] = json!({
             "50.000000": l.p50, "90.000000": l.p90, "99.000000": l.p99,
             "99.900000": l.p99_9, "99.990000": l.p99_99,
@@ -283,7 +307,7 @@ fn direction(
         // A short transfer fails a ringlab run, and nothing is dropped.
         "short_ios": 0,
         "drop_ios": 0,
-        "slat_ns": empty_lat(),
+        "slat_ns": slat,
         "clat_ns": clat,
         "lat_ns": lat,
         "bw_min": bw_kib,
@@ -452,5 +476,22 @@ mod tests {
             .map(|v| v.as_u64().unwrap())
             .sum();
         assert_eq!(bins, 1000);
+    }
+
+    #[test]
+    fn slat_and_clat_are_fio_s_and_add_up_to_lat() {
+        let mut m = ThreadMeasurements::default();
+        m.read.record_split(4096 * 10, Some(2_000), 8_000, 10);
+        m.read.record_split(4096 * 5, Some(500), 20_000, 5);
+        let f = m.figures(1_000_000_000);
+        let d = direction(&f.read, f.elapsed_ns, 1.0, &FIO_PERCENTILES, false, &[]);
+        assert_eq!(d["slat_ns"]["N"], 15);
+        assert_eq!(d["clat_ns"]["N"], 15);
+        assert_eq!(d["slat_ns"]["max"], 2_000);
+        assert_eq!(d["clat_ns"]["min"], 8_000);
+        let mean = |k: &str| d[k]["mean"].as_f64().unwrap();
+        assert!((mean("lat_ns") - mean("slat_ns") - mean("clat_ns")).abs() < 1e-6);
+        assert_eq!(d["clat_ns"]["percentile"]["99.000000"], 20_000);
+        assert_eq!(d["lat_ns"]["max"], 20_500);
     }
 }

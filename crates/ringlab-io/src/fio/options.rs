@@ -92,9 +92,9 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("cpus_allowed", Kind::Value("cpus")),
     opt!("cpus_allowed_policy", Kind::Special),
     opt!("thinkcycles", Kind::Value("thinkcycles")),
-    opt!("thinktime", Kind::Fixed("0", "not yet supported by ringlab (a sleep between I/Os needs the worker loop); for pure CPU work between I/Os use --thinkcycles")),
-    opt!("thinktime_spin", Kind::Refused("not yet supported by ringlab; for CPU work between I/Os use --thinkcycles")),
-    opt!("thinktime_blocks", Kind::Refused("not yet supported by ringlab; --thinkcycles runs after every completion")),
+    opt!("thinktime", Kind::Value("thinktime")),
+    opt!("thinktime_spin", Kind::Value("thinktime-spin")),
+    opt!("thinktime_blocks", Kind::Value("thinktime-blocks")),
     opt!("randrepeat", Kind::Special),
     opt!("randseed", Kind::Value("seed")),
     opt!("allow_mounted_write", Kind::Flag("allow-destructive")),
@@ -119,7 +119,7 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     // No-ops in ringlab, each with its reason.
     opt!("thread", ["threads"], Kind::Ignored("ringlab's jobs are always threads of one process, which is what thread=1 asks")),
     opt!("norandommap", Kind::Ignored("ringlab draws random offsets uniformly with repetition and keeps no map of blocks done: norandommap is its only behaviour")),
-    opt!("disable_slat", Kind::Ignored("ringlab does not time submissions separately (see slat_ns in --output-format fio-json)")),
+    opt!("disable_slat", Kind::Ignored("ringlab stamps submissions once per loop turn, not per I/O, so there is no cost to save; slat_ns is still reported")),
     opt!("kb_base", Kind::Fixed("1024", "ringlab's sizes are powers of 1024 (kb_base=1024); write sizes as 4k, 1m")),
     opt!("nrfiles", Kind::Fixed("1", "ringlab's jobs share one file or device: ringlab has no equivalent of several files per job")),
     opt!("overwrite", Kind::Fixed("1", "ringlab always lays out a new file with real data before it runs, as overwrite=1 does")),
@@ -129,10 +129,10 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("ramp_time", Kind::Value("ramp-time")),
     opt!("fsync", Kind::Value("fsync")),
     opt!("fdatasync", Kind::Value("fdatasync")),
-    opt!("end_fsync", Kind::Fixed("0", NOT_YET)),
+    opt!("end_fsync", Kind::Flag("end-fsync")),
     opt!("offset", Kind::Value("offset")),
     opt!("bsrange", ["blocksize_range"], Kind::Special),
-    opt!("bssplit", Kind::Refused(NOT_YET)),
+    opt!("bssplit", Kind::Value("bssplit")),
     opt!("number_ios", Kind::Value("number-ios")),
     opt!("rate", Kind::Value("rate")),
     opt!("rate_iops", Kind::Value("rate-iops")),
@@ -403,17 +403,19 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
         "bs" => {
             let v = value_of(o)?;
             if v.contains(',') {
-                return Err(refuse(o, "ringlab has no equivalent of separate read and write block sizes: give one --bs"));
+                // fio's R,W sizes: one size per direction, a split of one.
+                t.args.extend(["--bssplit".to_string(), v]);
+            } else {
+                t.args.extend(["--bs".to_string(), v]);
             }
-            t.args.extend(["--bs".to_string(), v]);
         }
         "bsrange" => {
             let v = value_of(o)?;
             match v.split_once('-') {
-                Some((lo, hi)) if lo.trim().eq_ignore_ascii_case(hi.trim()) => {
+                Some((lo, hi)) if lo.trim().eq_ignore_ascii_case(hi.trim()) && !v.contains(',') => {
                     t.args.extend(["--bs".to_string(), lo.trim().to_string()]);
                 }
-                _ => return Err(refuse(o, "not yet supported by ringlab: it uses one block size (--bs); a range whose ends are equal, like 4k-4k, is accepted")),
+                _ => t.args.extend(["--bsrange".to_string(), v]),
             }
         }
         "size" | "filesize" => {
@@ -732,7 +734,7 @@ pub fn help_text() -> String {
         }
         let what = match (o.kind, o.name) {
             (Kind::Special, "rw") => "--rw (no :N modifiers, no trim)".to_string(),
-            (Kind::Special, "bs") => "--bs (one size)".to_string(),
+            (Kind::Special, "bs") => "--bs; R,W (sizes of reads and writes): --bssplit R,W".to_string(),
             (Kind::Special, "size") | (Kind::Special, "filesize") => {
                 "--size; in a job file without time_based also --io-size (fio stops after size bytes)".to_string()
             }
@@ -774,7 +776,7 @@ pub fn help_text() -> String {
             (Kind::Special, "iodepth_batch_complete_max") => {
                 "only =iodepth (a reap takes every completion available)".to_string()
             }
-            (Kind::Special, "bsrange") => "only LO-HI with LO=HI: --bs LO".to_string(),
+            (Kind::Special, "bsrange") => "--bsrange LO-HI[,LO-HI] (LO-LO: --bs LO)".to_string(),
             (Kind::Special, "group_reporting") => {
                 "one fio-json entry per job-file section instead of one per thread".to_string()
             }
@@ -884,7 +886,14 @@ mod tests {
 
     #[test]
     fn refusals_say_why_or_not_yet() {
-        assert!(err("end_fsync=1").contains("not yet supported by ringlab"));
+        assert_eq!(
+            args(
+                "end_fsync=1 bssplit=4k/50:64k/50 bsrange=4k-16k bs=4k,64k",
+                false
+            ),
+            "--end-fsync --bssplit 4k/50:64k/50 --bsrange 4k-16k --bssplit 4k,64k"
+        );
+        assert_eq!(args("end_fsync=0", false), "");
         assert_eq!(args("thread norandommap", false), "");
         assert_eq!(
             args(
@@ -902,7 +911,10 @@ mod tests {
         assert!(err("filename=a:b").contains("several files"));
         assert!(err("verify=crc32c").contains("--verify"));
         assert!(err("rw=randread:8").contains("offset modifiers"));
-        assert!(err("thinktime=10").contains("--thinkcycles"));
+        assert_eq!(
+            args("thinktime=10 thinktime_spin=5 thinktime_blocks=4", false),
+            "--thinktime 10 --thinktime-spin 5 --thinktime-blocks 4"
+        );
         assert_eq!(args("bsrange=4k-4k", false), "--bs 4k");
     }
 
