@@ -835,9 +835,6 @@ fn block_sizes(args: &IoArgs) -> Result<([BlockSizes; 2], u64, u64)> {
 }
 
 fn check_engine_and_pattern(args: &IoArgs) -> Result<()> {
-    if args.engine == EngineKind::Libaio && !args.direct {
-        usage!("--engine libaio needs --direct: Linux AIO is asynchronous only for O_DIRECT (buffered requests block in io_submit); add --direct, or use --engine uring or posixaio for buffered I/O");
-    }
     if args.rw == Rw::Nop {
         if args.engine != EngineKind::Uring {
             usage!(

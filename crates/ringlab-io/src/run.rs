@@ -122,6 +122,14 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             plan.engine.name()
         ));
     }
+    if plan.engine == crate::engine_kind::EngineKind::Libaio
+        && !plan.direct
+        && plan.rw != crate::workload::Rw::Nop
+    {
+        // Run as fio runs libaio with direct=0 (its example job files do),
+        // but not passed off as asynchronous I/O.
+        warnings.push("--engine libaio without --direct: Linux AIO is asynchronous only for O_DIRECT; each buffered request was read or written inside io_submit, so these figures are of synchronous I/O through the AIO interface (add --direct, or use --engine uring or posixaio for asynchronous buffered I/O)".to_string());
+    }
     if plan.rw == crate::workload::Rw::Nop && plan.direct {
         warnings.push("--direct has no effect on --rw nop: NOPs touch no file".to_string());
     }

@@ -107,6 +107,12 @@ pub fn run_job_file(path: &Path, rest: &[OsString]) -> Result<()> {
             "{shown} does not read as a fio job file: it must be text with a [section] first and fio options (key=value) in it"
         )));
     }
+    let parse_only = rest.iter().any(|a| a == "--parse-only");
+    let rest: Vec<OsString> = rest
+        .iter()
+        .filter(|a| *a != "--parse-only")
+        .cloned()
+        .collect();
     let text = String::from_utf8_lossy(&bytes);
     let file = jobfile::parse(&shown, &text, &|k| std::env::var(k).ok())?;
     let mut jobs = Vec::new();
@@ -159,6 +165,26 @@ pub fn run_job_file(path: &Path, rest: &[OsString]) -> Result<()> {
         });
     }
     let output = output.context("a job file has at least one job")?;
+    if parse_only {
+        for j in &jobs {
+            print_notes(&j.words.notes);
+            let mut words: Vec<&str> = vec!["io"];
+            words.extend(j.words.args.iter().map(String::as_str));
+            words.extend(j.words.target.iter().map(String::as_str));
+            println!(
+                "[{}] group {}: ringlab {}",
+                j.name,
+                j.group,
+                shell_words(&words)
+            );
+        }
+        println!(
+            "parse only: {} job{} of {shown} checked; no I/O was done",
+            jobs.len(),
+            if jobs.len() == 1 { "" } else { "s" }
+        );
+        return Ok(());
+    }
     let targets: Vec<&std::path::Path> = jobs
         .iter()
         .filter_map(|j| j.plan.target.as_deref())
@@ -190,6 +216,25 @@ pub fn run_job_file(path: &Path, rest: &[OsString]) -> Result<()> {
         jobs.iter().map(|j| (j.name.as_str(), &j.words)).collect();
     let rendered = render_named(&ran, &named, &file.global, output.output_format)?;
     out.finish(rendered.as_bytes())
+}
+
+/// Words joined for a shell: a word with a space or a shell character is
+/// quoted.
+pub fn shell_words(words: &[&str]) -> String {
+    words
+        .iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
+            {
+                w.to_string()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// fio runs the jobs of one group at the same time; ringlab's runner runs

@@ -92,6 +92,11 @@ enum Command {
         /// and run the same way, never written to.
         #[arg(long, value_name = "JOBFILE", help_heading = "fio")]
         fio: Option<PathBuf>,
+        /// Check the options (or every job of a job file) and print the
+        /// ringlab run each one is, then exit without any I/O (fio's
+        /// --parse-only).
+        #[arg(long, help_heading = "fio")]
+        parse_only: bool,
     },
     /// What this kernel and a device support: io_uring setup flags and
     /// opcodes (found by trying them), RLIMIT_MEMLOCK, and for a device its
@@ -155,6 +160,10 @@ enum OutputFormat {
     Json,
 }
 
+/// The arguments clap parsed (fio's spellings translated), for
+/// `io --parse-only`.
+static TRANSLATED: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
 fn main() -> ExitCode {
     // fio's spellings of `ringlab io` become ringlab's before clap parses
     // them; a job file is run as one.
@@ -166,6 +175,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let _ = TRANSLATED.set(
+        args.iter()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+    );
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
@@ -274,8 +289,15 @@ fn run(cli: Cli, fio_words: &ringlab_io::fio::options::Translated) -> Result<()>
         } => lab::compare(&a, &b, matches!(output_format, OutputFormat::Json)),
         Command::Advise(args) => lab::advise(&args),
         Command::Reproduce(args) => lab::reproduce(&args),
-        Command::Io { io, output, fio } => match fio {
+        Command::Io {
+            io,
+            output,
+            fio,
+            parse_only,
+        } => match fio {
+            Some(path) if parse_only => fio::run_job_file(&path, &["--parse-only".into()]),
             Some(path) => fio::run_job_file(&path, &[]),
+            None if parse_only => parse_only_io(&io, fio_words),
             None => run_io_command(&io, &output, fio_words),
         },
         Command::Http { http, output } => run_http_command(&http, &output),
@@ -331,6 +353,25 @@ fn run_serve_command(args: &ringlab_net::ServeArgs, output: &OutputArgs) -> Resu
         OutputFormat::Json => summary.json(),
     };
     out.finish(rendered.as_bytes())
+}
+
+/// `ringlab io ... --parse-only`: the options are checked as for a run
+/// (the plan is built), the run they make is printed, nothing is opened.
+fn parse_only_io(args: &IoArgs, fio_words: &ringlab_io::fio::options::Translated) -> Result<()> {
+    IoPlan::from_args(args)?;
+    fio::print_notes(&fio_words.notes);
+    let words: Vec<&str> = TRANSLATED
+        .get()
+        .map(|a| {
+            a.iter()
+                .map(String::as_str)
+                .filter(|w| *w != "--parse-only")
+                .collect()
+        })
+        .unwrap_or_default();
+    println!("ringlab {}", fio::shell_words(&words));
+    println!("parse only: the options are valid; no I/O was done");
+    Ok(())
 }
 
 fn run_io_command(

@@ -122,7 +122,6 @@ fn knob_combinations_the_kernel_rejects_are_refused_before_the_run() {
             "--completion-thread 0 --single-issuer",
             &["--completion-thread cannot be combined with --single-issuer"],
         ),
-        ("--engine libaio", &["libaio needs --direct"]),
         (
             "--taskrun-flag",
             &["--taskrun-flag needs --coop-taskrun or --defer-taskrun"],

@@ -21,6 +21,7 @@ const BESIDE_JOB_FILE: &[&str] = &[
     "no-kstat",
     "allow-destructive",
     "status-interval",
+    "parse-only",
 ];
 
 /// What the command line asks for once fio's spellings are translated.
@@ -285,6 +286,9 @@ fn output_format(v: &str) -> Result<String> {
 /// An option neither ringlab nor its fio table knows: the nearest name of
 /// either, or the plain statement that ringlab has no equivalent.
 fn unknown(key: &str, natives: &[Native]) -> anyhow::Error {
+    if options::is_fio_name(key) {
+        return options::unknown(key, &Origin::Cli);
+    }
     let native_near = options::suggest(key, natives.iter().map(|n| n.long.as_str()));
     let fio_near = options::suggest(
         key,

@@ -5,6 +5,7 @@
 pub mod cli;
 pub mod jobfile;
 pub mod json;
+pub mod names;
 pub mod options;
 
 pub use options::help_text;

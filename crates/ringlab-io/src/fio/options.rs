@@ -136,7 +136,7 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("number_ios", Kind::Value("number-ios")),
     opt!("rate", Kind::Value("rate")),
     opt!("rate_iops", Kind::Value("rate-iops")),
-    opt!("rate_min", Kind::Refused(NOT_YET)),
+    opt!("rate_min", ["ratemin"], Kind::Refused(NOT_YET)),
     opt!("percentile_list", Kind::Special),
     opt!("status_interval", Kind::Value("status-interval")),
     opt!("write_lat_log", Kind::Value("write-lat-log")),
@@ -679,6 +679,34 @@ pub fn suggest<'a>(key: &str, names: impl IntoIterator<Item = &'a str>) -> Optio
         .map(|(_, n)| n)
 }
 
+/// fio's aliases of options it lists under another name (`fio --cmdhelp`
+/// shows only the names).
+const FIO_ALIASES: &[(&str, &str)] = &[
+    ("ss", "steadystate"),
+    ("ss_dur", "steadystate_duration"),
+    ("ss_ramp", "steadystate_ramp_time"),
+];
+
+/// fio's name of `key` (an option name or alias fio 3.33 knows), if any.
+fn fio_name(key: &str) -> Option<&'static str> {
+    let plain = key.replace('-', "_");
+    FIO_ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == plain)
+        .map(|(_, name)| *name)
+        .or_else(|| {
+            super::names::FIO_NAMES
+                .iter()
+                .copied()
+                .find(|n| *n == plain)
+        })
+}
+
+/// Whether `key` is an option of fio's (ringlab may still lack it).
+pub fn is_fio_name(key: &str) -> bool {
+    fio_name(key).is_some()
+}
+
 /// What an unknown option gets: the nearest fio or ringlab name, or the
 /// plain statement that ringlab has no equivalent.
 pub fn unknown(key: &str, origin: &Origin) -> anyhow::Error {
@@ -686,10 +714,23 @@ pub fn unknown(key: &str, origin: &Origin) -> anyhow::Error {
         .iter()
         .flat_map(|o| std::iter::once(o.name).chain(o.aliases.iter().copied()));
     let shown = origin.name(key);
+    if let Some(fio_name) = fio_name(key) {
+        let alias = if fio_name == key.replace('-', "_") {
+            String::new()
+        } else {
+            format!(" ({fio_name})")
+        };
+        return usage_error(format!(
+            "{shown}: fio's option{alias} has no equivalent in ringlab"
+        ));
+    }
     match suggest(key, names) {
         Some(near) => usage_error(format!(
             "{shown}: unknown option; did you mean fio's {}? {}",
-            origin.name(near),
+            match origin {
+                Origin::Cli => format!("--{near}"),
+                Origin::File { .. } => near.to_string(),
+            },
             describe(near)
         )),
         None => usage_error(format!(
