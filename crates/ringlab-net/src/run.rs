@@ -281,7 +281,13 @@ fn client_thread(
     }
     let driver: std::io::Result<Box<dyn Driver>> = match plan.io {
         IoKind::Epoll => EpollDriver::new(connections as usize).map(|d| Box::new(d) as _),
-        kind => UringDriver::new(kind, &plan.ring, connections as usize).map(|d| Box::new(d) as _),
+        kind => UringDriver::new(
+            kind,
+            &plan.ring,
+            connections as usize,
+            plan.rate.is_some(),
+        )
+        .map(|d| Box::new(d) as _),
     };
     let mut driver = match driver {
         Ok(d) => d,
@@ -309,6 +315,7 @@ fn client_thread(
         progress,
     };
     let run = driver.run(&mut client, &ctx);
+    client.flush_latency();
     let elapsed_ns = client.now().min(ctx.end_ns.max(1)).max(1);
     let used = ThreadUsage::now().unwrap_or_default().since(&usage_before);
     if let Err(e) = run {
