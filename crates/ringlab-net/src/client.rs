@@ -398,12 +398,6 @@ impl Client {
         c.woff < c.wbuf.len()
     }
 
-    /// Requests sent and not answered yet (nor dropped by a reconnect).
-    #[inline]
-    pub fn outstanding(&self) -> u64 {
-        self.stats.requests_sent - self.stats.responses.ops - self.lost
-    }
-
     /// `n` bytes of the queued requests went out.
     pub fn wrote(&mut self, i: usize, n: usize) {
         let c = &mut self.conns[i];
@@ -620,7 +614,11 @@ mod tests {
         assert_eq!(c.received(0, &two, 110), Ok(Flow::Continue));
         assert_eq!(c.stats.responses.ops, 2);
         c.flush_latency();
-        assert_eq!(c.stats.responses.lat.count(), 2, "one run of two equal latencies");
+        assert_eq!(
+            c.stats.responses.lat.count(),
+            2,
+            "one run of two equal latencies"
+        );
         assert_eq!(c.stats.responses.lat.summary().unwrap().max, 100);
         assert!(c.fill(0, 120));
         assert_eq!(c.conns[0].unwritten().len(), 2 * 18);

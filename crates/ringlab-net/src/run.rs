@@ -281,13 +281,7 @@ fn client_thread(
     }
     let driver: std::io::Result<Box<dyn Driver>> = match plan.io {
         IoKind::Epoll => EpollDriver::new(connections as usize).map(|d| Box::new(d) as _),
-        kind => UringDriver::new(
-            kind,
-            &plan.ring,
-            connections as usize,
-            plan.rate.is_some(),
-        )
-        .map(|d| Box::new(d) as _),
+        kind => UringDriver::new(kind, &plan.ring, connections as usize).map(|d| Box::new(d) as _),
     };
     let mut driver = match driver {
         Ok(d) => d,

@@ -32,9 +32,6 @@ const RECV_BUF: usize = 8192;
 /// Buffers of the provided ring (uring-mshot) and their size.
 const RING_BUF: usize = 4096;
 const BGID: u16 = 7;
-/// The most a closed-loop wait for a batch of responses may add to one
-/// response's latency (see [`UringDriver::batch_want`]).
-pub const BATCH_WAIT_US: u32 = 20;
 /// How long the end of the run may wait for cancelled operations.
 const DRAIN_LIMIT: Duration = Duration::from_secs(1);
 
@@ -168,13 +165,6 @@ pub struct UringDriver {
     /// one, never shorter; a clock read per completion and per request is
     /// saved.
     turn_ns: u64,
-    /// Closed loop in `uring`/`uring-mshot` on a kernel with
-    /// IORING_FEAT_MIN_TIMEOUT (Linux 6.12): wait for a batch of responses,
-    /// at most [`BATCH_WAIT_US`] (see [`UringDriver::batch_want`]).
-    batch_wait: bool,
-    /// Operations queued since the last io_uring_enter: each completes with
-    /// one entry (a send, almost always inline during that enter).
-    queued: usize,
 }
 
 /// One line that says why the ring could not be set up, and what to do:
@@ -214,12 +204,7 @@ fn ring_options(knobs: &UringOptions, entries: u32) -> UringOptions {
 }
 
 impl UringDriver {
-    pub fn new(
-        kind: IoKind,
-        knobs: &UringOptions,
-        connections: usize,
-        open_loop: bool,
-    ) -> io::Result<UringDriver> {
+    pub fn new(kind: IoKind, knobs: &UringOptions, connections: usize) -> io::Result<UringDriver> {
         let mode = match kind {
             IoKind::UringNb => Mode::Nb,
             IoKind::UringMshot => Mode::Mshot,
@@ -256,8 +241,6 @@ impl UringDriver {
             None
         };
         let mshot_recv = bufring.is_some();
-        let batch_wait =
-            mode != Mode::Nb && !knobs.sqpoll && !open_loop && ring.params().is_feature_min_timeout();
         let recv_bufs = if mshot_recv {
             Vec::new()
         } else {
@@ -275,8 +258,6 @@ impl UringDriver {
             stopping: false,
             cqes: Vec::with_capacity(entries as usize * 4),
             turn_ns: 0,
-            batch_wait,
-            queued: 0,
         })
     }
 
@@ -288,15 +269,11 @@ impl UringDriver {
         } else {
             c.stats.syscalls += 1;
         }
-        self.queued = 0;
         let r = if want > 0 {
             let ts = Timespec::new()
                 .sec(wait_ns / 1_000_000_000)
                 .nsec((wait_ns % 1_000_000_000) as u32);
-            let mut args = SubmitArgs::new().timespec(&ts);
-            if want > 1 {
-                args = args.min_wait_usec(BATCH_WAIT_US);
-            }
+            let args = SubmitArgs::new().timespec(&ts);
             self.ring.submitter().submit_with_args(want, &args)
         } else {
             self.ring.submit()
@@ -327,7 +304,6 @@ impl UringDriver {
             }
             self.enter(c, 0, 0)?;
         }
-        self.queued += 1;
         if self.mode == Mode::Nb {
             self.enter(c, 0, 0)?;
         }
@@ -620,26 +596,6 @@ impl UringDriver {
         r
     }
 
-    /// How many completions the loop waits for when none is ready: one, or
-    /// with `batch_wait` the operations just queued (their completions,
-    /// sends, come back inline) plus half the requests outstanding, so one
-    /// wake-up and one run of the deferred task work serve several
-    /// responses (DEFER_TASKRUN wakes the thread only once that many
-    /// completions are pending). The kernel's minimum-wait timer
-    /// (IORING_ENTER_EXT_ARG min_wait_usec) bounds what that costs a
-    /// latency: after [`BATCH_WAIT_US`] the wait ends as soon as one
-    /// completion is there, so a response is reaped at most that long after
-    /// it arrived, and a request goes out at most that much later in a
-    /// closed loop. One connection (one request outstanding) waits for its
-    /// own response as before.
-    fn batch_want(&self, c: &Client) -> usize {
-        if !self.batch_wait {
-            return 1;
-        }
-        let responses = (c.outstanding() as usize / 2).max(1);
-        (self.queued + responses).min(self.cqes.capacity())
-    }
-
     /// Cancels everything, waits (bounded) for the completions, closes all.
     fn drain(&mut self, c: &mut Client, ctx: &RunCtx) -> io::Result<()> {
         self.stopping = true;
@@ -705,18 +661,13 @@ impl Driver for UringDriver {
             // end of the run and the wait below are at most one turn's
             // processing late). Open loop reads it again, so a request is
             // not sent late by that much.
-            let now = if c.open_loop() {
-                c.now()
-            } else {
-                self.turn_ns
-            };
+            let now = if c.open_loop() { c.now() } else { self.turn_ns };
             if now >= ctx.end_ns || ctx.stopped() || c.halted() {
                 break;
             }
             if self.ring.completion().is_empty() {
                 let wait = c.wait_ns(now, ctx.end_ns).max(1);
-                let want = self.batch_want(c);
-                self.enter(c, want, wait)?;
+                self.enter(c, 1, wait)?;
             } else if !self.ring.submission().is_empty() {
                 self.enter(c, 0, 0)?;
             }
