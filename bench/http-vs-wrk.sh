@@ -133,6 +133,8 @@ tools="wrk $ios"
 results="$work/results"
 : >"$results"
 echo "ringlab http vs wrk: nginx on CPU 0, client on CPU 1, ${dur}s per run, $repeats repeats" >&2
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+start_utc=$(date -u +%H:%M)
 for rep in $(seq "$repeats"); do
     for c in $conns_list; do
         for tool in $tools; do
@@ -183,7 +185,7 @@ data = {}
 for c, tool, n, rps, cpu, rss in rows:
     n, rps, cpu = int(n), float(rps), float(cpu)
     data.setdefault((int(c), tool), []).append((rps, cpu * 1e6 / n if n else float("nan")))
-print(f"{'conns':>5} {'client':<12} {'req/s':>10} {'CPU us/req':>10} {'req/s vs wrk':>12} {'req/CPU-s vs wrk':>16}")
+print(f"{'conns':>5} {'client':<12} {'req/s median (min-max)':>26} {'CPU us/req median (min-max)':>28} {'req/s vs wrk':>12} {'req/CPU-s vs wrk':>16}")
 for c in sorted({k[0] for k in data}):
     base = data.get((c, "wrk"))
     b_rps = statistics.median(r for r, _ in base) if base else None
@@ -196,9 +198,12 @@ for c in sorted({k[0] for k in data}):
         cpu = statistics.median(u for _, u in v)
         r1 = f"{rps / b_rps:.2f}x" if b_rps else "-"
         r2 = f"{b_cpu / cpu:.2f}x" if b_cpu and cpu == cpu and cpu > 0 else "-"
-        print(f"{c:>5} {tool:<12} {rps:>10.0f} {cpu:>10.2f} {r1:>12} {r2:>16}")
+        rr = f"{rps:.0f} ({min(r for r, _ in v):.0f}-{max(r for r, _ in v):.0f})"
+        cc = f"{cpu:.2f} ({min(u for _, u in v):.2f}-{max(u for _, u in v):.2f})"
+        print(f"{c:>5} {tool:<12} {rr:>26} {cc:>28} {r1:>12} {r2:>16}")
 PY
 }
+echo "started $start_utc UTC with load average $load_start; tables at $(date -u +%H:%M) UTC, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -n "$conns_list" ]; then table "$results" "$tools"; fi
 echo
 echo "with a request() script (-s request.lua, both clients):"

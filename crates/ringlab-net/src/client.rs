@@ -161,8 +161,38 @@ pub struct ClientConfig {
     pub limit: Option<u64>,
 }
 
+/// Latencies waiting to be recorded: a run of equal values goes into the
+/// histogram with one `record_n` (responses reaped in one loop turn to
+/// requests sent in one turn have the same latency, since the drivers read
+/// the clock once per turn).
+#[derive(Debug, Clone, Copy, Default)]
+struct LatRun {
+    ns: u64,
+    n: u64,
+}
+
+impl LatRun {
+    #[inline]
+    fn add(&mut self, rec: &mut LatencyRecorder, ns: u64) {
+        if ns == self.ns {
+            self.n += 1;
+        } else {
+            rec.record_n(self.ns, self.n);
+            *self = LatRun { ns, n: 1 };
+        }
+    }
+
+    fn flush(&mut self, rec: &mut LatencyRecorder) {
+        rec.record_n(self.ns, self.n);
+        self.n = 0;
+    }
+}
+
 /// A client thread's connections and counts.
 pub struct Client {
+    /// Latencies not yet in `stats.responses.lat` (see
+    /// [`Client::flush_latency`]).
+    lat_run: LatRun,
     pub conns: Vec<Conn>,
     pub stats: ClientStats,
     cfg: ClientConfig,
@@ -192,6 +222,7 @@ impl Client {
         }
         let every = (cfg.timeout_ns / 10).clamp(1_000_000, 100_000_000);
         Client {
+            lat_run: LatRun::default(),
             conns,
             stats: ClientStats {
                 status: vec![0; 600],
@@ -386,6 +417,7 @@ impl Client {
         let open_loop = self.open_loop();
         let c = &mut self.conns[i];
         let stats = &mut self.stats;
+        let lat_run = &mut self.lat_run;
         let script = &mut self.script;
         let mut unsolicited = false;
         let flow = c
@@ -395,7 +427,7 @@ impl Client {
                     c.answered = true;
                     let lat = now.saturating_sub(if open_loop { s.due_ns } else { s.sent_ns });
                     stats.responses.ops += 1;
-                    stats.responses.lat.record(lat);
+                    lat_run.add(&mut stats.responses.lat, lat);
                     if open_loop {
                         stats.lat_uncorrected.record(now.saturating_sub(s.sent_ns));
                     }
@@ -413,6 +445,12 @@ impl Client {
         flow.map_err(|_| ErrKind::Parse)
     }
 
+    /// Records the latencies still held back as a run of equal values: the
+    /// runner calls it once the driver returns, before `stats` is read.
+    pub fn flush_latency(&mut self) {
+        self.lat_run.flush(&mut self.stats.responses.lat);
+    }
+
     /// The server closed the connection: a body framed by the close ends
     /// here; a response cut short or requests left unanswered are a
     /// `Closed` error.
@@ -426,7 +464,7 @@ impl Client {
                     let open_loop = self.cfg.interval_ns.is_some();
                     let lat = now.saturating_sub(if open_loop { s.due_ns } else { s.sent_ns });
                     self.stats.responses.ops += 1;
-                    self.stats.responses.lat.record(lat);
+                    self.lat_run.add(&mut self.stats.responses.lat, lat);
                     if open_loop {
                         self.stats
                             .lat_uncorrected
@@ -575,6 +613,12 @@ mod tests {
         let two = [OK, OK].concat();
         assert_eq!(c.received(0, &two, 110), Ok(Flow::Continue));
         assert_eq!(c.stats.responses.ops, 2);
+        c.flush_latency();
+        assert_eq!(
+            c.stats.responses.lat.count(),
+            2,
+            "one run of two equal latencies"
+        );
         assert_eq!(c.stats.responses.lat.summary().unwrap().max, 100);
         assert!(c.fill(0, 120));
         assert_eq!(c.conns[0].unwritten().len(), 2 * 18);
@@ -595,6 +639,7 @@ mod tests {
         assert!(c.fill(0, 2500));
         c.wrote(0, 18);
         c.received(0, OK, 2600).unwrap();
+        c.flush_latency();
         let corrected = c.stats.responses.lat.summary().unwrap();
         let raw = c.stats.lat_uncorrected.summary().unwrap();
         assert_eq!(corrected.max, 2500);
@@ -663,6 +708,30 @@ mod tests {
         c.reset(0);
         assert_eq!(c.conns[0].backoff_ns, 0);
         assert!(c.may_open(0, c.now()));
+    }
+
+    #[test]
+    fn held_back_latencies_are_recorded_as_each_response_came() {
+        let mut c = client(4, None);
+        let mut each = LatencyRecorder::new();
+        c.connecting(0, 5, 0);
+        c.connected(0);
+        // Four requests sent at 10, answered at 110, 110, 150 and 150,
+        // then one sent at 150 answered at 400: runs 100 x2, 140 x2, 250.
+        c.fill(0, 10);
+        c.wrote(0, 4 * 18);
+        c.received(0, &[OK, OK].concat(), 110).unwrap();
+        c.received(0, &[OK, OK].concat(), 150).unwrap();
+        c.fill(0, 150);
+        c.received(0, OK, 400).unwrap();
+        for v in [100, 100, 140, 140, 250] {
+            each.record(v);
+        }
+        assert!(c.stats.responses.lat.count() < 5, "some are held back");
+        c.flush_latency();
+        c.flush_latency();
+        assert_eq!(c.stats.responses.lat.summary(), each.summary());
+        assert_eq!(c.stats.responses.lat.recorded(), each.recorded());
     }
 
     #[test]

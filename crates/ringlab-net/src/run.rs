@@ -309,6 +309,7 @@ fn client_thread(
         progress,
     };
     let run = driver.run(&mut client, &ctx);
+    client.flush_latency();
     let elapsed_ns = client.now().min(ctx.end_ns.max(1)).max(1);
     let used = ThreadUsage::now().unwrap_or_default().since(&usage_before);
     if let Err(e) = run {

@@ -655,8 +655,13 @@ impl Driver for UringDriver {
             self.open(c, ctx, i)?;
         }
         let mut ready = Vec::new();
+        self.turn_ns = c.now();
         loop {
-            let now = c.now();
+            // Closed loop: the turn's clock, read after the last reap (the
+            // end of the run and the wait below are at most one turn's
+            // processing late). Open loop reads it again, so a request is
+            // not sent late by that much.
+            let now = if c.open_loop() { c.now() } else { self.turn_ns };
             if now >= ctx.end_ns || ctx.stopped() || c.halted() {
                 break;
             }
