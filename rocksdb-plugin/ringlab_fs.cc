@@ -38,6 +38,7 @@
 // asynchronous reads that a synchronous Read reaps on the same ring are
 // kept for Poll.
 
+#include <algorithm>
 #include <fcntl.h>
 #include <liburing.h>
 #include <string.h>
@@ -503,6 +504,13 @@ static bool TakeAsyncCqe(Ring* r, const struct io_uring_cqe* cqe) {
   return true;
 }
 
+// Takes a read waiting for resubmission off its ring's retry queue.
+void DropFromRetry(AsyncRead* a) {
+  auto& q = a->ring->async_retry;
+  auto it = std::find(q.begin(), q.end(), a);
+  if (it != q.end()) q.erase(it);
+}
+
 // RocksDB's del_fn for our io_handles.
 void DeleteAsync(void* p) {
   AsyncRead* a = AsAsync(p);
@@ -516,13 +524,7 @@ void DeleteAsync(void* p) {
     return;
   }
   if (a->state == AsyncRead::kQueued) {
-    auto& q = a->ring->async_retry;
-    for (size_t i = 0; i < q.size(); i++) {
-      if (q[i] == a) {
-        q.erase(q.begin() + static_cast<long>(i));
-        break;
-      }
-    }
+    DropFromRetry(a);
     if (a->op.bounce >= 0) a->ring->free_bounce.push_back(a->op.bounce);
   }
   a->magic = 0;
@@ -906,13 +908,7 @@ IOStatus RinglabFileSystem::AbortIO(std::vector<void*>& io_handles) {
     a->aborted = true;
     if (a->state == AsyncRead::kQueued) {
       // Waiting for resubmission: the kernel has nothing of it.
-      auto& q = a->ring->async_retry;
-      for (size_t i = 0; i < q.size(); i++) {
-        if (q[i] == a) {
-          q.erase(q.begin() + static_cast<long>(i));
-          break;
-        }
-      }
+      DropFromRetry(a);
       a->op.err = ECANCELED;
       FinishAsync(a);
       continue;

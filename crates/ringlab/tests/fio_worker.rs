@@ -273,16 +273,7 @@ fn a_fio_job_file_with_the_worker_options_runs() {
         ),
     )
     .unwrap();
-    let out = ringlab(&format!(
-        "io --fio {} --output-format fio-json --no-kstat",
-        job.display()
-    ));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = fio_json_of(&job);
     let jobs = doc["jobs"].as_array().unwrap();
     assert_eq!(jobs.len(), 2);
     let paced = jobs[0]["read"]["total_ios"].as_u64().unwrap();
@@ -300,6 +291,20 @@ fn a_fio_job_file_with_the_worker_options_runs() {
 }
 
 /// The lines of a fio log: (time_ms, value, direction, bs, offset).
+/// Runs a job file and returns its fio-json output (the run must succeed).
+fn fio_json_of(job: &Path) -> serde_json::Value {
+    let out = ringlab(&format!(
+        "io --fio {} --output-format fio-json --no-kstat",
+        job.display()
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn log_lines(path: &Path) -> Vec<[u64; 5]> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()
@@ -555,16 +560,7 @@ fn end_fsync_and_include_in_a_job_file_with_bssplit() {
          end_fsync=1\n",
     )
     .unwrap();
-    let out = ringlab(&format!(
-        "io --fio {} --output-format fio-json --no-kstat",
-        job.display()
-    ));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let doc = fio_json_of(&job);
     let j = &doc["jobs"][0];
     assert_eq!(j["write"]["total_ios"], 64);
     // As fio, fio-json's sync counts no end_fsync; ringlab's result does.
