@@ -20,7 +20,9 @@
 # and, if $T_IO_URING is set, against fio's t/io_uring:
 #   uring (1, 32), libaio --submit-batch 1 (-a1: with -c1 it submits and
 #   reaps one request per system call), uring --fixed-files --fixed-buffers (-B1 -F1),
-#   uring --rw nop (-N1: the cost of the ring itself).
+#   uring --rw nop (-N1: the cost of the ring itself), and uring waiting
+#   for 16 or 32 completions per io_uring_enter (--complete-batch, -c16 and
+#   -c32: t/io_uring's own default is -s32 -c32).
 # Both peers set up their rings with COOP_TASKRUN, SINGLE_ISSUER and
 # DEFER_TASKRUN whenever the kernel has them (fio since 3.33, t/io_uring
 # always, neither can turn them off); ringlab's default ring is the same
@@ -175,6 +177,8 @@ if [[ -n "${T_IO_URING:-}" && -x "${T_IO_URING}" ]]; then
         "uring|32|--engine uring|t/io_uring|"
         "libaio sb1|32|--engine libaio --submit-batch 1|t/io_uring|-a1"
         "uring+fixed|32|--engine uring --fixed-files --fixed-buffers|t/io_uring|-B1 -F1"
+        "uring cb16|32|--engine uring --complete-batch 16|t/io_uring|-c16"
+        "uring cb32|32|--engine uring --complete-batch 32|t/io_uring|-c32"
         "nop|32|--engine uring --rw nop|t/io_uring|-N1"
     )
 else
