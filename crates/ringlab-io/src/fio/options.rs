@@ -260,9 +260,12 @@ fn value_of(o: &Written) -> Result<String> {
     match &o.value {
         Some(v) if !v.trim().is_empty() => Ok(v.trim().to_string()),
         _ => Err(usage_error(format!(
-            "{} needs a value ({}=VALUE)",
+            "{} needs a value ({}; a ${{VAR}} of an unset variable is empty, as in fio)",
             o.origin.name(&o.key),
-            o.origin.name(&o.key)
+            match o.origin {
+                Origin::Cli => format!("--{}=VALUE", o.key),
+                Origin::File { .. } => format!("{}=VALUE", o.key),
+            }
         ))),
     }
 }
@@ -625,10 +628,12 @@ fn finish(t: &mut Translated, g: Gathered, in_file: bool) -> Result<()> {
         // fio: 0 means "the whole iodepth at once".
         let n = if *n == 0 { depth } else { *n };
         t.args.extend(["--submit-batch".to_string(), n.to_string()]);
-    } else if in_file && depth > 1 && matches!(g.engine.as_deref(), Some("uring" | "libaio")) {
+    } else if in_file && matches!(g.engine.as_deref(), Some("uring" | "libaio")) {
         // fio's default iodepth_batch_submit is 1: one request per
         // io_submit or io_uring_enter. A job file means what it means to
-        // fio, so it gets fio's default, not ringlab's once-per-loop-turn.
+        // fio, so it gets fio's default, not ringlab's once-per-loop-turn;
+        // at depth 1 too, where fio submits in one call and waits in
+        // another (ringlab's default does both in one io_uring_enter).
         t.args
             .extend(["--submit-batch".to_string(), "1".to_string()]);
     }
