@@ -3,8 +3,8 @@
 //! the signal flag ([`gate`]), CPU lists and pinning ([`cpus`]), resource
 //! limits ([`limits`]), `--output` files written whole or not at all
 //! ([`output`]), the io_uring knob table with the one ring builder
-//! ([`uring`]), and the run harness that starts, supervises and collects
-//! job threads ([`harness`]).
+//! ([`uring`]), the run harness that starts, supervises and collects job
+//! threads ([`harness`]), and command lines quoted for a shell ([`shell`]).
 
 pub mod cpus;
 pub mod error;
@@ -12,6 +12,7 @@ pub mod gate;
 pub mod harness;
 pub mod limits;
 pub mod output;
+pub mod shell;
 pub mod uring;
 
 pub use error::{usage_error, UsageError};

@@ -564,23 +564,10 @@ pub fn dry_run(plan: &Plan, dir: Option<&Path>) -> Result<String> {
                 .iter()
                 .cloned()
                 .chain(extra.iter().map(|a| a.to_string_lossy().into_owned()))
-                .map(|a| quote(&a))
+                .map(|a| ringlab_core::shell::quote(&a))
                 .collect::<Vec<_>>()
                 .join(" ")
         ));
     }
     Ok(out)
-}
-
-/// An argument as a shell would need it (for the dry-run listing).
-fn quote(arg: &str) -> String {
-    let plain = !arg.is_empty()
-        && arg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=+,@%".contains(c));
-    if plain {
-        arg.to_string()
-    } else {
-        format!("'{}'", arg.replace('\'', "'\\''"))
-    }
 }

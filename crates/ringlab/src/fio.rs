@@ -175,7 +175,7 @@ pub fn run_job_file(path: &Path, rest: &[OsString]) -> Result<()> {
                 "[{}] group {}: ringlab {}",
                 j.name,
                 j.group,
-                shell_words(&words)
+                ringlab_core::shell::join(&words)
             );
         }
         println!(
@@ -216,25 +216,6 @@ pub fn run_job_file(path: &Path, rest: &[OsString]) -> Result<()> {
         jobs.iter().map(|j| (j.name.as_str(), &j.words)).collect();
     let rendered = render_named(&ran, &named, &file.global, output.output_format)?;
     out.finish(rendered.as_bytes())
-}
-
-/// Words joined for a shell: a word with a space or a shell character is
-/// quoted.
-pub fn shell_words(words: &[&str]) -> String {
-    words
-        .iter()
-        .map(|w| {
-            if !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c))
-            {
-                w.to_string()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// fio runs the jobs of one group at the same time; ringlab's runner runs

@@ -369,7 +369,7 @@ fn parse_only_io(args: &IoArgs, fio_words: &ringlab_io::fio::options::Translated
                 .collect()
         })
         .unwrap_or_default();
-    println!("ringlab {}", fio::shell_words(&words));
+    println!("ringlab {}", ringlab_core::shell::join(&words));
     println!("parse only: the options are valid; no I/O was done");
     Ok(())
 }

@@ -481,3 +481,63 @@ fn named_files_are_laid_out_kept_and_never_overwritten_by_surprise() {
         .unwrap()
         .starts_with("remember"));
 }
+
+/// `--parse-only` checks every section, prints the run each one is and
+/// touches no file; an option of fio's that ringlab lacks is named as
+/// fio's, not as an unknown look-alike.
+#[test]
+fn parse_only_prints_the_runs_and_does_no_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data file.dat");
+    let job = write_job(
+        dir.path(),
+        "two.fio",
+        &format!(
+            "[global]\nfilename={}\nsize=1m\ndirect=1\n\n[a]\nioengine=io_uring\niodepth=4\n\n[b]\nstonewall\nioengine=libaio\nrw=randwrite\n",
+            data.display()
+        ),
+    );
+    let out = ringlab(&format!("io --fio {job} --parse-only"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("[a] group 0: ringlab io"), "{text}");
+    assert!(text.contains("--engine libaio"), "{text}");
+    assert!(
+        text.contains(&format!("'{}'", data.display())),
+        "quoted path: {text}"
+    );
+    assert!(text.contains("2 jobs"), "{text}");
+    assert!(!data.exists(), "parse-only laid out the target");
+
+    let out = ringlab(&format!(
+        "io --filename={} --size=1m --rw=randwrite --parse-only",
+        data.display()
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!data.exists(), "parse-only laid out the target");
+
+    for (line, want) in [
+        (
+            "io --ss=iops:1% --parse-only",
+            "fio's option (steadystate) has no equivalent",
+        ),
+        (
+            "io --flow=2 --parse-only",
+            "--flow: fio's option has no equivalent",
+        ),
+        ("io --iodeptj=3 --parse-only", "did you mean --iodepth?"),
+    ] {
+        let out = ringlab(line);
+        assert_eq!(out.status.code(), Some(2), "{line}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{line}: {err}");
+    }
+}
