@@ -173,6 +173,9 @@ impl Collector {
         }
         self.ops_now = Some(ops_now);
         self.irq_before = read_interrupts().ok();
+        // Helpers are the threads alive from now on: one sampled before
+        // (a probe ring's poller, gone since) was never the run's.
+        self.helpers.clear();
         self.sample_threads();
         for h in self.helpers.values_mut() {
             h.baseline = h.last;

@@ -68,6 +68,35 @@ fn ring_entries(iodepth: u32) -> u32 {
 /// be used here: setup flags, registrations, and IOPOLL's poll queues.
 pub fn probe_io_uring(plan: &IoPlan) -> Result<()> {
     let o = &plan.uring;
+    let before = if o.sqpoll { own_threads() } else { Vec::new() };
+    let r = probe_ring(plan);
+    if o.sqpoll {
+        // The probe ring's SQPOLL thread ends after the ring is closed, in
+        // the kernel's own time (about 25-45 ms here): wait for it, so the
+        // run's kernel evidence does not count a poller that was never the
+        // run's. It is recognised as a thread that was not there before
+        // (it may not have run yet to take its "iou-sqp" name); nothing
+        // else starts threads during the probe.
+        let deadline = Instant::now() + std::time::Duration::from_millis(500);
+        while Instant::now() < deadline && own_threads().iter().any(|t| !before.contains(t)) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+    r
+}
+
+/// The thread ids of this process.
+fn own_threads() -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+fn probe_ring(plan: &IoPlan) -> Result<()> {
+    let o = &plan.uring;
     let entries = ring_entries(plan.iodepth.min(8));
     let probe_opts = UringOptions {
         cq_size: o.cq_size.map(|_| entries * 2),
