@@ -10,7 +10,9 @@
 //! `io_uring_enter` is called directly rather than through the crate's
 //! `Submitter`, because the crate forgets a registered ring descriptor
 //! (`--register-ring`) between two `Submitter`s, and because the reap modes
-//! need exact control over `min_complete` and the flags.
+//! need exact control over `min_complete` and the flags. The call is
+//! [`ringlab_core::uring::enter`], which issues the system call inline (see
+//! there why).
 
 use super::{Completion, Engine, EngineSetup, IoRequest, QueueStatus};
 use crate::knobs::{self, ReapMode, UringOptions};
@@ -234,29 +236,25 @@ impl UringEngine {
         })
     }
 
+    #[inline(always)]
     fn enter(&self, to_submit: u32, min_complete: u32, flags: u32) -> io::Result<u32> {
         // SAFETY: no argument pointer is passed (size 0); the descriptor or
         // registered index belongs to this engine's ring.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_io_uring_enter,
+        unsafe {
+            ringlab_core::uring::enter(
                 self.enter_fd,
                 to_submit,
                 min_complete,
                 flags | self.enter_flags,
-                std::ptr::null::<libc::c_void>(),
-                0usize,
+                std::ptr::null(),
+                0,
             )
-        };
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(rc as u32)
         }
     }
 
     /// Hands what is queued to the kernel and, with `min > 0`, waits in the
     /// same call until `min` completions are there.
+    #[inline(always)]
     fn submit(&mut self, min: u32) -> Result<()> {
         let mut flags = 0;
         if min > 0 {
@@ -407,6 +405,7 @@ impl Engine for UringEngine {
         Ok(())
     }
 
+    #[inline(always)]
     fn reap(&mut self, min: u32, out: &mut Vec<Completion>) -> Result<()> {
         if self.unsubmitted > 0 && (self.completer.is_some() || self.reap != ReapMode::Wait) {
             self.submit(0)?;
@@ -577,8 +576,14 @@ fn reap_loop(ring: &IoUring, s: &CompleterShared) -> Result<()> {
         // SAFETY: no argument pointer; the ring's own descriptor. Submits
         // nothing (to_submit 0): only the job thread submits.
         match unsafe {
-            ring.submitter()
-                .enter::<libc::sigset_t>(0, 1, EnterFlags::GETEVENTS.bits(), None)
+            ringlab_core::uring::enter(
+                ring.as_raw_fd(),
+                0,
+                1,
+                EnterFlags::GETEVENTS.bits(),
+                std::ptr::null(),
+                0,
+            )
         } {
             Ok(_) => {}
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}

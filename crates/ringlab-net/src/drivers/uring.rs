@@ -21,9 +21,10 @@ use crate::http::Flow;
 use crate::plan::{HttpPlan, IoKind};
 use crate::sys;
 use io_uring::types::{BufRingEntry, CancelBuilder, Fd, Fixed, SubmitArgs, Timespec};
-use io_uring::{cqueue, opcode, squeue, IoUring};
+use io_uring::{cqueue, opcode, squeue, EnterFlags, IoUring};
 use ringlab_core::uring::{build_ring, UringOptions};
 use std::io;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
@@ -262,21 +263,55 @@ impl UringDriver {
     }
 
     /// Enters the kernel: submits what is queued and, with `want`, waits for
-    /// that many completions at most `wait_ns`.
+    /// that many completions at most `wait_ns`. Inlined into the loop, and
+    /// through [`ringlab_core::uring::enter`] rather than the crate's
+    /// `Submitter`: no function returns between a wait that blocked and
+    /// the loop (see there why that matters).
+    #[inline(always)]
     fn enter(&mut self, c: &mut Client, want: usize, wait_ns: u64) -> io::Result<()> {
         if self.sqpoll {
             c.stats.syscalls_counted = false;
         } else {
             c.stats.syscalls += 1;
         }
-        let r = if want > 0 {
-            let ts = Timespec::new()
-                .sec(wait_ns / 1_000_000_000)
-                .nsec((wait_ns % 1_000_000_000) as u32);
-            let args = SubmitArgs::new().timespec(&ts);
-            self.ring.submitter().submit_with_args(want, &args)
+        let r = if self.sqpoll {
+            // The crate knows when the poller must be woken.
+            self.enter_sqpoll(want, wait_ns)
         } else {
-            self.ring.submit()
+            let sq = self.ring.submission();
+            let to_submit = sq.len() as u32;
+            // As the crate's submit(): deferred task work and completions
+            // held back by an overflow are only run by GETEVENTS.
+            let getevents = sq.cq_overflow() || sq.taskrun();
+            drop(sq);
+            let fd = self.ring.as_raw_fd();
+            if want > 0 {
+                let ts = Timespec::new()
+                    .sec(wait_ns / 1_000_000_000)
+                    .nsec((wait_ns % 1_000_000_000) as u32);
+                let args = SubmitArgs::new().timespec(&ts);
+                // SAFETY: `args` is an io_uring_getevents_arg (the crate's
+                // SubmitArgs is that struct) alive for the call, as
+                // IORING_ENTER_EXT_ARG says; the ring is ours.
+                unsafe {
+                    ringlab_core::uring::enter(
+                        fd,
+                        to_submit,
+                        want as u32,
+                        (EnterFlags::GETEVENTS | EnterFlags::EXT_ARG).bits(),
+                        &args as *const SubmitArgs<'_, '_> as *const libc::c_void,
+                        std::mem::size_of::<SubmitArgs<'_, '_>>(),
+                    )
+                }
+            } else {
+                let flags = if getevents {
+                    EnterFlags::GETEVENTS.bits()
+                } else {
+                    0
+                };
+                // SAFETY: no argument; the ring is ours.
+                unsafe { ringlab_core::uring::enter(fd, to_submit, 0, flags, std::ptr::null(), 0) }
+            }
         };
         match r {
             Ok(_) => Ok(()),
@@ -290,6 +325,21 @@ impl UringDriver {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// SQPOLL's enter, through the crate, which wakes the poller when it
+    /// sleeps.
+    fn enter_sqpoll(&mut self, want: usize, wait_ns: u64) -> io::Result<u32> {
+        let n = if want > 0 {
+            let ts = Timespec::new()
+                .sec(wait_ns / 1_000_000_000)
+                .nsec((wait_ns % 1_000_000_000) as u32);
+            let args = SubmitArgs::new().timespec(&ts);
+            self.ring.submitter().submit_with_args(want, &args)?
+        } else {
+            self.ring.submit()?
+        };
+        Ok(n as u32)
     }
 
     /// Queues one operation; in uring-nb it is submitted at once.
