@@ -22,7 +22,10 @@
 //!
 //! So on x86-64 the instruction is issued inline here, and [`enter`] is
 //! `#[inline(always)]`: with the callers' enter paths inlined too, no
-//! function returns between a wait and the loop that waited.
+//! function returns between a wait and the loop that waited. It does not
+//! make a loop immune to its code layout: an inline C loop moved by a few
+//! bytes was fast in some layouts only (docs/benchmarks.md); re-measure
+//! the t/io_uring rows of bench/io-vs-peers.sh after changing the job loop.
 
 use std::io;
 
