@@ -15,10 +15,11 @@
 //! depth 1 when built to call libc's `syscall()` instead; a 30-line C loop
 //! goes the other way (142k to 161k); two threads ping-ponging over pipes
 //! take 5.0 us per round trip with a call/return around `syscall` and
-//! 4.0-4.4 us without (`bench/syscall-return.sh`). The kernel refills the return stack buffer on every
-//! context switch, so the first return after one is mispredicted; that this
-//! is the whole mechanism is likely but not proven (no hardware counters
-//! here). A call that does not block (getppid) pays about 45 ns.
+//! 4.0-4.4 us without (`bench/syscall-return.sh`). The kernel refills the
+//! return stack buffer on every context switch, so the first return after
+//! one is mispredicted; that this is the whole mechanism is likely but not
+//! proven (no hardware counters here). A call that does not block
+//! (getppid) pays about 45 ns.
 //!
 //! So on x86-64 the instruction is issued inline here, and [`enter`] is
 //! `#[inline(always)]`: with the callers' enter paths inlined too, no

@@ -286,9 +286,7 @@ impl UringDriver {
             drop(sq);
             let fd = self.ring.as_raw_fd();
             if want > 0 {
-                let ts = Timespec::new()
-                    .sec(wait_ns / 1_000_000_000)
-                    .nsec((wait_ns % 1_000_000_000) as u32);
+                let ts = timespec(wait_ns);
                 let args = SubmitArgs::new().timespec(&ts);
                 // SAFETY: `args` is an io_uring_getevents_arg (the crate's
                 // SubmitArgs is that struct) alive for the call, as
@@ -331,9 +329,7 @@ impl UringDriver {
     /// sleeps.
     fn enter_sqpoll(&mut self, want: usize, wait_ns: u64) -> io::Result<u32> {
         let n = if want > 0 {
-            let ts = Timespec::new()
-                .sec(wait_ns / 1_000_000_000)
-                .nsec((wait_ns % 1_000_000_000) as u32);
+            let ts = timespec(wait_ns);
             let args = SubmitArgs::new().timespec(&ts);
             self.ring.submitter().submit_with_args(want, &args)?
         } else {
@@ -674,6 +670,13 @@ impl UringDriver {
         }
         Ok(())
     }
+}
+
+/// A wait bound of `ns` nanoseconds, as io_uring_enter takes it.
+fn timespec(ns: u64) -> Timespec {
+    Timespec::new()
+        .sec(ns / 1_000_000_000)
+        .nsec((ns % 1_000_000_000) as u32)
 }
 
 /// Whether the running kernel has multishot receive (IORING_RECV_MULTISHOT,
