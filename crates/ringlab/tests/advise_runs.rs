@@ -195,11 +195,7 @@ fn advise_from_a_sweep_ranks_its_combinations() {
     .unwrap();
     let sweep = dir.path().join("sweep");
     let run = ringlab(&format!("sweep {} --output {}", p(&plan), p(&sweep)));
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_ok(&run);
     for goal in ["iops", "latency", "cpu"] {
         let a = json_run(&format!("advise --from {} --goal {goal}", p(&sweep)));
         assert_valid_against("advise.schema.json", &a);
@@ -230,11 +226,7 @@ fn advise_from_a_sweep_ranks_its_combinations() {
     }
     // A directory holding one result set (a reproduce output) is read too.
     let parent = ringlab(&format!("advise --from {}", p(dir.path())));
-    assert!(
-        parent.status.success(),
-        "{}",
-        String::from_utf8_lossy(&parent.stderr)
-    );
+    assert_ok(&parent);
 }
 
 #[test]

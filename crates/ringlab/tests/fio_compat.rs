@@ -498,11 +498,7 @@ fn parse_only_prints_the_runs_and_does_no_io() {
         ),
     );
     let out = ringlab(&format!("io --fio {job} --parse-only"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("[a] group 0: ringlab io"), "{text}");
     assert!(text.contains("--engine libaio"), "{text}");
@@ -517,11 +513,7 @@ fn parse_only_prints_the_runs_and_does_no_io() {
         "io --filename={} --size=1m --rw=randwrite --parse-only",
         data.display()
     ));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     assert!(!data.exists(), "parse-only laid out the target");
 
     for (line, want) in [

@@ -220,11 +220,7 @@ fn status_interval_series_in_the_result_and_fio_json_spread() {
     let out = ringlab(&format!(
         "io {f} --rw randread --runtime 500ms --status-interval 100ms --engine sync --no-kstat --output-format fio-json"
     ));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let read = &doc["jobs"][0]["read"];
     let n = read["iops_samples"].as_u64().unwrap();
@@ -290,21 +286,17 @@ fn a_fio_job_file_with_the_worker_options_runs() {
     );
 }
 
-/// The lines of a fio log: (time_ms, value, direction, bs, offset).
 /// Runs a job file and returns its fio-json output (the run must succeed).
 fn fio_json_of(job: &Path) -> serde_json::Value {
     let out = ringlab(&format!(
         "io --fio {} --output-format fio-json --no-kstat",
         job.display()
     ));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The lines of a fio log: (time_ms, value, direction, bs, offset).
 fn log_lines(path: &Path) -> Vec<[u64; 5]> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()

@@ -326,11 +326,7 @@ fn interrupt_ends_the_run_reports_and_cleans_up() {
         start.elapsed() < Duration::from_secs(5),
         "run did not stop on SIGINT"
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["warnings"].to_string().contains("interrupted"));
     assert!(v["total"]["ops"].as_u64().unwrap() > 0);

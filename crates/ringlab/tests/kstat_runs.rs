@@ -200,11 +200,7 @@ fn without_permission_counters_are_unavailable_with_the_reason() {
         });
     }
     let out = run_limited(cmd);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     let k = &r["kstat"];
     let unavailable = k["unavailable"].as_array().unwrap();

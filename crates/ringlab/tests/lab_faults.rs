@@ -43,11 +43,7 @@ fn small_sweep(dir: &Path) -> PathBuf {
     .unwrap();
     let out = dir.join("sweep");
     let run = run_in(dir, &["sweep", p(&plan), "--output", p(&out)]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_ok(&run);
     out
 }
 
@@ -256,11 +252,7 @@ fn a_sweep_killed_by_sigkill_leaves_no_data_file_in_the_current_directory_nor_a_
     // Whatever a killed run could not remove, the next sweep does.
     std::fs::write(scratch.join("ringlab-io-999999.dat"), "left").unwrap();
     let again = run_in(cwd, &["sweep", "plan.toml", "--output", p(&out)]);
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
+    assert_ok(&again);
     assert!(files_in(&scratch).is_empty(), "{:?}", files_in(&scratch));
     assert_eq!(files_in(cwd), ["plan.toml", "sweep"]);
     assert_eq!(files_in(&out.join("runs")).len(), 3);

@@ -110,11 +110,7 @@ fn sweep_stores_every_run_and_the_report_matches_the_results() {
 
     // --dry-run lists the 8 runs with their command lines, and runs nothing.
     let dry = ringlab_args(&["sweep", p(&plan), "--dry-run"]);
-    assert!(
-        dry.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dry.stderr)
-    );
+    assert_ok(&dry);
     let text = String::from_utf8(dry.stdout).unwrap();
     assert!(
         text.starts_with("sweep of 'ringlab io': 8 runs (4 combinations x 2 repeats), shuffled"),
@@ -307,11 +303,7 @@ fn kernel_evidence_figures_are_plotted_when_results_hold_them() {
     .unwrap();
     let out = dir.path().join("sweep");
     let run = ringlab_args(&["sweep", p(&plan), "--output", p(&out)]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_ok(&run);
     // Add what issue 4's kstat object carries (measured figures only; an
     // unmeasured one is listed as unavailable).
     for (i, e) in std::fs::read_dir(out.join("runs")).unwrap().enumerate() {
@@ -395,11 +387,7 @@ fn wait_for_results(out: &Path, n: usize, child: &mut Child) {
 fn resume_and_check(plan: &Path, out: &Path, before: &BTreeMap<String, Vec<u8>>) {
     let again = ringlab_args(&["sweep", p(plan), "--output", p(out)]);
     let summary = String::from_utf8_lossy(&again.stdout);
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
+    assert_ok(&again);
     let k = before.len();
     assert!(
         summary.contains("8 of 8 runs done")
@@ -582,18 +570,10 @@ fn compare_prints_two_results_side_by_side_with_ratios() {
             "io --directory {d} --size 4m --runtime 50ms --engine {engine} --output-format json --output {}",
             file.display()
         ));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_ok(&out);
     }
     let out = ringlab_args(&["compare", p(&a), p(&b)]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(
         text.lines()
@@ -638,11 +618,7 @@ fn http_sweep_against_serve_reports_requests_per_second() {
     .unwrap();
     let out = dir.path().join("sweep");
     let run = ringlab_args(&["sweep", p(&plan), "--output", p(&out)]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_ok(&run);
     let index = read_json(&out.join("index.json"));
     let runs = index["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4);

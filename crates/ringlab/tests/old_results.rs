@@ -45,11 +45,7 @@ fn report_reads_a_store_holding_an_old_result() {
     let out = d.join("sweep");
     let s = |p: &Path| p.to_str().unwrap().to_string();
     let run = args(&["sweep", &s(&plan), "--output", &s(&out)]);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    assert_ok(&run);
     // Put the old result where the sweep stored its run.
     let index = read(&s(&out.join("index.json")));
     let stored = out.join(index["runs"][0]["result"].as_str().unwrap());

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{assert_valid_against, ringlab, schema_validator, BIN};
+use common::{assert_ok, assert_valid_against, ringlab, schema_validator, BIN};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -15,11 +15,7 @@ const VERDICTS: [&str; 4] = ["reproduced", "not-reproduced", "contradicted", "ca
 
 fn list() -> Vec<Value> {
     let out = ringlab("reproduce --list --output-format json");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let v: Value = serde_json::from_slice(&out.stdout).expect("--list json is JSON");
     v.as_array().expect("an array").clone()
 }
@@ -342,11 +338,7 @@ fn every_runnable_recipe_runs_end_to_end_at_a_tiny_scale() {
         "reproduce fixed-files --judge-only --output {}",
         dir.path().display()
     ));
-    assert!(
-        again.status.success(),
-        "{}",
-        String::from_utf8_lossy(&again.stderr)
-    );
+    assert_ok(&again);
     let after = std::fs::read_to_string(dir.path().join("fixed-files/verdict.json")).unwrap();
     let verdict = |t: &str| serde_json::from_str::<Value>(t).unwrap()["verdict"].clone();
     assert_eq!(verdict(&before), verdict(&after));

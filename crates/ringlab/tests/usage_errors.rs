@@ -318,11 +318,7 @@ fn file_system_that_refuses_o_direct() {
     assert_eq!(std::fs::read(&f).unwrap(), vec![3u8; 1 << 20]);
     // Without --direct the same target works.
     let out = ringlab(&format!("io {} --runtime 100ms", f.display()));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -348,11 +344,7 @@ fn io_uring_unavailable() {
     );
     // The sync engine does not need io_uring.
     let sync = ringlab_without_io_uring(&format!("{base} --engine sync"), libc::EPERM as u32);
-    assert!(
-        sync.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sync.stderr)
-    );
+    assert_ok(&sync);
 }
 
 #[test]
@@ -390,11 +382,7 @@ fn destructive_writes_to_block_devices_are_refused() {
         "io {} --rw randread --runtime 100ms --direct",
         ext4.dev
     ));
-    assert!(
-        read.status.success(),
-        "{}",
-        String::from_utf8_lossy(&read.stderr)
-    );
+    assert_ok(&read);
     // Mounted: refused, naming the mount point.
     let mnt = dir.path().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
@@ -417,19 +405,11 @@ fn destructive_writes_to_block_devices_are_refused() {
     assert_fails(&write(&mbr.dev, ""), 2, &["MBR", "--allow-destructive"]);
     // With --allow-destructive the write goes ahead.
     let ok = write(&mbr.dev, "--allow-destructive");
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    assert_ok(&ok);
     // A blank device needs no permission.
     let blank_img = dir.path().join("blank.img");
     std::fs::write(&blank_img, vec![0u8; 8 << 20]).unwrap();
     let blank = Loop::over(&blank_img).unwrap();
     let ok = write(&blank.dev, "--verify");
-    assert!(
-        ok.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ok.stderr)
-    );
+    assert_ok(&ok);
 }

@@ -50,6 +50,15 @@ pub fn json_run(line: &str) -> Value {
     serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
 }
 
+/// Asserts that a run succeeded; its stderr is the failure message.
+pub fn assert_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Asserts a usage or run failure: the exit code, one line on stderr that
 /// starts with `ringlab: ` and contains every word of `wants`.
 pub fn assert_fails(out: &Output, code: i32, wants: &[&str]) {
