@@ -209,6 +209,15 @@ impl Origin {
             } => format!("{path}:{line}: [{section}] {key}"),
         }
     }
+
+    /// `key` as it is spelled where it was written, without its place:
+    /// `--key` on the command line, `key` in a job file.
+    pub fn spelled(&self, key: &str) -> String {
+        match self {
+            Origin::Cli => format!("--{key}"),
+            Origin::File { .. } => key.to_string(),
+        }
+    }
 }
 
 /// One fio option as written: `key`, `key=value`, and where.
@@ -260,12 +269,9 @@ fn value_of(o: &Written) -> Result<String> {
     match &o.value {
         Some(v) if !v.trim().is_empty() => Ok(v.trim().to_string()),
         _ => Err(usage_error(format!(
-            "{} needs a value ({}; a ${{VAR}} of an unset variable is empty, as in fio)",
+            "{} needs a value ({}=VALUE; a ${{VAR}} of an unset variable is empty, as in fio)",
             o.origin.name(&o.key),
-            match o.origin {
-                Origin::Cli => format!("--{}=VALUE", o.key),
-                Origin::File { .. } => format!("{}=VALUE", o.key),
-            }
+            o.origin.spelled(&o.key)
         ))),
     }
 }
@@ -732,10 +738,7 @@ pub fn unknown(key: &str, origin: &Origin) -> anyhow::Error {
     match suggest(key, names) {
         Some(near) => usage_error(format!(
             "{shown}: unknown option; did you mean fio's {}? {}",
-            match origin {
-                Origin::Cli => format!("--{near}"),
-                Origin::File { .. } => near.to_string(),
-            },
+            origin.spelled(near),
             describe(near)
         )),
         None => usage_error(format!(
