@@ -560,13 +560,13 @@ pub fn dry_run(plan: &Plan, dir: Option<&Path>) -> Result<String> {
             r.id,
             status_of(&r.id),
             r.label(),
-            r.args
-                .iter()
-                .cloned()
-                .chain(extra.iter().map(|a| a.to_string_lossy().into_owned()))
-                .map(|a| ringlab_core::shell::quote(&a))
-                .collect::<Vec<_>>()
-                .join(" ")
+            ringlab_core::shell::join(
+                &r.args
+                    .iter()
+                    .cloned()
+                    .chain(extra.iter().map(|a| a.to_string_lossy().into_owned()))
+                    .collect::<Vec<_>>()
+            )
         ));
     }
     Ok(out)

@@ -160,10 +160,6 @@ enum OutputFormat {
     Json,
 }
 
-/// The arguments clap parsed (fio's spellings translated), for
-/// `io --parse-only`.
-static TRANSLATED: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-
 fn main() -> ExitCode {
     // fio's spellings of `ringlab io` become ringlab's before clap parses
     // them; a job file is run as one.
@@ -175,12 +171,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let _ = TRANSLATED.set(
-        args.iter()
-            .skip(1)
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-    );
+    // The arguments clap parses (fio's spellings translated), which
+    // `io --parse-only` prints.
+    let translated: Vec<String> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
@@ -190,8 +187,9 @@ fn main() -> ExitCode {
         _ => "",
     };
     quiet_closed_output();
-    let ran = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(cli, &fio_words)))
-    {
+    let ran = match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run(cli, &fio_words, &translated)
+    })) {
         Ok(ran) => ran,
         Err(p) if closed_output(&*p) => return ExitCode::from(1),
         Err(p) => std::panic::resume_unwind(p),
@@ -274,7 +272,11 @@ fn clap_exit(e: clap::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn run(cli: Cli, fio_words: &ringlab_io::fio::options::Translated) -> Result<()> {
+fn run(
+    cli: Cli,
+    fio_words: &ringlab_io::fio::options::Translated,
+    translated: &[String],
+) -> Result<()> {
     match cli.command {
         Command::Sweep {
             plan,
@@ -297,7 +299,7 @@ fn run(cli: Cli, fio_words: &ringlab_io::fio::options::Translated) -> Result<()>
         } => match fio {
             Some(path) if parse_only => fio::run_job_file(&path, &["--parse-only".into()]),
             Some(path) => fio::run_job_file(&path, &[]),
-            None if parse_only => parse_only_io(&io, fio_words),
+            None if parse_only => parse_only_io(&io, fio_words, translated),
             None => run_io_command(&io, &output, fio_words),
         },
         Command::Http { http, output } => run_http_command(&http, &output),
@@ -357,18 +359,18 @@ fn run_serve_command(args: &ringlab_net::ServeArgs, output: &OutputArgs) -> Resu
 
 /// `ringlab io ... --parse-only`: the options are checked as for a run
 /// (the plan is built), the run they make is printed, nothing is opened.
-fn parse_only_io(args: &IoArgs, fio_words: &ringlab_io::fio::options::Translated) -> Result<()> {
+fn parse_only_io(
+    args: &IoArgs,
+    fio_words: &ringlab_io::fio::options::Translated,
+    translated: &[String],
+) -> Result<()> {
     IoPlan::from_args(args)?;
     fio::print_notes(&fio_words.notes);
-    let words: Vec<&str> = TRANSLATED
-        .get()
-        .map(|a| {
-            a.iter()
-                .map(String::as_str)
-                .filter(|w| *w != "--parse-only")
-                .collect()
-        })
-        .unwrap_or_default();
+    let words: Vec<&str> = translated
+        .iter()
+        .map(String::as_str)
+        .filter(|w| *w != "--parse-only")
+        .collect();
     println!("ringlab {}", ringlab_core::shell::join(&words));
     println!("parse only: the options are valid; no I/O was done");
     Ok(())
