@@ -382,6 +382,53 @@ struct Op {
   int err = 0;  // positive errno
 };
 
+// Shared by the synchronous and the asynchronous read paths.
+
+// Prepares `sqe` to read `op`'s remaining bytes from `target` (an fd, or a
+// registered slot with `fixed`), into a free bounce buffer when there is one
+// (read_fixed: the bounce buffers are registered).
+static void PrepRead(Ring* r, Op& op, struct io_uring_sqe* sqe, int target, bool fixed) {
+  uint64_t off = op.offset + op.done;
+  size_t left = op.len - op.done;
+  if (op.bounce < 0 && !r->free_bounce.empty() && op.len <= kBounceSize) {
+    op.bounce = r->free_bounce.back();
+    r->free_bounce.pop_back();
+  }
+  if (op.bounce >= 0) {
+    char* b = r->bounce + static_cast<size_t>(op.bounce) * kBounceSize + op.done;
+    io_uring_prep_read_fixed(sqe, target, b, left, off, op.bounce);
+  } else {
+    io_uring_prep_read(sqe, target, op.buf + op.done, left, off);
+  }
+  if (fixed) sqe->flags |= IOSQE_FIXED_FILE;
+  if (r->knobs.force_async) sqe->flags |= IOSQE_ASYNC;
+}
+
+// Accounts for a read's completion `res`: true when the op must be
+// submitted again (EAGAIN/EINTR, or a short read with more to come), false
+// when it is over (op.err set on failure; res == 0 is the end of the file).
+// `stop`: never again (the read was aborted or orphaned).
+static bool ReadAgain(Op& op, int res, bool direct, bool stop) {
+  if ((res == -EAGAIN || res == -EINTR) && !stop && ++op.retries < 10000) return true;
+  if (res < 0) {
+    op.err = -res;
+  } else if (res > 0) {
+    op.done += static_cast<size_t>(res);
+    bool unaligned = direct && (op.done % 512) != 0;
+    if (op.done < op.len && !unaligned && !stop && ++op.retries < 10000) return true;
+  }
+  return false;
+}
+
+// Gives `op`'s bounce buffer back, copying what was read out of it first
+// when `copy`.
+static void ReleaseBounce(Ring* r, Op& op, bool copy) {
+  if (op.bounce < 0) return;
+  if (copy) memcpy(op.buf, r->bounce + static_cast<size_t>(op.bounce) * kBounceSize, op.done);
+  r->free_bounce.push_back(op.bounce);
+  op.bounce = -1;
+}
+
 // One ReadAsync: the io_handle RocksDB holds until it calls del_fn.
 struct AsyncRead {
   static constexpr uint64_t kMagic = 0x72696e676c616231ULL;  // "ringlab1"
@@ -412,21 +459,7 @@ static bool PrepAsync(AsyncRead* a) {
   Ring* r = a->ring;
   struct io_uring_sqe* sqe = io_uring_get_sqe(&r->ring);
   if (sqe == nullptr) return false;
-  Op& op = a->op;
-  uint64_t off = op.offset + op.done;
-  size_t left = op.len - op.done;
-  if (op.bounce < 0 && !r->free_bounce.empty() && op.len <= kBounceSize) {
-    op.bounce = r->free_bounce.back();
-    r->free_bounce.pop_back();
-  }
-  if (op.bounce >= 0) {
-    char* b = r->bounce + static_cast<size_t>(op.bounce) * kBounceSize + op.done;
-    io_uring_prep_read_fixed(sqe, a->target, b, left, off, op.bounce);
-  } else {
-    io_uring_prep_read(sqe, a->target, op.buf + op.done, left, off);
-  }
-  if (a->fixed) sqe->flags |= IOSQE_FIXED_FILE;
-  if (r->knobs.force_async) sqe->flags |= IOSQE_ASYNC;
+  PrepRead(r, a->op, sqe, a->target, a->fixed);
   io_uring_sqe_set_data64(sqe, reinterpret_cast<uint64_t>(a) | kAsyncTag);
   a->state = AsyncRead::kInFlight;
   r->async_inflight++;
@@ -454,13 +487,7 @@ static void FlushAsyncRetries(Ring* r) {
 static void FinishAsync(AsyncRead* a) {
   Ring* r = a->ring;
   Op& op = a->op;
-  if (op.bounce >= 0) {
-    if (op.err == 0 && !a->orphaned) {
-      memcpy(op.buf, r->bounce + static_cast<size_t>(op.bounce) * kBounceSize, op.done);
-    }
-    r->free_bounce.push_back(op.bounce);
-    op.bounce = -1;
-  }
+  ReleaseBounce(r, op, op.err == 0 && !a->orphaned);
   if (op.err != 0) {
     a->req.status = IOStatus::IOError("ringlab fs: async read " + a->fname + " at offset " +
                                       std::to_string(op.offset) + ": " + strerror(op.err));
@@ -481,24 +508,10 @@ static bool TakeAsyncCqe(Ring* r, const struct io_uring_cqe* cqe) {
   if ((ud & kAsyncTag) == 0) return false;
   AsyncRead* a = reinterpret_cast<AsyncRead*>(ud & ~kAsyncTag);
   r->async_inflight--;
-  Op& op = a->op;
-  int res = cqe->res;
-  bool stop = a->aborted || a->orphaned;
-  if ((res == -EAGAIN || res == -EINTR) && !stop && ++op.retries < 10000) {
+  if (ReadAgain(a->op, cqe->res, a->direct, a->aborted || a->orphaned)) {
     a->state = AsyncRead::kQueued;
-    r->async_retry.push_back(a);
+    r->async_retry.push_back(a);  // EAGAIN, or a short read: ask for the rest
     return true;
-  }
-  if (res < 0) {
-    op.err = -res;
-  } else if (res > 0) {
-    op.done += static_cast<size_t>(res);
-    bool unaligned = a->direct && (op.done % 512) != 0;
-    if (op.done < op.len && !unaligned && !stop && ++op.retries < 10000) {
-      a->state = AsyncRead::kQueued;
-      r->async_retry.push_back(a);  // short read: ask for the rest
-      return true;
-    }
   }
   FinishAsync(a);
   return true;
@@ -537,7 +550,6 @@ void DeleteAsync(void* p) {
 // ring itself (then no op is in flight any more, or the ring is abandoned).
 IOStatus RunOps(Ring* r, int fd, uint64_t file_id, bool direct, std::vector<Op>& ops,
                 const std::string& fname) {
-  const Knobs& k = r->knobs;
   if (!r->broken.empty()) return IOStatus::IOError(r->broken);
   int slot = r->SlotFor(file_id, fd);
   size_t next = 0;      // first op never submitted
@@ -568,22 +580,7 @@ IOStatus RunOps(Ring* r, int fd, uint64_t file_id, bool direct, std::vector<Op>&
       } else {
         next++;
       }
-      Op& op = ops[i];
-      uint64_t off = op.offset + op.done;
-      size_t left = op.len - op.done;
-      int target = slot >= 0 ? slot : fd;
-      if (op.bounce < 0 && !r->free_bounce.empty() && op.len <= kBounceSize) {
-        op.bounce = r->free_bounce.back();
-        r->free_bounce.pop_back();
-      }
-      if (op.bounce >= 0) {
-        char* b = r->bounce + static_cast<size_t>(op.bounce) * kBounceSize + op.done;
-        io_uring_prep_read_fixed(sqe, target, b, left, off, op.bounce);
-      } else {
-        io_uring_prep_read(sqe, target, op.buf + op.done, left, off);
-      }
-      if (slot >= 0) sqe->flags |= IOSQE_FIXED_FILE;
-      if (k.force_async) sqe->flags |= IOSQE_ASYNC;
+      PrepRead(r, ops[i], sqe, slot >= 0 ? slot : fd, slot >= 0);
       io_uring_sqe_set_data64(sqe, static_cast<uint64_t>(i) << 1);
       queued++;
     }
@@ -615,29 +612,11 @@ IOStatus RunOps(Ring* r, int fd, uint64_t file_id, bool direct, std::vector<Op>&
       inflight--;
       if (i >= ops.size()) continue;
       Op& op = ops[i];
-      int res = cqe->res;
-      if ((res == -EAGAIN || res == -EINTR) && ++op.retries < 10000) {
-        retry.push_back(i);
+      if (ReadAgain(op, cqe->res, direct, false)) {
+        retry.push_back(i);  // EAGAIN, or a short read: ask for the rest
         continue;
       }
-      if (res < 0) {
-        op.err = -res;
-      } else if (res > 0) {
-        op.done += static_cast<size_t>(res);
-        bool unaligned = direct && (op.done % 512) != 0;
-        if (op.done < op.len && !unaligned && ++op.retries < 10000) {
-          retry.push_back(i);  // short read: ask for the rest
-          continue;
-        }
-      }
-      // res == 0: end of file; done is what the file has.
-      if (op.bounce >= 0) {
-        if (op.err == 0) {
-          memcpy(op.buf, r->bounce + static_cast<size_t>(op.bounce) * kBounceSize, op.done);
-        }
-        r->free_bounce.push_back(op.bounce);
-        op.bounce = -1;
-      }
+      ReleaseBounce(r, op, op.err == 0);
       op.finished = true;
       finished++;
     }
