@@ -23,6 +23,9 @@
 #   uring --rw nop (-N1: the cost of the ring itself), and uring waiting
 #   for 16 or 32 completions per io_uring_enter (--complete-batch, -c16 and
 #   -c32: t/io_uring's own default is -s32 -c32).
+# "uring gtod" rows run ringlab with --gtod-reduce (no I/O timed) against
+# t/io_uring (-t0 times nothing) and fio --gtod_reduce=1: like with like,
+# where the other rows charge ringlab for the latency it measures.
 # Both peers set up their rings with COOP_TASKRUN, SINGLE_ISSUER and
 # DEFER_TASKRUN whenever the kernel has them (fio since 3.33, t/io_uring
 # always, neither can turn them off); ringlab's default ring is the same
@@ -124,7 +127,8 @@ fio_iops() { # depth, then fio flags (--ioengine=... and any more)
 
 # t/io_uring without polling (-p0), fixed buffers (-B0) or files (-F0), or a
 # registered ring fd (-X0), which ringlab's engine does not use; no latency
-# tracking (-t0; ringlab does track latency, so this favours the peer). The
+# tracking (-t0; ringlab does track latency, so this favours the peer: the
+# "gtod" rows run ringlab with --gtod-reduce, which times nothing either). The
 # batches match ringlab's loop: prepare up to DEPTH requests and submit them
 # (-s DEPTH) in the same io_uring_enter that waits for one completion (-c1).
 # Its per-second "IOPS=" lines are averaged, skipping the first (ramp).
@@ -169,6 +173,7 @@ cases=(
     "posixaio|1|--engine posixaio|fio|--ioengine=posixaio"
     "posixaio|32|--engine posixaio|fio|--ioengine=posixaio"
     "cached sync|1|--engine sync --invalidate 0|fio|--ioengine=psync --direct=0 --invalidate=0"
+    "uring gtod|1|--engine uring --gtod-reduce|fio|--ioengine=io_uring --gtod_reduce=1"
     "cached uring|32|--engine uring --invalidate 0|fio|--ioengine=io_uring --direct=0 --invalidate=0 ${FIO_BATCH[*]}"
 )
 if [[ -n "${T_IO_URING:-}" && -x "${T_IO_URING}" ]]; then
@@ -180,6 +185,8 @@ if [[ -n "${T_IO_URING:-}" && -x "${T_IO_URING}" ]]; then
         "uring cb16|32|--engine uring --complete-batch 16|t/io_uring|-c16"
         "uring cb32|32|--engine uring --complete-batch 32|t/io_uring|-c32"
         "nop|32|--engine uring --rw nop|t/io_uring|-N1"
+        "uring gtod|1|--engine uring --gtod-reduce|t/io_uring|"
+        "uring gtod|32|--engine uring --gtod-reduce|t/io_uring|"
     )
 else
     echo "note: T_IO_URING not set (or not executable): t/io_uring rows skipped" >&2

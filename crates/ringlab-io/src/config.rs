@@ -61,6 +61,10 @@ pub struct IoConfig {
     pub invalidate: bool,
     pub cpus: Vec<u32>,
     pub thinkcycles: u64,
+    /// --gtod-reduce: no I/O was timed, so the result has no latency
+    /// (absent: every I/O was timed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub gtod_reduce: bool,
     /// --thinktime, its spun part and --thinktime-blocks (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinktime_us: Option<f64>,

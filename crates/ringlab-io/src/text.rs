@@ -180,6 +180,9 @@ fn render_config(out: &mut String, c: &IoConfig) {
     if c.verify {
         line.push_str(", verify");
     }
+    if c.gtod_reduce {
+        line.push_str(", gtod-reduce (no latency)");
+    }
     let _ = writeln!(out, "{line}, seed {}", c.seed);
     let knobs = c.uring.describe();
     match c.engine {
@@ -250,9 +253,9 @@ fn render_figures(out: &mut String, label: &str, f: &Figures) {
 }
 
 fn render_direction(out: &mut String, name: &str, d: &DirectionFigures) {
-    let Some(lat) = &d.lat_ns else {
+    if d.ops == 0 {
         return;
-    };
+    }
     let _ = writeln!(
         out,
         "  {name:<5}: {} IOPS, {}, {} ops",
@@ -265,7 +268,17 @@ fn render_direction(out: &mut String, name: &str, d: &DirectionFigures) {
         let _ = writeln!(out, "   slat: {}", latency_line(slat));
         let _ = writeln!(out, "   clat: {}", latency_line(clat));
     }
-    let _ = writeln!(out, "    lat: {}", latency_line(lat));
+    match &d.lat_ns {
+        Some(lat) => {
+            let _ = writeln!(out, "    lat: {}", latency_line(lat));
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "    lat: not measured (--gtod-reduce: no I/O was timed)"
+            );
+        }
+    }
 }
 
 /// `min 10.2us mean 250.1us ... max 2.30ms`

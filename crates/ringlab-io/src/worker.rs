@@ -157,6 +157,10 @@ pub fn run_job<E: Engine>(
         ),
         slots: vec![SlotState::default(); depth as usize],
         just_queued: Vec::with_capacity(depth as usize),
+        coarse: plan.gtod_reduce.then_some(Coarse {
+            now_ns: 0,
+            left: COARSE_EVERY,
+        }),
         stamp_each: match plan.engine {
             crate::engines::EngineKind::Posixaio => true,
             crate::engines::EngineKind::Uring | crate::engines::EngineKind::Libaio => {
@@ -310,6 +314,18 @@ struct SlotState {
     /// Bytes the request moves.
     len: u32,
     dir: Dir,
+}
+
+/// --gtod-reduce: completions between two clock reads (fio's ts_cache).
+const COARSE_EVERY: u32 = 64;
+
+/// --gtod-reduce's clock: read once every [`COARSE_EVERY`] completions.
+#[derive(Clone, Copy)]
+struct Coarse {
+    /// Job clock time of the last read.
+    now_ns: u64,
+    /// Completions until the next read.
+    left: u32,
 }
 
 /// `submit_ns` of a request completed inline (no separate submission).
@@ -624,6 +640,10 @@ struct Job<'a, E: Engine> {
     /// submission stamp right after that call, which is also the start of
     /// the next (one clock read per request, beside a system call).
     stamp_each: bool,
+    /// --gtod-reduce: the clock of the last read, taken once every
+    /// [`COARSE_EVERY`] completions instead of per loop turn; `None`: every
+    /// I/O is timed.
+    coarse: Option<Coarse>,
     /// Slots queued in this loop turn: their submission stamp is taken
     /// once the turn's batch is committed (capacity: the depth, so it
     /// never grows).
@@ -641,6 +661,25 @@ impl<E: Engine> Job<'_, E> {
     #[inline]
     fn now_ns(&self) -> u64 {
         self.clock.elapsed().as_nanos() as u64
+    }
+
+    /// The time of `n` completions: the clock, read now; under
+    /// --gtod-reduce, the last read, renewed once every [`COARSE_EVERY`]
+    /// completions.
+    #[inline]
+    fn completed_at(&mut self, n: u32) -> u64 {
+        match &mut self.coarse {
+            None => self.now_ns(),
+            Some(c) => {
+                if c.left <= n {
+                    c.left = COARSE_EVERY;
+                    c.now_ns = self.clock.elapsed().as_nanos() as u64;
+                } else {
+                    c.left -= n;
+                }
+                c.now_ns
+            }
+        }
     }
 
     fn may_issue(&self) -> bool {
@@ -785,10 +824,13 @@ impl<E: Engine> Job<'_, E> {
                 // stamp_each each request was stamped in fill). The
                 // default uring loop submits in the io_uring_enter that
                 // also waits, inside reap(): this stamp is taken right
-                // before that call. One clock read per loop turn.
-                let now = self.now_ns();
-                for &slot in &self.just_queued {
-                    self.slots[slot as usize].submit_ns = now;
+                // before that call. One clock read per loop turn; none
+                // under --gtod-reduce.
+                if self.coarse.is_none() {
+                    let now = self.now_ns();
+                    for &slot in &self.just_queued {
+                        self.slots[slot as usize].submit_ns = now;
+                    }
                 }
                 self.just_queued.clear();
             }
@@ -805,7 +847,7 @@ impl<E: Engine> Job<'_, E> {
                 }
                 completions.clear();
                 self.engine.reap(1, &mut completions)?;
-                let now = self.now_ns();
+                let now = self.completed_at(completions.len() as u32);
                 for c in &completions {
                     // A completion thread stamps the moment it saw the
                     // completion; the latency ends there, not here.
@@ -935,9 +977,11 @@ impl<E: Engine> Job<'_, E> {
                     verify::stamp(self.buffers.slot_mut(slot), offset, generation);
                 }
             }
-            let start_ns = match due_start.or(stamp) {
-                Some(t) => t,
-                None => {
+            let start_ns = match (due_start.or(stamp), &self.coarse) {
+                (Some(t), _) => t,
+                // Not timed: the start only tells the ramp from the run.
+                (None, Some(c)) => c.now_ns,
+                (None, None) => {
                     let t = self.now_ns();
                     stamp = Some(t);
                     t
@@ -963,7 +1007,7 @@ impl<E: Engine> Job<'_, E> {
                     self.issued_bytes += len as u64;
                     self.issued_ios += 1;
                     self.count_think();
-                    let now = self.now_ns();
+                    let now = self.completed_at(1);
                     if let Err(e) = self.complete(slot, result, now) {
                         self.release(slot);
                         self.failure = Some(e);
@@ -977,7 +1021,7 @@ impl<E: Engine> Job<'_, E> {
                     self.count_think();
                     self.inflight += 1;
                     queued += 1;
-                    if self.stamp_each {
+                    if self.stamp_each && self.coarse.is_none() {
                         let now = self.now_ns();
                         self.slots[slot as usize].submit_ns = now;
                         stamp = Some(now);
@@ -1052,50 +1096,13 @@ impl<E: Engine> Job<'_, E> {
         if now_ns >= self.end_ns || ringlab_core::gate::signals_received() > 0 {
             self.ctx.stop.store(true, Ordering::Relaxed);
         }
-        // lat = slat + clat exactly: the submission stamp is clamped into
-        // [start, end] (a completion thread may see a completion before
-        // the job thread took the submission stamp).
-        let end = now_ns.max(s.start_ns);
-        let (slat, clat) = if s.submit_ns == NOT_SUBMITTED {
-            (None, end - s.start_ns)
-        } else {
-            let sub = s.submit_ns.clamp(s.start_ns, end);
-            (Some(sub - s.start_ns), end - sub)
-        };
-        let lat = end - s.start_ns;
         // An I/O started (or due) within --ramp-time is not measured, even
         // when it completes after it (measure_from_ns is 0 without a ramp).
         if s.start_ns >= self.measure_from_ns {
-            if let Some(iv) = &mut self.intervals {
-                iv.cut(now_ns, self.measure_from_ns);
-                match s.dir {
-                    Dir::Read => iv.current.read.record(bs, lat),
-                    Dir::Write => iv.current.write.record(bs, lat),
-                    Dir::Nop => {}
-                }
-            }
-            // Logged once measuring has started (not within --ramp-time).
-            if let Some(l) = self.logs.as_mut().filter(|_| self.ramp_end_ns == 0) {
-                let at = now_ns - self.measure_from_ns.min(now_ns);
-                if let Err(e) = l.record(at, s.dir, bs, s.offset, lat) {
-                    bail!("job {}: cannot write fio's log: {e}", self.ctx.job);
-                }
-            }
-            // Runs of equal latencies (one batch: one start, submission
-            // and end time) are recorded once (flush_recorded).
-            let u = &mut self.unrecorded;
-            if u.n > 0 && u.dir == s.dir && u.slat == slat && u.clat == clat {
-                u.n += 1;
-                u.bytes += bs;
+            if self.coarse.is_some() {
+                self.count_untimed(&s, now_ns)?;
             } else {
-                self.flush_recorded();
-                self.unrecorded = Unrecorded {
-                    dir: s.dir,
-                    slat,
-                    clat,
-                    n: 1,
-                    bytes: bs,
-                };
+                self.record_timed(&s, now_ns)?;
             }
         }
         if let Some(v) = &mut self.verify {
@@ -1120,6 +1127,88 @@ impl<E: Engine> Job<'_, E> {
         self.free.push(slot);
         self.ops += 1;
         self.ctx.progress.ops.store(self.ops, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Records a completed, measured I/O with its latencies (`now_ns`: its
+    /// completion).
+    #[inline]
+    fn record_timed(&mut self, s: &SlotState, now_ns: u64) -> Result<()> {
+        let bs = s.len as u64;
+        // lat = slat + clat exactly: the submission stamp is clamped into
+        // [start, end] (a completion thread may see a completion before
+        // the job thread took the submission stamp).
+        let end = now_ns.max(s.start_ns);
+        let (slat, clat) = if s.submit_ns == NOT_SUBMITTED {
+            (None, end - s.start_ns)
+        } else {
+            let sub = s.submit_ns.clamp(s.start_ns, end);
+            (Some(sub - s.start_ns), end - sub)
+        };
+        let lat = end - s.start_ns;
+        if let Some(iv) = &mut self.intervals {
+            iv.cut(now_ns, self.measure_from_ns);
+            match s.dir {
+                Dir::Read => iv.current.read.record(bs, lat),
+                Dir::Write => iv.current.write.record(bs, lat),
+                Dir::Nop => {}
+            }
+        }
+        self.log(s, now_ns, lat)?;
+        // Runs of equal latencies (one batch: one start, submission and
+        // end time) are recorded once (flush_recorded).
+        let u = &mut self.unrecorded;
+        if u.n > 0 && u.dir == s.dir && u.slat == slat && u.clat == clat {
+            u.n += 1;
+            u.bytes += bs;
+        } else {
+            self.flush_recorded();
+            self.unrecorded = Unrecorded {
+                dir: s.dir,
+                slat,
+                clat,
+                n: 1,
+                bytes: bs,
+            };
+        }
+        Ok(())
+    }
+
+    /// Counts a completed, measured I/O under --gtod-reduce: its bytes, no
+    /// latency (`now_ns`, the coarse clock, only places it in an interval
+    /// and a log window).
+    #[inline]
+    fn count_untimed(&mut self, s: &SlotState, now_ns: u64) -> Result<()> {
+        let bs = s.len as u64;
+        if let Some(iv) = &mut self.intervals {
+            iv.cut(now_ns, self.measure_from_ns);
+            match s.dir {
+                Dir::Read => iv.current.read.count(bs, 1),
+                Dir::Write => iv.current.write.count(bs, 1),
+                Dir::Nop => {}
+            }
+        }
+        // The latency log is refused with --gtod-reduce; the others take
+        // no latency.
+        self.log(s, now_ns, 0)?;
+        let to = match s.dir {
+            Dir::Read => &mut self.measurements.read,
+            Dir::Write => &mut self.measurements.write,
+            Dir::Nop => &mut self.measurements.nop,
+        };
+        to.count(bs, 1);
+        Ok(())
+    }
+
+    /// fio's logs, once measuring has started (not within --ramp-time).
+    #[inline]
+    fn log(&mut self, s: &SlotState, now_ns: u64, lat: u64) -> Result<()> {
+        if let Some(l) = self.logs.as_mut().filter(|_| self.ramp_end_ns == 0) {
+            let at = now_ns - self.measure_from_ns.min(now_ns);
+            if let Err(e) = l.record(at, s.dir, s.len as u64, s.offset, lat) {
+                bail!("job {}: cannot write fio's log: {e}", self.ctx.job);
+            }
+        }
         Ok(())
     }
 

@@ -465,6 +465,14 @@ impl DirectionRecorder {
         self.lat.record_n(lat_ns, n);
     }
 
+    /// `n` operations of `bytes` each, not timed (--gtod-reduce): counted
+    /// in IOPS and bandwidth, in no latency.
+    #[inline]
+    pub fn count(&mut self, bytes: u64, n: u64) {
+        self.ops += n;
+        self.bytes += bytes * n;
+    }
+
     /// `n` operations moving `bytes` in all, each with submission latency
     /// `slat_ns` (`None`: no separate submission, as for pread) and
     /// completion latency `clat_ns`; their latency is the sum.

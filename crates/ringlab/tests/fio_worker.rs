@@ -614,3 +614,72 @@ fn thinktime_pauses_after_every_n_ios_outside_latency() {
     let out = ringlab(&format!("io {f} --thinktime-blocks 4"));
     assert_fails(&out, 2, &["--thinktime TIME"]);
 }
+
+#[test]
+fn gtod_reduce_counts_every_io_and_times_none() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = small_target(&dir);
+    for engine in ["uring", "sync", "libaio"] {
+        let direct = if engine == "libaio" { "--direct" } else { "" };
+        let r = json_run(&format!(
+            "io {f} --rw randrw --engine {engine} {direct} --iodepth 4 --number-ios 300 --gtod-reduce --no-kstat"
+        ));
+        assert_schema_valid(&r);
+        assert_eq!(r["config"]["gtod-reduce"], true, "{engine}");
+        let t = &r["total"];
+        assert_eq!(t["ops"], 300, "{engine}: every I/O counted");
+        assert!(t["iops"].as_f64().unwrap() > 0.0, "{engine}");
+        assert_eq!(
+            t["bytes"].as_u64().unwrap(),
+            t["read"]["bytes"].as_u64().unwrap() + t["write"]["bytes"].as_u64().unwrap()
+        );
+        // No latency at all: null, never a made-up zero.
+        assert!(t["lat_ns"].is_null(), "{engine}: {t}");
+        for d in ["read", "write"] {
+            assert!(t[d]["ops"].as_u64().unwrap() > 0, "{engine} {d}");
+            assert!(t[d]["lat_ns"].is_null(), "{engine} {d}");
+            assert!(t[d].get("slat_ns").is_none() && t[d].get("clat_ns").is_none());
+        }
+    }
+    // Timed, the same run has latencies (the flag is what removes them).
+    let r = json_run(&format!("io {f} --rw randread --number-ios 50 --no-kstat"));
+    assert!(r["total"]["lat_ns"]["max"].as_u64().unwrap() > 0);
+    assert!(r["config"].get("gtod-reduce").is_none());
+    // Intervals still count every I/O, on the coarse clock.
+    let r = json_run(&format!(
+        "io {f} --rw randread --engine sync --runtime 400ms --status-interval 100ms --gtod-reduce --no-kstat"
+    ));
+    let iv = r["intervals"].as_array().unwrap();
+    assert!(iv.len() >= 2, "{iv:?}");
+    let sum: u64 = iv.iter().map(|i| i["ops"].as_u64().unwrap()).sum();
+    assert_eq!(sum, r["total"]["ops"].as_u64().unwrap());
+    assert!(iv.iter().all(|i| i["lat_p99_ns"].is_null()));
+    // The runtime still ends the run, though the clock is read rarely.
+    let ms = r["total"]["elapsed_ns"].as_u64().unwrap() / 1_000_000;
+    assert!((350..2000).contains(&ms), "{ms} ms");
+    // Text says why there is no latency line.
+    let out = ringlab(&format!(
+        "io {f} --rw randread --number-ios 20 --gtod-reduce --no-kstat"
+    ));
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("gtod-reduce (no latency)"), "{text}");
+    assert!(text.contains("lat: not measured"), "{text}");
+    // fio's spelling, and fio's JSON: N = 0 where nothing was timed.
+    let out = ringlab(&format!(
+        "io --filename={f} --rw=randread --bs=4k --size=1m --number_ios=40 --gtod_reduce=1 --name=g --output-format=fio-json --no-kstat"
+    ));
+    assert_ok(&out);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let read = &doc["jobs"][0]["read"];
+    assert_eq!(read["total_ios"], 40, "{read}");
+    for k in ["lat_ns", "clat_ns", "slat_ns"] {
+        assert_eq!(read[k]["N"], 0, "{k}: {read}");
+    }
+    // A latency log needs latencies.
+    let out = ringlab(&format!(
+        "io {f} --number-ios 4 --gtod-reduce --write-lat-log {}/l",
+        dir.path().display()
+    ));
+    assert_fails(&out, 2, &["--write-lat-log", "--gtod-reduce"]);
+}

@@ -129,6 +129,7 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("ramp_time", Kind::Value("ramp-time")),
     opt!("fsync", Kind::Value("fsync")),
     opt!("fdatasync", Kind::Value("fdatasync")),
+    opt!("gtod_reduce", Kind::Flag("gtod-reduce")),
     opt!("end_fsync", Kind::Flag("end-fsync")),
     opt!("offset", Kind::Value("offset")),
     opt!("bsrange", ["blocksize_range"], Kind::Special),
@@ -151,7 +152,6 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("fallocate", Kind::Refused("ringlab has no equivalent: it lays out new files by writing real data")),
     opt!("exitall", Kind::Refused("ringlab has no equivalent: a job file's jobs run one after the other")),
     opt!("iodepth_low", Kind::Refused("ringlab has no equivalent: it refills the queue as completions are reaped")),
-    opt!("gtod_reduce", Kind::Refused("ringlab has no equivalent: it always times every I/O")),
     opt!("clocksource", Kind::Refused("ringlab has no equivalent: it times with CLOCK_MONOTONIC")),
     opt!("nonvectored", Kind::Fixed("1", "ringlab's io_uring engine always uses the non-vectored IORING_OP_READ/WRITE (nonvectored=1); ringlab has no equivalent of vectored requests")),
 ];
