@@ -398,16 +398,29 @@ impl Intervals {
 /// fio's logs of one job (--write-lat-log, --write-bw-log,
 /// --write-iops-log): `time_ms, value, direction, bs, offset, priority`.
 struct Logs {
-    lat: Option<std::io::BufWriter<std::fs::File>>,
+    /// --write-lat-log: fio's `_lat`, `_clat` and `_slat` logs, in the
+    /// order of [`IoLatencies`].
+    lat: Option<Box<[LatLog; 3]>>,
     bw: Option<std::io::BufWriter<std::fs::File>>,
     iops: Option<std::io::BufWriter<std::fs::File>>,
-    /// The latency log's window; 0: every I/O.
+    /// The latency logs' window; 0: every I/O.
     lat_window_ns: u64,
     /// The bandwidth and IOPS logs' window.
     rate_window_ns: u64,
-    lat_win: LogWindow,
     rate_win: LogWindow,
 }
+
+/// One of fio's latency logs and its averaging window.
+struct LatLog {
+    file: std::io::BufWriter<std::fs::File>,
+    win: LogWindow,
+}
+
+/// The latencies of one I/O for fio's latency logs, in ns: total,
+/// completion, and submission (`None` where the engine has no separate
+/// submission: the sync engine's `_slat` log stays empty, as fio's does
+/// for psync).
+type IoLatencies = [Option<u64>; 3];
 
 /// What completed in one window, per direction: I/Os, bytes, latency sum.
 #[derive(Default)]
@@ -433,16 +446,25 @@ impl Logs {
         };
         let avg = plan.avg_msec * 1_000_000;
         let rate_window_ns = if avg == 0 { 500_000_000 } else { avg };
+        let lat_log = |kind: &str| -> Result<Option<LatLog>> {
+            Ok(open(&plan.lat, kind)?.map(|file| LatLog {
+                file,
+                win: LogWindow {
+                    end_ns: avg,
+                    ..Default::default()
+                },
+            }))
+        };
+        let lat = match (lat_log("lat")?, lat_log("clat")?, lat_log("slat")?) {
+            (Some(l), Some(c), Some(s)) => Some(Box::new([l, c, s])),
+            _ => None,
+        };
         Ok(Logs {
-            lat: open(&plan.lat, "lat")?,
+            lat,
             bw: open(&plan.bw, "bw")?,
             iops: open(&plan.iops, "iops")?,
             lat_window_ns: avg,
             rate_window_ns,
-            lat_win: LogWindow {
-                end_ns: avg,
-                ..Default::default()
-            },
             rate_win: LogWindow {
                 end_ns: rate_window_ns,
                 ..Default::default()
@@ -457,7 +479,7 @@ impl Logs {
         dir: Dir,
         bs: u64,
         offset: u64,
-        lat: u64,
+        lats: IoLatencies,
     ) -> std::io::Result<()> {
         use std::io::Write;
         let d = match dir {
@@ -465,19 +487,23 @@ impl Logs {
             Dir::Write => 1,
             Dir::Nop => return Ok(()),
         };
-        if let Some(w) = &mut self.lat {
-            if self.lat_window_ns == 0 {
-                writeln!(w, "{}, {lat}, {d}, {bs}, {offset}, 0", at_ns / 1_000_000)?;
-            } else {
-                self.lat_win.flush(at_ns, self.lat_window_ns, |t, d, win| {
-                    writeln!(
-                        w,
-                        "{t}, {}, {d}, {}, 0, 0",
-                        win.lat_sum[d] / win.ops[d] as u128,
-                        win.bs[d]
-                    )
-                })?;
-                self.lat_win.add(d, bs, lat);
+        if let Some(logs) = &mut self.lat {
+            for (log, v) in logs.iter_mut().zip(lats) {
+                let Some(v) = v else { continue };
+                let w = &mut log.file;
+                if self.lat_window_ns == 0 {
+                    writeln!(w, "{}, {v}, {d}, {bs}, {offset}, 0", at_ns / 1_000_000)?;
+                } else {
+                    log.win.flush(at_ns, self.lat_window_ns, |t, d, win| {
+                        writeln!(
+                            w,
+                            "{t}, {}, {d}, {}, 0, 0",
+                            win.lat_sum[d] / win.ops[d] as u128,
+                            win.bs[d]
+                        )
+                    })?;
+                    log.win.add(d, bs, v);
+                }
             }
         }
         if self.bw.is_some() || self.iops.is_some() {
@@ -487,7 +513,7 @@ impl Logs {
                 .flush(at_ns, self.rate_window_ns, |t, d, win| {
                     write_rates(bw, iops, t, d, win, secs)
                 })?;
-            self.rate_win.add(d, bs, lat);
+            self.rate_win.add(d, bs, 0);
         }
         Ok(())
     }
@@ -496,19 +522,18 @@ impl Logs {
     /// rates over the time they covered), and the files flushed.
     fn finish(&mut self, at_ns: u64) -> std::io::Result<()> {
         use std::io::Write;
-        if let Some(w) = &mut self.lat {
+        for log in self.lat.iter_mut().flat_map(|l| l.iter_mut()) {
+            let w = &mut log.file;
             if self.lat_window_ns != 0 {
-                self.lat_win
-                    .flush(u64::MAX, self.lat_window_ns, |t, d, win| {
-                        let _ = t;
-                        writeln!(
-                            w,
-                            "{}, {}, {d}, {}, 0, 0",
-                            at_ns / 1_000_000,
-                            win.lat_sum[d] / win.ops[d] as u128,
-                            win.bs[d]
-                        )
-                    })?;
+                log.win.flush(u64::MAX, self.lat_window_ns, |_, d, win| {
+                    writeln!(
+                        w,
+                        "{}, {}, {d}, {}, 0, 0",
+                        at_ns / 1_000_000,
+                        win.lat_sum[d] / win.ops[d] as u128,
+                        win.bs[d]
+                    )
+                })?;
             }
             w.flush()?;
         }
@@ -1154,7 +1179,7 @@ impl<E: Engine> Job<'_, E> {
                 Dir::Nop => {}
             }
         }
-        self.log(s, now_ns, lat)?;
+        self.log(s, now_ns, [Some(lat), Some(clat), slat])?;
         // Runs of equal latencies (one batch: one start, submission and
         // end time) are recorded once (flush_recorded).
         let u = &mut self.unrecorded;
@@ -1188,9 +1213,9 @@ impl<E: Engine> Job<'_, E> {
                 Dir::Nop => {}
             }
         }
-        // The latency log is refused with --gtod-reduce; the others take
+        // The latency logs are refused with --gtod-reduce; the others take
         // no latency.
-        self.log(s, now_ns, 0)?;
+        self.log(s, now_ns, [None; 3])?;
         let to = match s.dir {
             Dir::Read => &mut self.measurements.read,
             Dir::Write => &mut self.measurements.write,
@@ -1202,10 +1227,10 @@ impl<E: Engine> Job<'_, E> {
 
     /// fio's logs, once measuring has started (not within --ramp-time).
     #[inline]
-    fn log(&mut self, s: &SlotState, now_ns: u64, lat: u64) -> Result<()> {
+    fn log(&mut self, s: &SlotState, now_ns: u64, lats: IoLatencies) -> Result<()> {
         if let Some(l) = self.logs.as_mut().filter(|_| self.ramp_end_ns == 0) {
             let at = now_ns - self.measure_from_ns.min(now_ns);
-            if let Err(e) = l.record(at, s.dir, s.len as u64, s.offset, lat) {
+            if let Err(e) = l.record(at, s.dir, s.len as u64, s.offset, lats) {
                 bail!("job {}: cannot write fio's log: {e}", self.ctx.job);
             }
         }

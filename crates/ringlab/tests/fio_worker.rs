@@ -337,6 +337,28 @@ fn fio_logs_are_written_as_fio_names_and_formats_them() {
         assert!(iops.iter().all(|l| l[1] > 0 && l[2] <= 1));
     }
     assert_eq!(all, r["total"]["ops"].as_u64().unwrap());
+    // fio's _clat and _slat logs beside _lat: the sync engine has no
+    // separate submission, so clat is the whole latency and _slat is empty.
+    let lat = log_lines(&dir.path().join("run_lat.1.log"));
+    assert_eq!(log_lines(&dir.path().join("run_clat.1.log")), lat);
+    assert!(log_lines(&dir.path().join("run_slat.1.log")).is_empty());
+    // An async engine: the three logs line up, I/O by I/O, and
+    // lat = slat + clat on every line.
+    let u = dir.path().join("ring").display().to_string();
+    json_run(&format!(
+        "io {f} --rw randread --engine uring --iodepth 4 --number-ios 100 --no-kstat --write-lat-log {u}"
+    ));
+    let read = |k: &str| log_lines(&dir.path().join(format!("ring_{k}.1.log")));
+    let (lat, clat, slat) = (read("lat"), read("clat"), read("slat"));
+    assert_eq!(lat.len(), 100);
+    assert_eq!((clat.len(), slat.len()), (100, 100));
+    for ((l, c), s) in lat.iter().zip(&clat).zip(&slat) {
+        assert_eq!(l[1], s[1] + c[1], "lat {l:?} = slat {s:?} + clat {c:?}");
+        assert!(c[1] > 0);
+        for k in [0, 2, 3, 4] {
+            assert!(l[k] == c[k] && l[k] == s[k], "{l:?} {c:?} {s:?}");
+        }
+    }
     // Averaged: one line per direction per window.
     let q = dir.path().join("avg").display().to_string();
     let r = json_run(&format!(
@@ -345,6 +367,7 @@ fn fio_logs_are_written_as_fio_names_and_formats_them() {
     let lat = log_lines(&dir.path().join("avg_lat.1.log"));
     let windows = r["total"]["elapsed_ns"].as_u64().unwrap() / 100_000_000 + 1;
     assert!(!lat.is_empty() && lat.len() as u64 <= windows, "{lat:?}");
+    assert_eq!(log_lines(&dir.path().join("avg_clat.1.log")), lat);
     assert!(lat.iter().all(|l| l[2] == 0 && l[4] == 0));
     // Full windows end on multiples of 100 ms.
     assert!(
@@ -676,6 +699,13 @@ fn gtod_reduce_counts_every_io_and_times_none() {
     for k in ["lat_ns", "clat_ns", "slat_ns"] {
         assert_eq!(read[k]["N"], 0, "{k}: {read}");
     }
+    // fio's finer switches save nothing in ringlab: accepted, latency kept.
+    let out = ringlab(&format!(
+        "io --filename={f} --rw=randread --bs=4k --size=1m --number_ios=40 --disable_lat=1 --disable_clat=1 --disable_slat=1 --disable_bw=1 --name=g --output-format=fio-json --no-kstat"
+    ));
+    assert_ok(&out);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["jobs"][0]["read"]["lat_ns"]["N"], 40);
     // A latency log needs latencies.
     let out = ringlab(&format!(
         "io {f} --number-ios 4 --gtod-reduce --write-lat-log {}/l",
