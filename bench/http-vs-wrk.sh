@@ -10,7 +10,9 @@
 #   - requests per second, as the client printed it;
 #   - client CPU microseconds per request: the client process's own user +
 #     system time (wait4's rusage of the child) over its request count;
-#   - ratios to wrk: requests/s, and requests per client CPU-second.
+#   - ratios to wrk: requests/s, and requests per client CPU-second, as
+#     the ratio of the medians and as the median (min-max) of each
+#     repeat's ratio to wrk's run of the same repeat (pairwise).
 # Then the same with a wrk Lua script whose request() builds every request
 # (wrk.format with a new path each time), run by wrk -s and by ringlab -s
 # (BENCH_SCRIPT_IOS), at BENCH_SCRIPT_CONNS connections: the cost of a
@@ -185,7 +187,7 @@ data = {}
 for c, tool, n, rps, cpu, rss in rows:
     n, rps, cpu = int(n), float(rps), float(cpu)
     data.setdefault((int(c), tool), []).append((rps, cpu * 1e6 / n if n else float("nan")))
-print(f"{'conns':>5} {'client':<12} {'req/s median (min-max)':>26} {'CPU us/req median (min-max)':>28} {'req/s vs wrk':>12} {'req/CPU-s vs wrk':>16}")
+print(f"{'conns':>5} {'client':<12} {'req/s median (min-max)':>26} {'CPU us/req median (min-max)':>28} {'req/s vs wrk':>12} {'req/CPU-s vs wrk':>16} {'pairwise (min-max)':>22}")
 for c in sorted({k[0] for k in data}):
     base = data.get((c, "wrk"))
     b_rps = statistics.median(r for r, _ in base) if base else None
@@ -200,7 +202,12 @@ for c in sorted({k[0] for k in data}):
         r2 = f"{b_cpu / cpu:.2f}x" if b_cpu and cpu == cpu and cpu > 0 else "-"
         rr = f"{rps:.0f} ({min(r for r, _ in v):.0f}-{max(r for r, _ in v):.0f})"
         cc = f"{cpu:.2f} ({min(u for _, u in v):.2f}-{max(u for _, u in v):.2f})"
-        print(f"{c:>5} {tool:<12} {rr:>26} {cc:>28} {r1:>12} {r2:>16}")
+        # Each repeat's run against wrk's run of the same repeat (run
+        # next to it): on a host whose speed drifts between repeats, the
+        # median of these pairs is steadier than the ratio of medians.
+        pairs = sorted(bu / u for (_, u), (_, bu) in zip(v, base or []) if u == u and u > 0 and bu == bu)
+        r3 = f"{statistics.median(pairs):.2f}x ({pairs[0]:.2f}-{pairs[-1]:.2f})" if pairs and tool != "wrk" else "-"
+        print(f"{c:>5} {tool:<12} {rr:>26} {cc:>28} {r1:>12} {r2:>16} {r3:>22}")
 PY
 }
 echo "started $start_utc UTC with load average $load_start; tables at $(date -u +%H:%M) UTC, load average $(cut -d' ' -f1-3 /proc/loadavg)"
