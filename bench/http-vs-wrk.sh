@@ -27,7 +27,8 @@
 #   BENCH_CONNS ("1 10 50 100 400"), BENCH_IOS ("epoll uring-nb uring
 #   uring-iou uring-mshot"), BENCH_PORT (18089), BENCH_BIG_CONNS
 #   (10000), BENCH_SCRIPT_CONNS ("10 100"), BENCH_SCRIPT_IOS ("epoll uring");
-#   an empty BENCH_CONNS skips the plain table. "uring" is --io uring as a
+#   an empty BENCH_CONNS skips the plain table, an empty
+#   BENCH_SCRIPT_CONNS the request() script table. "uring" is --io uring as a
 #   user types it (the default ring: COOP_TASKRUN, SINGLE_ISSUER and
 #   DEFER_TASKRUN where the kernel has them); uring-iou is --io uring
 #   --mode iou (the bare kernel ring); uring+coop (--coop-taskrun only) and
@@ -38,11 +39,11 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 dur=${BENCH_DURATION:-3}
 repeats=${BENCH_REPEATS:-3}
-conns_list=${BENCH_CONNS:-"1 10 50 100 400"}
+conns_list=${BENCH_CONNS-"1 10 50 100 400"}
 ios=${BENCH_IOS:-"epoll uring-nb uring uring-iou uring-mshot"}
 port=${BENCH_PORT:-18089}
 big=${BENCH_BIG_CONNS:-10000}
-script_conns=${BENCH_SCRIPT_CONNS:-"10 100"}
+script_conns=${BENCH_SCRIPT_CONNS-"10 100"}
 script_ios=${BENCH_SCRIPT_IOS:-"epoll uring"}
 
 if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
@@ -212,9 +213,11 @@ PY
 }
 echo "started $start_utc UTC with load average $load_start; tables at $(date -u +%H:%M) UTC, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 if [ -n "$conns_list" ]; then table "$results" "$tools"; fi
-echo
-echo "with a request() script (-s request.lua, both clients):"
-table "$script_results" "$script_tools"
+if [ -n "$script_conns" ]; then
+    echo
+    echo "with a request() script (-s request.lua, both clients):"
+    table "$script_results" "$script_tools"
+fi
 
 echo
 echo "$big connections held for ${dur}s (client peak RSS):"
