@@ -73,6 +73,13 @@ pub struct IoArgs {
     #[arg(long, value_name = "SIZE/PCT:..[,..]")]
     pub bssplit: Option<String>,
 
+    /// fio's blockalign: the boundary random offsets are aligned to.
+    /// ringlab's offsets are always multiples of the smallest block size
+    /// (fio's default), so only that size is taken (R,W: both); another is
+    /// refused.
+    #[arg(long, value_name = "SIZE[,SIZE]")]
+    pub blockalign: Option<String>,
+
     /// I/Os in flight per job (the sync engine always has one).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub iodepth: u32,
@@ -378,6 +385,17 @@ impl IoPlan {
     /// Validates flags that do not depend on the target.
     pub fn from_args(args: &IoArgs) -> Result<IoPlan> {
         let (block_sizes, bs, bs_max) = block_sizes(args)?;
+        if let Some(text) = &args.blockalign {
+            for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+                if size_flag("blockalign", part)? != bs {
+                    usage!(
+                        "--blockalign {text}: ringlab aligns offsets to the smallest block size ({}), fio's default, and has no other alignment: drop --blockalign or make it {}",
+                        format_bytes(bs),
+                        format_bytes(bs)
+                    );
+                }
+            }
+        }
         if args.iodepth == 0 || args.iodepth > IODEPTH_MAX {
             usage!(
                 "--iodepth {}: must be between 1 and {IODEPTH_MAX} (io_uring's limit on ring entries)",

@@ -713,3 +713,36 @@ fn gtod_reduce_counts_every_io_and_times_none() {
     ));
     assert_fails(&out, 2, &["--write-lat-log", "--gtod-reduce"]);
 }
+
+#[test]
+fn blockalign_is_taken_when_it_is_the_smallest_block_size() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = small_target(&dir);
+    // fio's default, spelled out: runs, offsets stay multiples of 4 KiB.
+    let p = dir.path().join("a").display().to_string();
+    json_run(&format!(
+        "io {f} --rw randread --bs 4k --blockalign 4k,4k --number-ios 50 --engine sync --no-kstat --write-lat-log {p}"
+    ));
+    let lat = log_lines(&dir.path().join("a_lat.1.log"));
+    assert_eq!(lat.len(), 50);
+    assert!(lat.iter().all(|l| l[4] % 4096 == 0));
+    // With bsrange the smallest size is the alignment.
+    json_run(&format!(
+        "io {f} --rw randread --bsrange 4k-16k --blockalign 4k --number-ios 10 --no-kstat"
+    ));
+    // fio's spellings.
+    let out = ringlab(&format!(
+        "io --filename={f} --rw=randread --bs=4k --ba=4k --size=1m --number_ios=10 --name=b --no-kstat"
+    ));
+    assert_ok(&out);
+    // Another alignment is refused, with the size ringlab uses.
+    let out = ringlab(&format!(
+        "io {f} --rw randread --bs 4k --blockalign 512 --number-ios 4"
+    ));
+    assert_fails(&out, 2, &["--blockalign 512", "4 KiB"]);
+    let out = ringlab(&format!(
+        "io --filename={f} --rw=randread --bs=4k --blockalign=8k --size=1m --number_ios=4 --name=c"
+    ));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("blockalign"));
+}

@@ -137,6 +137,7 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("offset", Kind::Value("offset")),
     opt!("bsrange", ["blocksize_range"], Kind::Special),
     opt!("bssplit", Kind::Value("bssplit")),
+    opt!("blockalign", ["ba"], Kind::Value("blockalign")),
     opt!("number_ios", Kind::Value("number-ios")),
     opt!("rate", Kind::Value("rate")),
     opt!("rate_iops", Kind::Value("rate-iops")),
