@@ -76,6 +76,7 @@ else
 fi
 
 cleanup=()
+mkdir -p "$repo/target"
 trap 'rm -f "${cleanup[@]}" 2>/dev/null || true' EXIT
 if [[ "${BENCH_ZRAM:-0}" == 1 ]]; then
     target=/dev/zram0
