@@ -495,12 +495,7 @@ impl Logs {
                     writeln!(w, "{}, {v}, {d}, {bs}, {offset}, 0", at_ns / 1_000_000)?;
                 } else {
                     log.win.flush(at_ns, self.lat_window_ns, |t, d, win| {
-                        writeln!(
-                            w,
-                            "{t}, {}, {d}, {}, 0, 0",
-                            win.lat_sum[d] / win.ops[d] as u128,
-                            win.bs[d]
-                        )
+                        write_mean_latency(w, t, d, win)
                     })?;
                     log.win.add(d, bs, v);
                 }
@@ -526,13 +521,7 @@ impl Logs {
             let w = &mut log.file;
             if self.lat_window_ns != 0 {
                 log.win.flush(u64::MAX, self.lat_window_ns, |_, d, win| {
-                    writeln!(
-                        w,
-                        "{}, {}, {d}, {}, 0, 0",
-                        at_ns / 1_000_000,
-                        win.lat_sum[d] / win.ops[d] as u128,
-                        win.bs[d]
-                    )
+                    write_mean_latency(w, at_ns / 1_000_000, d, win)
                 })?;
             }
             w.flush()?;
@@ -552,6 +541,23 @@ impl Logs {
         }
         Ok(())
     }
+}
+
+/// One averaged line of a latency log: the window's mean latency of
+/// direction `d`, stamped `t` ms.
+fn write_mean_latency(
+    w: &mut std::io::BufWriter<std::fs::File>,
+    t: u64,
+    d: usize,
+    win: &LogWindow,
+) -> std::io::Result<()> {
+    use std::io::Write;
+    writeln!(
+        w,
+        "{t}, {}, {d}, {}, 0, 0",
+        win.lat_sum[d] / win.ops[d] as u128,
+        win.bs[d]
+    )
 }
 
 fn write_rates(
@@ -1171,13 +1177,8 @@ impl<E: Engine> Job<'_, E> {
             (Some(sub - s.start_ns), end - sub)
         };
         let lat = end - s.start_ns;
-        if let Some(iv) = &mut self.intervals {
-            iv.cut(now_ns, self.measure_from_ns);
-            match s.dir {
-                Dir::Read => iv.current.read.record(bs, lat),
-                Dir::Write => iv.current.write.record(bs, lat),
-                Dir::Nop => {}
-            }
+        if let Some(r) = self.interval_recorder(now_ns, s.dir) {
+            r.record(bs, lat);
         }
         self.log(s, now_ns, [Some(lat), Some(clat), slat])?;
         // Runs of equal latencies (one batch: one start, submission and
@@ -1205,24 +1206,32 @@ impl<E: Engine> Job<'_, E> {
     #[inline]
     fn count_untimed(&mut self, s: &SlotState, now_ns: u64) -> Result<()> {
         let bs = s.len as u64;
-        if let Some(iv) = &mut self.intervals {
-            iv.cut(now_ns, self.measure_from_ns);
-            match s.dir {
-                Dir::Read => iv.current.read.count(bs, 1),
-                Dir::Write => iv.current.write.count(bs, 1),
-                Dir::Nop => {}
-            }
+        if let Some(r) = self.interval_recorder(now_ns, s.dir) {
+            r.count(bs, 1);
         }
         // The latency logs are refused with --gtod-reduce; the others take
         // no latency.
         self.log(s, now_ns, [None; 3])?;
-        let to = match s.dir {
-            Dir::Read => &mut self.measurements.read,
-            Dir::Write => &mut self.measurements.write,
-            Dir::Nop => &mut self.measurements.nop,
-        };
-        to.count(bs, 1);
+        recorder(&mut self.measurements, s.dir).count(bs, 1);
         Ok(())
+    }
+
+    /// Under --status-interval, the recorder of the interval a completion
+    /// at `now_ns` falls in (the intervals before it closed), for its
+    /// direction; `None` without intervals, and for NOPs.
+    #[inline]
+    fn interval_recorder(
+        &mut self,
+        now_ns: u64,
+        dir: Dir,
+    ) -> Option<&mut ringlab_stats::DirectionRecorder> {
+        let iv = self.intervals.as_mut()?;
+        iv.cut(now_ns, self.measure_from_ns);
+        match dir {
+            Dir::Read => Some(&mut iv.current.read),
+            Dir::Write => Some(&mut iv.current.write),
+            Dir::Nop => None,
+        }
     }
 
     /// fio's logs, once measuring has started (not within --ramp-time).
@@ -1241,12 +1250,7 @@ impl<E: Engine> Job<'_, E> {
     fn flush_recorded(&mut self) {
         let u = self.unrecorded;
         self.unrecorded.n = 0;
-        let to = match u.dir {
-            Dir::Read => &mut self.measurements.read,
-            Dir::Write => &mut self.measurements.write,
-            Dir::Nop => &mut self.measurements.nop,
-        };
-        to.record_split(u.bytes, u.slat, u.clat, u.n);
+        recorder(&mut self.measurements, u.dir).record_split(u.bytes, u.slat, u.clat, u.n);
     }
 
     /// Waits for every I/O in flight, ignoring results (after an error of
@@ -1262,6 +1266,16 @@ impl<E: Engine> Job<'_, E> {
             self.inflight = self.inflight.saturating_sub(out.len() as u32);
         }
         Ok(Drain::Done)
+    }
+}
+
+/// The recorder of a direction's completions.
+#[inline]
+fn recorder(m: &mut ThreadMeasurements, dir: Dir) -> &mut ringlab_stats::DirectionRecorder {
+    match dir {
+        Dir::Read => &mut m.read,
+        Dir::Write => &mut m.write,
+        Dir::Nop => &mut m.nop,
     }
 }
 

@@ -288,12 +288,10 @@ fn a_fio_job_file_with_the_worker_options_runs() {
 
 /// Runs a job file and returns its fio-json output (the run must succeed).
 fn fio_json_of(job: &Path) -> serde_json::Value {
-    let out = ringlab(&format!(
+    ok_json(&format!(
         "io --fio {} --output-format fio-json --no-kstat",
         job.display()
-    ));
-    assert_ok(&out);
-    serde_json::from_slice(&out.stdout).unwrap()
+    ))
 }
 
 /// The lines of a fio log: (time_ms, value, direction, bs, offset).
@@ -689,22 +687,18 @@ fn gtod_reduce_counts_every_io_and_times_none() {
     assert!(text.contains("gtod-reduce (no latency)"), "{text}");
     assert!(text.contains("lat: not measured"), "{text}");
     // fio's spelling, and fio's JSON: N = 0 where nothing was timed.
-    let out = ringlab(&format!(
+    let doc = ok_json(&format!(
         "io --filename={f} --rw=randread --bs=4k --size=1m --number_ios=40 --gtod_reduce=1 --name=g --output-format=fio-json --no-kstat"
     ));
-    assert_ok(&out);
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let read = &doc["jobs"][0]["read"];
     assert_eq!(read["total_ios"], 40, "{read}");
     for k in ["lat_ns", "clat_ns", "slat_ns"] {
         assert_eq!(read[k]["N"], 0, "{k}: {read}");
     }
     // fio's finer switches save nothing in ringlab: accepted, latency kept.
-    let out = ringlab(&format!(
+    let doc = ok_json(&format!(
         "io --filename={f} --rw=randread --bs=4k --size=1m --number_ios=40 --disable_lat=1 --disable_clat=1 --disable_slat=1 --disable_bw=1 --name=g --output-format=fio-json --no-kstat"
     ));
-    assert_ok(&out);
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["jobs"][0]["read"]["lat_ns"]["N"], 40);
     // A latency log needs latencies.
     let out = ringlab(&format!(

@@ -50,6 +50,14 @@ pub fn json_run(line: &str) -> Value {
     serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
 }
 
+/// Runs `ringlab LINE` as given (its --output-format names a JSON format),
+/// which must succeed, and parses its stdout.
+pub fn ok_json(line: &str) -> Value {
+    let out = ringlab(line);
+    assert_ok(&out);
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
+
 /// Asserts that a run succeeded; its stderr is the failure message.
 pub fn assert_ok(out: &Output) {
     assert!(
