@@ -78,6 +78,9 @@ pub struct IoConfig {
     pub directory: String,
     pub allow_destructive: bool,
     pub no_kstat: bool,
+    /// --evidence; `default` in results made before it existed.
+    #[serde(default)]
+    pub evidence: ringlab_kstat::Level,
     /// The io_uring knobs, one key per flag (see the knob table).
     #[serde(flatten)]
     pub uring: UringOptions,

@@ -251,6 +251,13 @@ pub struct IoArgs {
     #[arg(long)]
     pub no_kstat: bool,
 
+    /// How much kernel evidence to collect: `default` (system calls,
+    /// io-wq offloads, file lookups, context switches, IPIs, helper
+    /// threads: under 2% of a CPU-bound run) or `full` (every io_uring
+    /// tracepoint and each request's time in each stage; costs more).
+    #[arg(long, value_name = "LEVEL", default_value = "default")]
+    pub evidence: ringlab_kstat::Level,
+
     #[command(flatten)]
     pub uring: UringArgs,
 }
@@ -312,6 +319,8 @@ pub struct IoPlan {
     pub uring_defaults: Vec<&'static str>,
     /// Collect kernel evidence (not --no-kstat).
     pub kstat: bool,
+    /// How much (--evidence).
+    pub evidence: ringlab_kstat::Level,
 }
 
 /// fio's logs: the prefixes given and the averaging window.
@@ -659,7 +668,19 @@ impl IoPlan {
             uring: resolved.options,
             uring_defaults: resolved.defaults,
             kstat: !args.no_kstat,
+            evidence: args.evidence,
         })
+    }
+
+    /// Whether the run logs each request for the stage latencies:
+    /// `--evidence full` on io_uring with one job (the kernel's events are
+    /// joined by user_data, which is per ring).
+    pub fn stage_latencies(&self) -> bool {
+        self.kstat
+            && self.evidence == ringlab_kstat::Level::Full
+            && self.engine == crate::engines::EngineKind::Uring
+            && self.numjobs == 1
+            && self.rw != crate::workload::Rw::Nop
     }
 
     /// Whether the block size varies (--bsrange, --bssplit).
@@ -781,6 +802,7 @@ impl IoPlan {
             directory: self.directory.display().to_string(),
             allow_destructive: self.allow_destructive,
             no_kstat: !self.kstat,
+            evidence: self.evidence,
             uring: self.uring.clone(),
             default_knobs: self.uring_defaults.iter().map(|s| s.to_string()).collect(),
         }

@@ -35,8 +35,22 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         let disk = (plan.rw != crate::workload::Rw::Nop)
             .then(|| ringlab_kstat::device::disk_of_path(&target.access_path()))
             .flatten();
-        ringlab_kstat::Collector::open(disk)
+        ringlab_kstat::Collector::open(disk, plan.evidence)
     });
+    // --evidence full: the kernel's timestamps of every request.
+    let mut stage_note = None;
+    let mut tracer = None;
+    if plan.kstat && plan.evidence == ringlab_kstat::Level::Full {
+        if plan.stage_latencies() {
+            let disk = ringlab_kstat::device::disk_of_path(&target.access_path());
+            match ringlab_kstat::stages::Tracer::open(disk.as_deref()) {
+                Ok(t) => tracer = Some(t),
+                Err(e) => stage_note = Some(format!("could not trace the requests' stages: {e}")),
+            }
+        } else {
+            stage_note = Some("stage latencies are measured for --engine uring with --numjobs 1 (the kernel's events are joined to ringlab's requests by user_data, which is per ring)".to_string());
+        }
+    }
     let plan = Arc::new(plan.clone());
     let progress: Vec<Arc<JobProgress>> = (0..plan.numjobs)
         .map(|_| Arc::new(JobProgress::default()))
@@ -65,7 +79,11 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         run_job(p.engine, ctx, |ok| slot.ready(ok))
     })?;
     let jobs_ops = progress.clone();
-    let enable = move |k: &mut ringlab_kstat::Collector| {
+    let enable = move |k: &mut ringlab_kstat::Collector,
+                       t: Option<&ringlab_kstat::stages::Tracer>| {
+        if let Some(t) = t {
+            t.enable();
+        }
         let jobs = jobs_ops.clone();
         k.enable(Arc::new(move || {
             jobs.iter().map(|p| p.ops.load(Ordering::Relaxed)).sum()
@@ -76,7 +94,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     let mut kstat_on = false;
     if let Some(k) = &mut kstat {
         if ramp.is_zero() {
-            enable(k);
+            enable(k, tracer.as_ref());
             kstat_on = true;
         }
     }
@@ -88,7 +106,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     harness.supervise(runtime, &opts.interrupted, |tick, elapsed| {
         if let Some(k) = kstat.as_mut() {
             if !kstat_on && elapsed >= ramp {
-                enable(k);
+                enable(k, tracer.as_ref());
                 kstat_on = true;
                 kstat_tick = tick;
             }
@@ -101,7 +119,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         if !kstat_on {
             // The run ended within the ramp: the evidence covers nothing
             // measured either.
-            enable(k);
+            enable(k, tracer.as_ref());
         }
         k.disable();
     }
@@ -109,7 +127,9 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     // result, not the "aborted" of the jobs told to stop because of it.
     let outcomes = harness.finish(|e| e.is::<Aborted>());
     line.clear();
-    let jobs = outcomes?;
+    let mut jobs = outcomes?;
+    let stage_logs: Vec<worker::StageLog> =
+        jobs.iter_mut().filter_map(|j| j.stages.take()).collect();
     let mut warnings = Vec::new();
     if opts.interrupted.load(Ordering::SeqCst) {
         warnings.push("interrupted: the figures cover the run up to the interruption".to_string());
@@ -136,11 +156,53 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     let mut result = build_result(&plan, &target, started_at, jobs, warnings);
     if let Some(k) = kstat {
         let t = &result.total;
-        let mut report = k.finish(t.ops, t.cpu_user_ns + t.cpu_sys_ns);
+        let mut report = k.finish(
+            t.ops,
+            t.cpu_user_ns + t.cpu_sys_ns,
+            t.ctx_voluntary + t.ctx_involuntary,
+        );
         report.evidence = crate::evidence::knob_evidence(&plan, &report);
+        if let Some(t) = tracer {
+            report.stages = Some(join_stages(t, &stage_logs, &target));
+        }
+        if let Some(why) = stage_note {
+            report.unavailable.push(ringlab_stats::UnavailableCounter {
+                counter: "stage latencies".into(),
+                reason: why,
+            });
+        }
         result.kstat = Some(report);
     }
     Ok(result)
+}
+
+/// The stage latencies: ringlab's logged requests, their sectors on the
+/// disk, joined with the kernel's events.
+fn join_stages(
+    tracer: ringlab_kstat::stages::Tracer,
+    logs: &[worker::StageLog],
+    target: &Target,
+) -> ringlab_stats::StageReport {
+    use std::os::fd::AsRawFd;
+    let map = std::fs::File::open(target.access_path())
+        .ok()
+        .and_then(|f| {
+            let len = f.metadata().map_or(0, |m| m.len());
+            ringlab_kstat::stages::SectorMap::of(f.as_raw_fd(), len)
+        });
+    let mut requests = Vec::new();
+    for log in logs {
+        let zero = log.clock_zero_mono_ns;
+        requests.extend(log.requests.iter().map(|&(slot, offset, issue, reap)| {
+            ringlab_kstat::stages::Request {
+                user_data: u64::from(slot),
+                sector: map.as_ref().and_then(|m| m.sector(offset)),
+                start_ns: zero + issue,
+                reap_ns: zero + reap,
+            }
+        }));
+    }
+    tracer.finish(&requests, logs.iter().any(|l| l.full))
 }
 
 /// Sets up the engine on the calling (job) thread, reports setup through

@@ -136,15 +136,63 @@ pub fn render_kstat(out: &mut String, k: &ringlab_stats::KstatReport) {
         };
         let _ = writeln!(out, "  {} {verdict}: {}", e.knob, e.detail);
     }
-    if !k.unavailable.is_empty() {
-        let mut reasons: Vec<&str> = k.unavailable.iter().map(|u| u.reason.as_str()).collect();
-        reasons.dedup();
+    if let Some(st) = &k.stages {
+        render_stages(out, st);
+    }
+    // One line per reason, naming the counters it holds back.
+    let mut reasons: Vec<&str> = Vec::new();
+    for u in &k.unavailable {
+        if !reasons.contains(&u.reason.as_str()) {
+            reasons.push(&u.reason);
+        }
+    }
+    for reason in reasons {
+        let names: Vec<&str> = k
+            .unavailable
+            .iter()
+            .filter(|u| u.reason == reason)
+            .map(|u| u.counter.rsplit(':').next().unwrap_or(&u.counter))
+            .collect();
+        let _ = writeln!(out, "  not measured: {}: {reason}", names.join(", "));
+    }
+}
+
+/// `--evidence full`: per stage, the percentiles of the requests' time in
+/// it, from the kernel's own timestamps.
+fn render_stages(out: &mut String, st: &ringlab_stats::StageReport) {
+    let block = match st.requests_matched_block {
+        Some(b) if b > 0 => format!(", {b} with their block request"),
+        Some(_) => ", no block request (the device has no request queue, or none was seen)".into(),
+        None => String::new(),
+    };
+    let lost = if st.events_lost > 0 || st.requests_not_logged {
+        format!(
+            "; {} kernel events lost{}",
+            st.events_lost,
+            if st.requests_not_logged {
+                ", requests past the log's cap not logged"
+            } else {
+                ""
+            }
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "  where the time goes, per request ({} of {} requests joined to their kernel events{block}{lost}):",
+        st.requests_matched, st.requests_logged
+    );
+    let width = st.stages.iter().map(|s| s.stage.len()).max().unwrap_or(0);
+    for s in &st.stages {
         let _ = writeln!(
             out,
-            "  unavailable: {} counter{} ({})",
-            k.unavailable.len(),
-            if k.unavailable.len() == 1 { "" } else { "s" },
-            reasons.join("; ")
+            "    {:width$}  mean {:>9}  p50 {:>9}  p99 {:>9}  max {:>9}",
+            s.stage,
+            format_ns(s.mean_ns),
+            format_ns(s.p50_ns as f64),
+            format_ns(s.p99_ns as f64),
+            format_ns(s.max_ns as f64),
         );
     }
 }

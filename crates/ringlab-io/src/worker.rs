@@ -56,6 +56,24 @@ pub struct JobOutcome {
     /// What the figures do not cover (a read-back cut short by an
     /// interruption, I/O abandoned in flight), for the result's warnings.
     pub warnings: Vec<String>,
+    /// `--evidence full` on io_uring: each measured request's issue and
+    /// reap times, for the stage latencies.
+    pub stages: Option<StageLog>,
+}
+
+/// Requests logged for the stage latencies (`--evidence full`).
+pub struct StageLog {
+    /// (user_data, offset, issue, reap), job clock nanoseconds.
+    pub requests: Vec<(u32, u64, u64, u64)>,
+    /// CLOCK_MONOTONIC nanoseconds of the job clock's zero.
+    pub clock_zero_mono_ns: u64,
+    /// Requests went unlogged past [`StageLog::CAP`].
+    pub full: bool,
+}
+
+impl StageLog {
+    /// At most this many requests (32 bytes each) are logged.
+    pub const CAP: usize = 8_000_000;
 }
 
 /// Sets up the job on this thread (pinning, file, buffers, engine), calls
@@ -179,6 +197,11 @@ pub fn run_job<E: Engine>(
         measurements: ThreadMeasurements::default(),
         unrecorded: Unrecorded::default(),
         ops: 0,
+        stage_log: plan.stage_latencies().then(|| StageLog {
+            requests: Vec::with_capacity(1 << 16),
+            clock_zero_mono_ns: 0,
+            full: false,
+        }),
         clock: Instant::now(),
         ctx: &ctx,
         plan: &plan,
@@ -223,6 +246,7 @@ pub fn run_job<E: Engine>(
                     cpu,
                     measurements,
                     warnings,
+                    stages: None,
                 });
             }
             Err(e) => {
@@ -276,11 +300,22 @@ pub fn run_job<E: Engine>(
         }
         job.measurements.verified_blocks = Some(back.checked);
     }
+    if let Some(log) = &mut job.stage_log {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes the timespec it is given.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+        let mono = now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64;
+        log.clock_zero_mono_ns = mono.saturating_sub(job.clock.elapsed().as_nanos() as u64);
+    }
     Ok(JobOutcome {
         job: ctx.job,
         cpu,
         measurements: job.measurements,
         warnings,
+        stages: job.stage_log.take(),
     })
 }
 
@@ -680,6 +715,8 @@ struct Job<'a, E: Engine> {
     /// never grows).
     just_queued: Vec<u32>,
     ops: u64,
+    /// `--evidence full` on io_uring: the requests' issue and reap times.
+    stage_log: Option<StageLog>,
     clock: Instant,
     ctx: &'a JobContext,
     plan: &'a IoPlan,
@@ -1130,6 +1167,13 @@ impl<E: Engine> Job<'_, E> {
         // An I/O started (or due) within --ramp-time is not measured, even
         // when it completes after it (measure_from_ns is 0 without a ramp).
         if s.start_ns >= self.measure_from_ns {
+            if let Some(log) = &mut self.stage_log {
+                if log.requests.len() < StageLog::CAP {
+                    log.requests.push((slot, s.offset, s.start_ns, now_ns));
+                } else {
+                    log.full = true;
+                }
+            }
             if self.coarse.is_some() {
                 self.count_untimed(&s, now_ns)?;
             } else {

@@ -1,21 +1,81 @@
-//! One run's kernel evidence: opened before the job threads exist (so they
-//! and the kernel threads they cause inherit the counters), enabled when
-//! the measured run starts, read when it ends.
+//! One run's kernel evidence: opened before the job threads exist, enabled
+//! when the measured run starts, read when it ends.
+//!
+//! The tracepoints are counted by BPF programs for the whole run
+//! ([`crate::bpf`]): per-task perf counters, used before, made every
+//! context switch of a counted thread switch perf contexts as well and took
+//! 34-45% of a CPU-bound run. IPIs come from `/proc/interrupts`, context
+//! switches and CPU time of the kernel helper threads from `/proc`: both
+//! free.
 
+use crate::bpf::NamedCounters;
 use crate::device::{device_irqs, read_interrupts, IrqLine};
-use crate::perf::{event_id, TracepointCounter};
-use crate::windows::{OpsNow, Sampler};
 use ringlab_stats::{
     DeviceIrqDelta, HelperThread, InterruptDeltas, KstatReport, UnavailableCounter,
 };
 use std::collections::BTreeMap;
 use std::fs;
-use std::time::Duration;
+use std::sync::Arc;
 
-/// Tracepoints counted for the process (and its threads).
+/// How much evidence a run collects.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// [`DEFAULT_TRACEPOINTS`]: what costs under 2% of a CPU-bound run.
+    #[default]
+    Default,
+    /// Every tracepoint of [`PROCESS_TRACEPOINTS`].
+    Full,
+}
+
+impl std::str::FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Level, String> {
+        match s {
+            "default" => Ok(Level::Default),
+            "full" => Ok(Level::Full),
+            other => Err(format!(
+                "--evidence {other:?}: say default (cheap counters, the default) or full (every io_uring tracepoint and the per-request stage latencies)"
+            )),
+        }
+    }
+}
+
+impl Level {
+    /// The tracepoints counted at this level.
+    pub fn tracepoints(self) -> &'static [&'static str] {
+        match self {
+            Level::Default => DEFAULT_TRACEPOINTS,
+            Level::Full => PROCESS_TRACEPOINTS,
+        }
+    }
+}
+
+/// Counted by default: system calls (and `io_uring_enter` among them),
+/// io-wq offloads and file lookups (the evidence of `--force-async` and
+/// `--fixed-files`, and of a device that cannot complete without blocking),
+/// poll arming, and the failures and overflows (rare, so free). Each hit of
+/// a counted tracepoint costs about 40 ns of BPF program and its call; at
+/// depth 1 on zram (about 7 us a request, two context switches, six
+/// io_uring tracepoint hits) counting every tracepoint took about 4% of the
+/// IOPS, this set under 2%. Context switches come from /proc instead.
+pub const DEFAULT_TRACEPOINTS: &[&str] = &[
+    "raw_syscalls:sys_enter",
+    "io_uring:io_uring_queue_async_work",
+    "io_uring:io_uring_file_get",
+    "io_uring:io_uring_poll_arm",
+    "io_uring:io_uring_req_failed",
+    "io_uring:io_uring_cqe_overflow",
+];
+
+/// Why a tracepoint of the full set has no count in a default run.
+pub const NOT_BY_DEFAULT: &str = "not counted by default (a per-request tracepoint: counting every one costs a few percent of a CPU-bound run); --evidence full counts it";
+
+/// Tracepoints counted for the process (its threads, and the kernel helper
+/// threads of its rings, which belong to its thread group) with
+/// `--evidence full`.
 pub const PROCESS_TRACEPOINTS: &[&str] = &[
     "raw_syscalls:sys_enter",
-    "syscalls:sys_enter_io_uring_enter",
     "sched:sched_switch",
     "io_uring:io_uring_submit_req",
     "io_uring:io_uring_complete",
@@ -30,41 +90,8 @@ pub const PROCESS_TRACEPOINTS: &[&str] = &[
     "io_uring:io_uring_cqe_overflow",
 ];
 
-/// Tracepoints counted only in sampling windows: every io_uring one. A
-/// tracepoint with a perf event attached costs at every hit even while the
-/// event is disabled (on the development VM, submit_req and complete open
-/// but disabled cut NOP requests from 10M to 7M per second), and counting
-/// costs more (about 2% of the IOPS per per-request tracepoint at 130k
-/// IOPS). So these are opened only for a window (every
-/// [`WINDOW_PERIOD_TICKS`] ticks, one second: 50 ms or 20,000 operations),
-/// on every thread of the process, and closed after it; their per-op figures divide by the
-/// operations completed inside the windows ([`Collector::tick`],
-/// [`crate::windows`]).
-pub const WINDOWED_TRACEPOINTS: &[&str] = &[
-    "io_uring:io_uring_submit_req",
-    "io_uring:io_uring_complete",
-    "io_uring:io_uring_task_add",
-    "io_uring:io_uring_task_work_run",
-    "io_uring:io_uring_local_work_run",
-    "io_uring:io_uring_queue_async_work",
-    "io_uring:io_uring_file_get",
-    "io_uring:io_uring_poll_arm",
-    "io_uring:io_uring_cqring_wait",
-    "io_uring:io_uring_req_failed",
-    "io_uring:io_uring_cqe_overflow",
-];
-
-/// A sampling window opens every this many ticks ([`Collector::tick`],
-/// called every 50 ms): the first covers the run's first 50 ms, so every
-/// run of 50 ms or longer has one.
-pub const WINDOW_PERIOD_TICKS: u64 = 20;
-
-/// Tracepoints counted on every CPU (IPIs land on the CPU they interrupt,
-/// whoever sent them).
-pub const SYSTEM_TRACEPOINTS: &[&str] = &[
-    "irq_vectors:reschedule_entry",
-    "irq_vectors:call_function_entry",
-];
+/// The operations completed so far in the run (all jobs).
+pub type OpsNow = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// The per-op name of a counter: `raw_syscalls:sys_enter` →
 /// `syscalls_per_op`.
@@ -93,14 +120,12 @@ struct HelperState {
 }
 
 pub struct Collector {
-    /// Counted for the whole measured run.
-    counters: Vec<TracepointCounter>,
-    /// The windowed tracepoints this machine has, counted by `sampler`.
-    windowed: Vec<&'static str>,
-    /// Runs the sampling windows (`Err`: why it could not be started).
-    sampler: Option<Result<Sampler, String>>,
-    /// The run's operation count, for the windows.
-    ops_now: Option<OpsNow>,
+    level: Level,
+    /// The BPF counters of this process.
+    counters: NamedCounters,
+    /// Counts at the measured run's start and end, by tracepoint.
+    at_start: BTreeMap<&'static str, u64>,
+    at_end: BTreeMap<&'static str, u64>,
     unavailable: Vec<UnavailableCounter>,
     device: Option<String>,
     irq_before: Option<Vec<IrqLine>>,
@@ -112,49 +137,32 @@ pub struct Collector {
 }
 
 impl Collector {
-    /// Opens every whole-run counter (disabled) and checks that each
-    /// windowed tracepoint exists (attaching one only to check would cost a
-    /// grace period to detach; a window that cannot attach it says why).
-    /// Call before the threads to be counted are created. `device` is the
-    /// target's disk (`vda`).
-    pub fn open(device: Option<String>) -> Collector {
-        let mut windowed = Vec::new();
-        let mut unavailable = Vec::new();
-        for &name in WINDOWED_TRACEPOINTS {
-            match event_id(name) {
-                Ok(_) => windowed.push(name),
-                Err(reason) => unavailable.push(UnavailableCounter {
+    /// Attaches the counters of this process (they count from now; the
+    /// measured run is the difference between [`Collector::enable`] and
+    /// [`Collector::disable`]). `device` is the target's disk (`vda`).
+    pub fn open(device: Option<String>, level: Level) -> Collector {
+        let counters = NamedCounters::attach(std::process::id(), level.tracepoints());
+        let mut unavailable: Vec<UnavailableCounter> = counters
+            .unavailable
+            .iter()
+            .map(|(counter, reason)| UnavailableCounter {
+                counter: counter.clone(),
+                reason: reason.clone(),
+            })
+            .collect();
+        for &name in PROCESS_TRACEPOINTS {
+            if !level.tracepoints().contains(&name) && name != "sched:sched_switch" {
+                unavailable.push(UnavailableCounter {
                     counter: name.to_string(),
-                    reason,
-                }),
-            }
-        }
-        // Started before the whole-run counters exist, so that they are
-        // not inherited by the sampler's thread.
-        let sampler = (!windowed.is_empty()).then(|| {
-            Sampler::start(windowed.clone())
-                .map_err(|e| format!("could not start the sampling thread: {e}"))
-        });
-        let mut counters = Vec::new();
-        for (names, system_wide) in [(PROCESS_TRACEPOINTS, false), (SYSTEM_TRACEPOINTS, true)] {
-            for &name in names {
-                if WINDOWED_TRACEPOINTS.contains(&name) {
-                    continue;
-                }
-                match TracepointCounter::open(name, system_wide) {
-                    Ok(c) => counters.push(c),
-                    Err(reason) => unavailable.push(UnavailableCounter {
-                        counter: name.to_string(),
-                        reason,
-                    }),
-                }
+                    reason: NOT_BY_DEFAULT.into(),
+                });
             }
         }
         Collector {
+            level,
             counters,
-            windowed,
-            sampler,
-            ops_now: None,
+            at_start: BTreeMap::new(),
+            at_end: BTreeMap::new(),
             unavailable,
             device,
             irq_before: None,
@@ -165,13 +173,10 @@ impl Collector {
         }
     }
 
-    /// The measured run starts now; `ops_now` gives the operations it has
-    /// completed so far (read by the sampling windows).
-    pub fn enable(&mut self, ops_now: OpsNow) {
-        if let Some(Ok(s)) = &self.sampler {
-            s.window_from_now(&ops_now, Duration::from_secs(2));
-        }
-        self.ops_now = Some(ops_now);
+    /// The measured run starts now. (`_ops_now`, the run's operation
+    /// count, was read by the sampling windows of perf counting; BPF
+    /// counts every request, so no window is needed.)
+    pub fn enable(&mut self, _ops_now: OpsNow) {
         self.irq_before = read_interrupts().ok();
         // Helpers are the threads alive from now on: one sampled before
         // (a probe ring's poller, gone since) was never the run's.
@@ -181,41 +186,23 @@ impl Collector {
             h.baseline = h.last;
         }
         self.preexisting = self.helpers.keys().copied().collect();
-        for c in &self.counters {
-            c.enable();
-        }
+        self.at_start = self.counters.snapshot();
         self.enabled = true;
     }
 
-    /// The runner's periodic call, every 50 ms of the measured run (tick 0
-    /// at its start): samples the helper threads while they are alive (they
-    /// leave with their rings) and asks for a sampling window every
-    /// [`WINDOW_PERIOD_TICKS`] ticks (the first, at the start, was opened by
-    /// [`Collector::enable`]). Never blocks on the windows.
-    pub fn tick(&mut self, tick: u64) {
+    /// The runner's periodic call, every 50 ms of the measured run: samples
+    /// the helper threads while they are alive (they leave with their
+    /// rings).
+    pub fn tick(&mut self, _tick: u64) {
         self.sample_threads();
-        if !self.enabled || tick == 0 {
-            return;
-        }
-        if let (Some(Ok(s)), Some(ops)) = (&self.sampler, &self.ops_now) {
-            if tick.is_multiple_of(WINDOW_PERIOD_TICKS) {
-                s.request_window(ops);
-            }
-        }
     }
 
-    /// The measured run ends now: no window counts past this. Returns at
-    /// once; [`Collector::finish`] waits for the counters to be detached.
+    /// The measured run ends now: nothing counts past this.
     pub fn disable(&mut self) {
         if !self.enabled {
             return;
         }
-        if let Some(Ok(s)) = &self.sampler {
-            s.stop();
-        }
-        for c in &self.counters {
-            c.disable();
-        }
+        self.at_end = self.counters.snapshot();
         self.sample_threads();
         self.irq_after = read_interrupts().ok();
         self.enabled = false;
@@ -260,55 +247,25 @@ impl Collector {
     }
 
     /// The report: counters, per-op figures (over `ops` operations, with
-    /// `app_cpu_ns` of application-thread CPU), helpers and interrupts.
-    pub fn finish(mut self, ops: u64, app_cpu_ns: u64) -> KstatReport {
+    /// `app_cpu_ns` of application-thread CPU and `app_ctx_switches`
+    /// context switches of those threads, from getrusage), helpers and
+    /// interrupts.
+    pub fn finish(mut self, ops: u64, app_cpu_ns: u64, app_ctx_switches: u64) -> KstatReport {
         self.disable();
         let mut counters = BTreeMap::new();
-        let mut sampled = BTreeMap::new();
         let mut unavailable = std::mem::take(&mut self.unavailable);
-        for c in &self.counters {
-            match c.read() {
-                Ok(v) => {
-                    counters.insert(c.name.clone(), v);
+        for (&name, &end) in &self.at_end {
+            match self.at_start.get(name) {
+                Some(&start) => {
+                    counters.insert(name.to_string(), end.saturating_sub(start));
                 }
-                Err(e) => unavailable.push(UnavailableCounter {
-                    counter: c.name.clone(),
-                    reason: format!("read failed: {e}"),
+                None => unavailable.push(UnavailableCounter {
+                    counter: name.to_string(),
+                    reason: "could not be read at the start of the run".into(),
                 }),
             }
         }
-        let mut sampled_ops = 0;
-        let mut sampler_syscalls = None;
-        match self.sampler.take() {
-            None => {}
-            Some(Err(reason)) => {
-                for name in &self.windowed {
-                    unavailable.push(UnavailableCounter {
-                        counter: name.to_string(),
-                        reason: reason.clone(),
-                    });
-                }
-            }
-            Some(Ok(s)) => {
-                let totals = s.finish();
-                sampled_ops = totals.ops;
-                sampler_syscalls = totals.own_syscalls;
-                for (name, count) in self.windowed.iter().zip(totals.counts) {
-                    let reason = match count {
-                        Err(e) => e,
-                        Ok(_) if totals.ops == 0 => "counted only in sampling windows, and the run completed no operation inside one (runs shorter than 50 ms)".into(),
-                        Ok(n) => {
-                            sampled.insert(name.to_string(), n);
-                            continue;
-                        }
-                    };
-                    unavailable.push(UnavailableCounter {
-                        counter: name.to_string(),
-                        reason,
-                    });
-                }
-            }
-        }
+        self.counters.detach_in_background();
         let helper_threads: Vec<HelperThread> = self
             .helpers
             .iter()
@@ -341,14 +298,34 @@ impl Collector {
             for (name, &v) in &counters {
                 per_op.insert(per_op_name(name), per(v));
             }
-            for (name, &v) in &sampled {
-                per_op.insert(per_op_name(name), v as f64 / sampled_ops as f64);
+            if let Some(i) = &interrupts {
+                let res: u64 = i.rescheduling_per_cpu.iter().sum();
+                let cal: u64 = i.function_call_per_cpu.iter().sum();
+                if !i.rescheduling_per_cpu.is_empty() {
+                    per_op.insert("reschedule_ipis_per_op".into(), per(res));
+                }
+                if !i.function_call_per_cpu.is_empty() {
+                    per_op.insert("function_call_ipis_per_op".into(), per(cal));
+                }
+                if !i.rescheduling_per_cpu.is_empty() && !i.function_call_per_cpu.is_empty() {
+                    per_op.insert("ipis_per_op".into(), per(res + cal));
+                }
+                let dev: u64 = i.device.iter().flat_map(|d| d.per_cpu.iter()).sum();
+                if !i.device.is_empty() {
+                    per_op.insert("device_interrupts_per_op".into(), per(dev));
+                }
             }
-            if let (Some(&r), Some(&c)) = (
-                counters.get("irq_vectors:reschedule_entry"),
-                counters.get("irq_vectors:call_function_entry"),
-            ) {
-                per_op.insert("ipis_per_op".into(), per(r + c));
+            if self.level == Level::Default {
+                // sched_switch would cost two hits a request at depth 1;
+                // the same count is in getrusage and /proc (the helpers'
+                // switches up to their last 50 ms sample).
+                let helpers: Option<u64> = helper_threads
+                    .iter()
+                    .map(|h| Some(h.ctx_voluntary? + h.ctx_involuntary?))
+                    .sum();
+                if let Some(h) = helpers {
+                    per_op.insert("context_switches_per_op".into(), per(app_ctx_switches + h));
+                }
             }
             per_op.insert("cpu_us_per_op".into(), app_cpu_ns as f64 / 1e3 / ops as f64);
             let helper_cpu: Option<u64> = helper_threads.iter().map(|h| h.cpu_ns).sum();
@@ -358,24 +335,19 @@ impl Collector {
                     (app_cpu_ns + h) as f64 / 1e3 / ops as f64,
                 );
             }
-            if let Some(i) = &interrupts {
-                let dev: u64 = i.device.iter().flat_map(|d| d.per_cpu.iter()).sum();
-                if !i.device.is_empty() {
-                    per_op.insert("device_interrupts_per_op".into(), per(dev));
-                }
-            }
         }
         KstatReport {
             counters,
-            sampled_counters: sampled,
-            sampled_ops,
-            sampler_syscalls,
+            sampled_counters: BTreeMap::new(),
+            sampled_ops: 0,
+            sampler_syscalls: None,
             unavailable,
             per_op,
             interrupts,
             helper_threads,
             helper_threads_created: created,
             evidence: Vec::new(),
+            stages: None,
         }
     }
 }
@@ -460,13 +432,13 @@ mod tests {
 
     #[test]
     fn counts_this_process_when_permitted() {
-        let mut c = Collector::open(None);
+        let mut c = Collector::open(None, Level::Default);
         c.enable(std::sync::Arc::new(|| 100));
         for _ in 0..100 {
             // A cheap system call.
             std::hint::black_box(rustix::process::getppid());
         }
-        let r = c.finish(100, 1000);
+        let r = c.finish(100, 1000, 0);
         match r.counters.get("raw_syscalls:sys_enter") {
             Some(&n) => assert!(n >= 100, "counted {n} system calls, made 100"),
             None => {

@@ -3,13 +3,14 @@
 //! interrupts, tracepoint counters through `perf_event_open`, and the
 //! kernel helper threads (`iou-sqp-*`, `iou-wrk-*`) a run causes.
 
+pub mod bpf;
 pub mod collector;
 pub mod device;
 pub mod host;
 pub mod perf;
 pub mod rusage;
-pub mod windows;
+pub mod stages;
 
-pub use collector::Collector;
+pub use collector::{Collector, Level};
 pub use host::host_info;
 pub use rusage::ThreadUsage;

@@ -75,6 +75,9 @@ pub struct HttpConfig {
     #[serde(flatten)]
     pub ring: HttpRing,
     pub no_kstat: bool,
+    /// --evidence; `default` in results made before it existed.
+    #[serde(default)]
+    pub evidence: ringlab_kstat::Level,
     /// Which ring knobs ringlab chose by default (the default ring), rather
     /// than the command line; empty in results made before.
     #[serde(default)]

@@ -89,6 +89,13 @@ pub struct HttpArgs {
     /// threads) during the run.
     #[arg(long)]
     pub no_kstat: bool,
+
+    /// How much kernel evidence to collect: `default` (system calls,
+    /// io-wq offloads, file lookups, context switches, IPIs, helper
+    /// threads: under 2% of a CPU-bound run) or `full` (every io_uring
+    /// tracepoint and each request's time in each stage; costs more).
+    #[arg(long, value_name = "LEVEL", default_value = "default")]
+    pub evidence: ringlab_kstat::Level,
 }
 
 /// The parts of the URL a request needs.
@@ -129,6 +136,8 @@ pub struct HttpPlan {
     pub ring_defaults: Vec<&'static str>,
     /// Collect kernel evidence (not --no-kstat).
     pub kstat: bool,
+    /// How much (--evidence).
+    pub evidence: ringlab_kstat::Level,
     /// The bytes of one request, sent as they are.
     pub request: Vec<u8>,
 }
@@ -285,6 +294,7 @@ impl HttpPlan {
             ring,
             ring_defaults,
             kstat: !args.no_kstat,
+            evidence: args.evidence,
             request,
         })
     }
@@ -323,6 +333,7 @@ impl HttpPlan {
             io: self.io,
             ring: HttpRing(self.ring.clone()),
             no_kstat: !self.kstat,
+            evidence: self.evidence,
             default_knobs: self.ring_defaults.iter().map(|s| s.to_string()).collect(),
         }
     }

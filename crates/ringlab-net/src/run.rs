@@ -128,7 +128,9 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
     let per_write = script.as_ref().map_or(1, |s| s.requests_per_write());
 
     // Counters open before the client threads exist, so they follow them.
-    let mut kstat = plan.kstat.then(|| ringlab_kstat::Collector::open(None));
+    let mut kstat = plan
+        .kstat
+        .then(|| ringlab_kstat::Collector::open(None, plan.evidence));
     let fds_before = open_fds();
     let n = plan.threads as usize;
     let progress: Vec<Arc<AtomicU64>> = (0..n).map(|_| Arc::new(AtomicU64::new(0))).collect();
@@ -200,7 +202,11 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
     if let Some(k) = kstat {
         // Closes the counters' own descriptors, before they are counted.
         let t = &outcome.result.total;
-        outcome.result.kstat = Some(k.finish(t.ops, t.cpu_user_ns + t.cpu_sys_ns));
+        outcome.result.kstat = Some(k.finish(
+            t.ops,
+            t.cpu_user_ns + t.cpu_sys_ns,
+            t.ctx_voluntary + t.ctx_involuntary,
+        ));
     }
     let fds_after = open_fds();
     if let (Some(b), Some(a)) = (fds_before, fds_after) {

@@ -1,11 +1,12 @@
-//! Kernel evidence for another process (db_bench): tracepoints counted with
-//! `perf_event_open` on its pid from before it execs (so every thread it
-//! creates, and the io_uring helper threads they cause, inherit the
-//! counters), IPIs on every CPU, its kernel helper threads sampled from
+//! Kernel evidence for another process (db_bench): tracepoints counted by
+//! BPF programs for its thread group from before it execs (so every thread
+//! it creates, and the io_uring helper threads they cause, are counted),
+//! IPIs from /proc/interrupts, its kernel helper threads sampled from
 //! /proc, and the block device's counters from /sys/block/DEV/stat.
 
-use ringlab_kstat::collector::{per_op_name, PROCESS_TRACEPOINTS, SYSTEM_TRACEPOINTS};
-use ringlab_kstat::perf::TracepointCounter;
+use ringlab_kstat::bpf::NamedCounters;
+use ringlab_kstat::collector::{per_op_name, PROCESS_TRACEPOINTS};
+use ringlab_kstat::device::{read_interrupts, IrqLine};
 use ringlab_stats::{HelperThread, KstatReport, UnavailableCounter};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -15,63 +16,77 @@ use std::time::{Duration, Instant};
 /// that /sys/block/DEV/stat also counts.
 pub const OWN_IO_TRACEPOINTS: &[&str] = &["block:block_bio_queue"];
 
-/// Counters opened on one process (disabled until [`ProcessCounters::enable`]).
+/// Counters attached to one process; [`ProcessCounters::enable`] marks the
+/// start of what [`ProcessCounters::read`] returns.
 pub struct ProcessCounters {
-    counters: Vec<TracepointCounter>,
+    counters: NamedCounters,
+    at_start: BTreeMap<&'static str, u64>,
+    irq_before: Option<Vec<IrqLine>>,
     pub unavailable: Vec<UnavailableCounter>,
 }
 
 impl ProcessCounters {
-    /// Opens every process tracepoint on `pid` (inherited by the threads it
-    /// creates from now on) and the IPI tracepoints on every CPU.
+    /// Attaches every process tracepoint to `pid`'s thread group.
     pub fn open(pid: libc::pid_t) -> ProcessCounters {
-        let mut counters = Vec::new();
-        let mut unavailable = Vec::new();
-        let wanted = PROCESS_TRACEPOINTS
+        let names: Vec<&'static str> = PROCESS_TRACEPOINTS
             .iter()
             .chain(OWN_IO_TRACEPOINTS)
-            .map(|n| (*n, false))
-            .chain(SYSTEM_TRACEPOINTS.iter().map(|n| (*n, true)));
-        for (name, system_wide) in wanted {
-            let opened = if system_wide {
-                TracepointCounter::open(name, true)
-            } else {
-                TracepointCounter::open_threads(name, &[pid])
-            };
-            match opened {
-                Ok(c) => counters.push(c),
-                Err(reason) => unavailable.push(UnavailableCounter {
-                    counter: name.to_string(),
-                    reason,
-                }),
-            }
-        }
+            .copied()
+            .collect();
+        let counters = NamedCounters::attach(pid as u32, &names);
+        let unavailable = counters
+            .unavailable
+            .iter()
+            .map(|(counter, reason)| UnavailableCounter {
+                counter: counter.clone(),
+                reason: reason.clone(),
+            })
+            .collect();
         ProcessCounters {
             counters,
+            at_start: BTreeMap::new(),
+            irq_before: None,
             unavailable,
         }
     }
 
-    pub fn enable(&self) {
-        for c in &self.counters {
-            c.enable();
-        }
+    pub fn enable(&mut self) {
+        self.at_start = self.counters.snapshot();
+        self.irq_before = read_interrupts().ok();
     }
 
-    /// Counts so far, by tracepoint (unreadable ones go to `unavailable`).
+    /// Counts since [`ProcessCounters::enable`], by tracepoint, with the
+    /// rescheduling and function-call IPIs of every CPU as
+    /// `irq_vectors:reschedule_entry` and `irq_vectors:call_function_entry`
+    /// (from /proc/interrupts).
     pub fn read(&mut self) -> BTreeMap<String, u64> {
         let mut out = BTreeMap::new();
-        for c in &self.counters {
-            c.disable();
-            match c.read() {
-                Ok(v) => {
-                    out.insert(c.name.clone(), v);
+        for (name, end) in self.counters.snapshot() {
+            let start = self.at_start.get(name).copied().unwrap_or(0);
+            out.insert(name.to_string(), end.saturating_sub(start));
+        }
+        self.counters.detach_in_background();
+        match (&self.irq_before, read_interrupts().ok()) {
+            (Some(before), Some(after)) => {
+                for (irq, name) in [
+                    ("RES", "irq_vectors:reschedule_entry"),
+                    ("CAL", "irq_vectors:call_function_entry"),
+                ] {
+                    let sum = |lines: &[IrqLine]| -> Option<u64> {
+                        lines
+                            .iter()
+                            .find(|l| l.irq == irq)
+                            .map(|l| l.per_cpu.iter().sum())
+                    };
+                    if let (Some(a), Some(b)) = (sum(before), sum(&after)) {
+                        out.insert(name.to_string(), b.saturating_sub(a));
+                    }
                 }
-                Err(e) => self.unavailable.push(UnavailableCounter {
-                    counter: c.name.clone(),
-                    reason: format!("read failed: {e}"),
-                }),
             }
+            _ => self.unavailable.push(UnavailableCounter {
+                counter: "/proc/interrupts".into(),
+                reason: "could not read /proc/interrupts".into(),
+            }),
         }
         out
     }
@@ -262,6 +277,7 @@ pub fn report(
         helper_threads_created: helpers.len() as u64,
         helper_threads: helpers,
         evidence,
+        stages: None,
     }
 }
 

@@ -542,7 +542,7 @@ fn spawn_counted(
     } else {
         None
     };
-    if let Some(c) = &counters {
+    if let Some(c) = &mut counters {
         c.enable();
     }
     let start = Instant::now();

@@ -256,6 +256,47 @@ pub struct KstatReport {
     pub helper_threads_created: u64,
     /// One line per requested io_uring knob: did the counters show it?
     pub evidence: Vec<KnobEvidence>,
+    /// `--evidence full`: each request's time in each stage, from the
+    /// kernel's own timestamps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<StageReport>,
+}
+
+/// Per-request stage latencies (`--evidence full`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageReport {
+    /// Requests ringlab logged (issue and reap times).
+    pub requests_logged: u64,
+    /// Of those, requests whose io_uring_submit_req and io_uring_complete
+    /// were found.
+    pub requests_matched: u64,
+    /// Of those, requests whose block request was found too (`null` where
+    /// the disk has no request queue or was not traced).
+    pub requests_matched_block: Option<u64>,
+    /// Kernel events lost (ring buffer full) or dropped (over the cap).
+    pub events_lost: u64,
+    /// ringlab stopped logging requests (over its cap) before the run
+    /// ended.
+    pub requests_not_logged: bool,
+    pub stages: Vec<StageLatency>,
+}
+
+/// One stage's latency over the matched requests.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageLatency {
+    /// `from -> to`, the two timestamps.
+    pub stage: String,
+    pub count: u64,
+    pub mean_ns: f64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub max_ns: u64,
+    /// The whole histogram, HdrHistogram V2 + DEFLATE, base64.
+    pub hdr_v2_deflate_base64: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
