@@ -24,7 +24,7 @@ pub enum Level {
     /// [`DEFAULT_TRACEPOINTS`]: what costs under 2% of a CPU-bound run.
     #[default]
     Default,
-    /// Every tracepoint of [`PROCESS_TRACEPOINTS`].
+    /// [`DEFAULT_TRACEPOINTS`] and [`FULL_ONLY_TRACEPOINTS`].
     Full,
 }
 
@@ -43,11 +43,12 @@ impl std::str::FromStr for Level {
 
 impl Level {
     /// The tracepoints counted at this level.
-    pub fn tracepoints(self) -> &'static [&'static str] {
-        match self {
-            Level::Default => DEFAULT_TRACEPOINTS,
-            Level::Full => PROCESS_TRACEPOINTS,
+    pub fn tracepoints(self) -> Vec<&'static str> {
+        let mut all = DEFAULT_TRACEPOINTS.to_vec();
+        if self == Level::Full {
+            all.extend(FULL_ONLY_TRACEPOINTS);
         }
+        all
     }
 }
 
@@ -71,23 +72,16 @@ pub const DEFAULT_TRACEPOINTS: &[&str] = &[
 /// Why a tracepoint of the full set has no count in a default run.
 pub const NOT_BY_DEFAULT: &str = "not counted by default (a per-request tracepoint: counting every one costs a few percent of a CPU-bound run); --evidence full counts it";
 
-/// Tracepoints counted for the process (its threads, and the kernel helper
-/// threads of its rings, which belong to its thread group) with
-/// `--evidence full`.
-pub const PROCESS_TRACEPOINTS: &[&str] = &[
-    "raw_syscalls:sys_enter",
+/// Counted with `--evidence full` on top of [`DEFAULT_TRACEPOINTS`]: the
+/// per-request io_uring tracepoints and the context switches.
+pub const FULL_ONLY_TRACEPOINTS: &[&str] = &[
     "sched:sched_switch",
     "io_uring:io_uring_submit_req",
     "io_uring:io_uring_complete",
     "io_uring:io_uring_task_add",
     "io_uring:io_uring_task_work_run",
     "io_uring:io_uring_local_work_run",
-    "io_uring:io_uring_queue_async_work",
-    "io_uring:io_uring_file_get",
-    "io_uring:io_uring_poll_arm",
     "io_uring:io_uring_cqring_wait",
-    "io_uring:io_uring_req_failed",
-    "io_uring:io_uring_cqe_overflow",
 ];
 
 /// The operations completed so far in the run (all jobs).
@@ -141,7 +135,7 @@ impl Collector {
     /// measured run is the difference between [`Collector::enable`] and
     /// [`Collector::disable`]). `device` is the target's disk (`vda`).
     pub fn open(device: Option<String>, level: Level) -> Collector {
-        let counters = NamedCounters::attach(std::process::id(), level.tracepoints());
+        let counters = NamedCounters::attach(std::process::id(), &level.tracepoints());
         let mut unavailable: Vec<UnavailableCounter> = counters
             .unavailable
             .iter()
@@ -150,8 +144,9 @@ impl Collector {
                 reason: reason.clone(),
             })
             .collect();
-        for &name in PROCESS_TRACEPOINTS {
-            if !level.tracepoints().contains(&name) && name != "sched:sched_switch" {
+        if level == Level::Default {
+            // sched_switch is left out too, but its count comes from /proc.
+            for &name in &FULL_ONLY_TRACEPOINTS[1..] {
                 unavailable.push(UnavailableCounter {
                     counter: name.to_string(),
                     reason: NOT_BY_DEFAULT.into(),
