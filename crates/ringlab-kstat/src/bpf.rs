@@ -159,7 +159,7 @@ fn bpf_error(what: &str, e: io::Error) -> String {
         Some(libc::ENOSYS) => format!(
             "{what}: bpf(2) is not available ({e}): kernel without CONFIG_BPF_SYSCALL, or a seccomp filter"
         ),
-        Some(libc::ENOENT) => format!("{what}: this kernel has no such tracepoint ({e})"),
+        Some(libc::ENOENT) => format!("{what}: tracepoint missing, this kernel lacks it ({e})"),
         _ => format!("{what}: {e}"),
     }
 }
