@@ -678,7 +678,7 @@ impl IoPlan {
     pub fn stage_latencies(&self) -> bool {
         self.kstat
             && self.evidence == ringlab_kstat::Level::Full
-            && self.engine == crate::engines::EngineKind::Uring
+            && self.engine == crate::engine_kind::EngineKind::Uring
             && self.numjobs == 1
             && self.rw != crate::workload::Rw::Nop
     }
