@@ -1,108 +1,16 @@
 //! Diagnoses: short notes on one result, derived from its own kernel
-//! evidence by named rules ([`rules::RULES`]), each with the figure that
-//! triggered it and what to try. `ringlab io` and `ringlab http` attach
-//! them to every result.
+//! evidence by named rules ([`RULES`]), each with the figure that
+//! triggered it and what to try. The explain step ([`super::explain`])
+//! puts them on every result of `io`, `http` and `rocksdb`.
 
-pub mod rules;
-
+use super::rules::{Ctx, RULES};
+use ringlab_stats::units::format_sig;
 use ringlab_stats::{Diagnosis, RunResult};
-use serde_json::Value as Json;
-
-/// What the rules need to know about a run, read once from its result.
-#[derive(Clone, Debug, Default)]
-pub struct Ctx {
-    pub uring: bool,
-    pub depth: u64,
-    pub threads: u64,
-    pub sqpoll: bool,
-    pub coop: bool,
-    pub defer: bool,
-    pub fixed_files: bool,
-    pub force_async: bool,
-    pub submit_batch: u64,
-    pub completion_thread: bool,
-    pub sqpoll_cpu_in_job_cpus: bool,
-    pub per_op: std::collections::BTreeMap<String, f64>,
-    /// Voluntary and involuntary context switches of the iou-sqp-* threads
-    /// per I/O; `None` without a poller or its figures.
-    pub sqpoll_voluntary_per_op: Option<f64>,
-    pub sqpoll_involuntary_per_op: Option<f64>,
-    /// p99 latency in ms when it is at least 8 times the median.
-    pub tick_stall_ms: Option<f64>,
-}
-
-impl Ctx {
-    pub fn per_op(&self, key: &str) -> Option<f64> {
-        self.per_op.get(key).copied()
-    }
-
-    /// Reads the rule inputs from a result (`io` or `http`).
-    pub fn of(r: &RunResult) -> Ctx {
-        let cfg = &r.config;
-        let flag = |k: &str| cfg.get(k).and_then(Json::as_bool).unwrap_or(false);
-        let num = |k: &str| cfg.get(k).and_then(Json::as_u64).unwrap_or(0);
-        let (uring, depth, threads) = if r.command == "http" {
-            let io = cfg.get("io").and_then(Json::as_str).unwrap_or("");
-            let t = num("threads").max(1);
-            (io.starts_with("uring"), num("connections") / t, t)
-        } else {
-            let e = cfg.get("engine").and_then(Json::as_str).unwrap_or("");
-            (e == "uring", num("iodepth"), num("numjobs").max(1))
-        };
-        let ops = r.total.ops;
-        let sqpoll = flag("sqpoll") || cfg.get("mode").and_then(Json::as_str) == Some("iou+k");
-        let job_cpus: Vec<u64> = cfg
-            .get("cpus")
-            .and_then(Json::as_array)
-            .map(|a| a.iter().filter_map(Json::as_u64).collect())
-            .unwrap_or_default();
-        let sqpoll_cpu = cfg.get("sqpoll-cpu").and_then(Json::as_u64);
-        let mut ctx = Ctx {
-            uring,
-            depth,
-            threads,
-            sqpoll,
-            coop: flag("coop-taskrun"),
-            defer: flag("defer-taskrun"),
-            fixed_files: flag("fixed-files")
-                || cfg.get("mode").and_then(Json::as_str) == Some("enhanced"),
-            force_async: num("force-async") > 0,
-            submit_batch: num("submit-batch"),
-            completion_thread: cfg.get("completion-thread").is_some_and(|v| !v.is_null()),
-            sqpoll_cpu_in_job_cpus: sqpoll_cpu.is_some_and(|c| job_cpus.contains(&c)),
-            ..Ctx::default()
-        };
-        if let Some(k) = &r.kstat {
-            ctx.per_op = k.per_op.clone();
-            let sqp: Vec<_> = k
-                .helper_threads
-                .iter()
-                .filter(|h| h.name.starts_with("iou-sqp"))
-                .collect();
-            if !sqp.is_empty() && ops > 0 {
-                let sum = |f: fn(&ringlab_stats::HelperThread) -> Option<u64>| {
-                    sqp.iter()
-                        .map(|h| f(h))
-                        .sum::<Option<u64>>()
-                        .map(|n| n as f64 / ops as f64)
-                };
-                ctx.sqpoll_voluntary_per_op = sum(|h| h.ctx_voluntary);
-                ctx.sqpoll_involuntary_per_op = sum(|h| h.ctx_involuntary);
-            }
-        }
-        if let Some(lat) = &r.total.lat_ns {
-            if lat.p50 > 0 && lat.p99 >= 8 * lat.p50 {
-                ctx.tick_stall_ms = Some(lat.p99 as f64 / 1e6);
-            }
-        }
-        ctx
-    }
-}
 
 /// The notes of every rule that fires on `r`, in rule order.
 pub fn diagnose(r: &RunResult) -> Vec<Diagnosis> {
     let ctx = Ctx::of(r);
-    rules::RULES
+    RULES
         .iter()
         .filter(|rule| (rule.applies)(&ctx))
         .filter_map(|rule| {
@@ -114,43 +22,12 @@ pub fn diagnose(r: &RunResult) -> Vec<Diagnosis> {
                 threshold: rule.threshold,
                 message: rule
                     .message
-                    .replace("{value}", &figure(value))
+                    .replace("{value}", &format_sig(value))
                     .replace("{cause}", (rule.cause)(&ctx)),
                 try_next: rule.try_next.to_string(),
             })
         })
         .collect()
-}
-
-fn figure(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 0.01 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.4}")
-    }
-}
-
-/// The notes inserted into wrk-style text (`ringlab http`): as `ringlab:`
-/// lines before the closing `Requests/sec:` and `Transfer/sec:` lines, so
-/// that wrk's layout (and parsers of it) stay intact; at the end otherwise.
-pub fn insert_into_wrk_text(text: &str, notes: &[Diagnosis]) -> String {
-    if notes.is_empty() {
-        return text.to_string();
-    }
-    let Some(at) = text.rfind("\nRequests/sec:") else {
-        return text.to_string() + &render(notes);
-    };
-    let mut lines = String::new();
-    for d in notes {
-        lines.push_str(&format!(
-            "  ringlab: diagnosis {}; try: {}\n",
-            finding(d),
-            d.try_next
-        ));
-    }
-    format!("{}\n{lines}{}", &text[..at], &text[at + 1..])
 }
 
 /// The notes as text, a few lines at the end of a result; empty for none.
@@ -165,13 +42,14 @@ pub fn render(notes: &[Diagnosis]) -> String {
     s
 }
 
-/// `[rule] figure = value (above threshold): message`, as both layouts say it.
-fn finding(d: &Diagnosis) -> String {
+/// `[rule] figure = value (above threshold): message`, as every text says
+/// it (`ringlab io` at its end, `ringlab http` as `ringlab:` lines).
+pub fn finding(d: &Diagnosis) -> String {
     format!(
         "[{}] {} = {} (above {}): {}",
         d.rule,
         d.figure,
-        figure(d.value),
+        format_sig(d.value),
         d.threshold,
         d.message
     )
@@ -179,38 +57,9 @@ fn finding(d: &Diagnosis) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fixture::result;
     use super::*;
     use serde_json::json;
-
-    /// A made-up io result: `config` and `per_op` over defaults.
-    fn result(config: Json, per_op: Json, p50: u64, p99: u64) -> RunResult {
-        let mut cfg = json!({"engine": "uring", "iodepth": 8, "numjobs": 1, "cpus": []});
-        for (k, v) in config.as_object().unwrap() {
-            cfg[k] = v.clone();
-        }
-        let lat = json!({"min": 1, "mean": 1.0, "stdev": 0.0, "p50": p50, "p90": p50,
-            "p99": p99, "p99_9": p99, "p99_99": p99, "max": p99});
-        let dir = json!({"ops": 0, "bytes": 0, "iops": 0.0, "bw_bytes_per_s": 0.0, "lat_ns": null});
-        serde_json::from_value(json!({
-            "schema_version": 1,
-            "tool": {"name": "ringlab", "version": "0"},
-            "command": "io",
-            "started_at": "2026-11-23T00:00:00Z",
-            "host": {"hostname": "h", "kernel": "6.8", "cpu_model": null, "cpus_online": 2, "io_uring_disabled": 0},
-            "config": cfg,
-            "target": null,
-            "jobs": [],
-            "total": {"elapsed_ns": 1_000_000_000u64, "ops": 1000, "bytes": 0, "iops": 1000.0,
-                "bw_bytes_per_s": 0.0, "lat_ns": lat, "read": dir, "write": dir,
-                "cpu_user_ns": 0, "cpu_sys_ns": 0, "ctx_voluntary": 0, "ctx_involuntary": 0,
-                "verified_blocks": null},
-            "warnings": [],
-            "kstat": {"counters": {}, "sampled_counters": {}, "sampled_ops": 0, "unavailable": [],
-                "per_op": per_op, "interrupts": null, "helper_threads": [],
-                "helper_threads_created": 0, "evidence": []}
-        }))
-        .unwrap()
-    }
 
     fn rules_fired(r: &RunResult) -> Vec<String> {
         diagnose(r).into_iter().map(|d| d.rule).collect()
@@ -370,25 +219,6 @@ mod tests {
             4_000_000,
         );
         assert!(diagnose(&r)[0].message.contains("seed 000"));
-    }
-
-    #[test]
-    fn wrk_text_keeps_its_closing_lines_last() {
-        let r = result(json!({}), json!({"io_uring_enter_per_op": 1.0}), 10, 20);
-        let notes = diagnose(&r);
-        let text =
-            "Running 1s test\n  ringlab: io uring\nRequests/sec:  5.00\nTransfer/sec:  1.00KB\n";
-        let out = insert_into_wrk_text(text, &notes);
-        let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(
-            lines[2].split(']').next(),
-            Some("  ringlab: diagnosis [enter-per-request")
-        );
-        assert_eq!(
-            &lines[3..],
-            ["Requests/sec:  5.00", "Transfer/sec:  1.00KB"]
-        );
-        assert_eq!(insert_into_wrk_text(text, &[]), text);
     }
 
     #[test]
