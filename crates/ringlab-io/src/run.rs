@@ -136,10 +136,10 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     let mut result = build_result(&plan, &target, started_at, jobs, warnings);
     if let Some(k) = kstat {
         let t = &result.total;
-        let mut report = k.finish(t.ops, t.cpu_user_ns + t.cpu_sys_ns);
-        report.evidence = crate::evidence::knob_evidence(&plan, &report);
-        result.kstat = Some(report);
+        result.kstat = Some(k.finish(t.ops, t.cpu_user_ns + t.cpu_sys_ns));
     }
+    // Knob evidence and diagnoses, as every command's result has them.
+    ringlab_kstat::explain(&mut result);
     Ok(result)
 }
 

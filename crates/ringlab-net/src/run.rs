@@ -211,7 +211,10 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
             ));
         }
     }
-    // Again: the kernel evidence and the descriptor check came after build.
+    // Knob evidence and diagnoses, as every command's result has them.
+    ringlab_kstat::explain(&mut outcome.result);
+    // Again: the kernel evidence, its explanation and the descriptor check
+    // came after build.
     outcome.text = text::render(&outcome.result, &outcome.lat, &outcome.lat_uncorrected);
     Ok(outcome)
 }

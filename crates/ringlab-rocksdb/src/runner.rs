@@ -449,7 +449,6 @@ fn run_one(
         )
     })?;
     let device = run.samples.device();
-    let knobs = config.knobs.clone().unwrap_or_default();
     let kstat = run.counters.clone().map(|(counters, unavailable)| {
         evidence::report(
             counters,
@@ -457,10 +456,9 @@ fn run_one(
             &run.samples,
             bench.operations,
             setup.device.as_deref().map(|d| (d, device)),
-            &knobs,
         )
     });
-    let result = build_result(
+    let mut result = build_result(
         setup,
         args,
         config,
@@ -472,6 +470,10 @@ fn run_one(
         kstat,
         &db_args,
     );
+    // Knob evidence (per io_uring request, not per key) and diagnoses, as
+    // every command's result has them.
+    let knobs = evidence::ring_options(config.knobs.as_deref().unwrap_or_default());
+    ringlab_kstat::explain::explain_with(&mut result, &knobs);
     Ok(RunOutcome {
         config: config.clone(),
         repeat,

@@ -32,4 +32,3 @@ pub fn result(config: Json, per_op: Json, p50: u64, p99: u64) -> RunResult {
     }))
     .unwrap()
 }
-

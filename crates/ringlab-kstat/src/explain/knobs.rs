@@ -46,7 +46,7 @@ pub fn knob_evidence(r: &RunResult, knobs: &UringOptions) -> Vec<KnobEvidence> {
     {
         let (in_effect, detail) = judge(&MULTISHOT_RECV_PROOF, None, &f);
         out.push(KnobEvidence {
-            knob: format!("multishot receive (--io {io})"),
+            knob: format!("--io {io} (multishot receive)"),
             in_effect,
             detail,
         });
@@ -118,12 +118,11 @@ pub fn decide(test: &Test, v: f64, expected: Option<f64>) -> (bool, String) {
 /// SQPOLL: the poller's CPU time decides; `io_uring_enter` per request is
 /// shown beside it.
 fn sqpoll(p: &Proof, f: &Figures) -> (Option<bool>, String) {
-    let pollers: Vec<_> = f
-        .k
-        .helper_threads
-        .iter()
-        .filter(|h| h.name.starts_with("iou-sqp"))
-        .collect();
+    let pollers: Vec<_> =
+        f.k.helper_threads
+            .iter()
+            .filter(|h| h.name.starts_with("iou-sqp"))
+            .collect();
     let enter = match f.value("io_uring_enter_per_op") {
         Ok(e) if e > 0.05 => format!(
             "io_uring_enter {e:.3}/{} (the {} still enters the kernel to wait for completions)",
@@ -283,7 +282,10 @@ mod tests {
     #[test]
     fn every_knob_with_a_proof_is_judged_at_below_and_above_its_threshold() {
         let mut judged = 0;
-        for k in KNOBS.iter().filter(|k| k.proof.is_some() && k.flag != "sqpoll") {
+        for k in KNOBS
+            .iter()
+            .filter(|k| k.proof.is_some() && k.flag != "sqpoll")
+        {
             let p = k.proof.unwrap();
             let (config, expected) = if k.flag == "force-async" {
                 (json!({"force-async": 4}), 0.25)
@@ -319,7 +321,10 @@ mod tests {
 
     #[test]
     fn a_counter_not_counted_makes_the_knob_not_decidable_never_zero() {
-        for k in KNOBS.iter().filter(|k| k.proof.is_some() && k.flag != "sqpoll") {
+        for k in KNOBS
+            .iter()
+            .filter(|k| k.proof.is_some() && k.flag != "sqpoll")
+        {
             let p = k.proof.unwrap();
             let on = if k.flag == "force-async" {
                 json!({"force-async": 1})
@@ -387,10 +392,17 @@ mod tests {
         // 2 ms over 1000 ops: 2 us per op, above 0.
         let e = with(vec![poller(Some(2_000_000))], enter.clone());
         assert_eq!(e.in_effect, Some(true), "{}", e.detail);
-        assert!(e.detail.contains("1 poller thread used 2.0 ms CPU"), "{}", e.detail);
+        assert!(
+            e.detail.contains("1 poller thread used 2.0 ms CPU"),
+            "{}",
+            e.detail
+        );
         assert!(e.detail.contains("io_uring_enter 0.000/op"), "{}", e.detail);
         // At the threshold: a poller that never ran.
-        assert_eq!(with(vec![poller(Some(0))], enter.clone()).in_effect, Some(false));
+        assert_eq!(
+            with(vec![poller(Some(0))], enter.clone()).in_effect,
+            Some(false)
+        );
         // No poller at all.
         let e = with(vec![], enter.clone());
         assert_eq!(e.in_effect, Some(false));
@@ -403,11 +415,19 @@ mod tests {
             json!({"io_uring_enter_per_op": 0.5}),
         );
         assert_eq!(e.in_effect, Some(true));
-        assert!(e.detail.contains("still enters the kernel to wait"), "{}", e.detail);
+        assert!(
+            e.detail.contains("still enters the kernel to wait"),
+            "{}",
+            e.detail
+        );
         // io_uring_enter not counted: named, the verdict stands on the CPU.
         let e = with(vec![poller(Some(5_000_000))], json!({}));
         assert_eq!(e.in_effect, Some(true));
-        assert!(e.detail.contains("io_uring_enter not counted"), "{}", e.detail);
+        assert!(
+            e.detail.contains("io_uring_enter not counted"),
+            "{}",
+            e.detail
+        );
     }
 
     #[test]
@@ -417,9 +437,16 @@ mod tests {
             json!({"reschedule_ipis_per_op": 0.2, "io_uring_task_work_run_per_op": 1.0}),
         );
         let names: Vec<&str> = e.iter().map(|e| e.knob.as_str()).collect();
-        assert_eq!(names, ["--coop-taskrun", "--fixed-buffers", "--register-ring"]);
+        assert_eq!(
+            names,
+            ["--coop-taskrun", "--fixed-buffers", "--register-ring"]
+        );
         assert!(e.iter().all(|e| e.in_effect.is_none()));
-        assert!(e[0].detail.contains("rescheduling IPIs 0.200/op"), "{}", e[0].detail);
+        assert!(
+            e[0].detail.contains("rescheduling IPIs 0.200/op"),
+            "{}",
+            e[0].detail
+        );
         // Ringlab options and setup parameters get no line.
         assert!(evidence(json!({"submit-batch": 4, "sqpoll-idle": 10}), json!({})).is_empty());
     }
@@ -478,7 +505,7 @@ mod tests {
             lines,
             [
                 "--fixed-files in effect: file lookups 0.000/request (in effect below 0.1)",
-                "multishot receive (--io uring-mshot) in effect: poll arms 0.000/request (in effect below 0.1)"
+                "--io uring-mshot (multishot receive) in effect: poll arms 0.000/request (in effect below 0.1)"
             ]
         );
         let e = http("uring", json!({}), json!({"io_uring_poll_arm_per_op": 0.1}));

@@ -96,7 +96,6 @@ impl Ctx {
     }
 }
 
-
 /// One diagnosis rule.
 pub struct Rule {
     /// Its name, shown in brackets (`iowq-offload`).
