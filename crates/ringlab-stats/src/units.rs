@@ -142,6 +142,25 @@ pub fn format_duration(d: Duration) -> String {
     format_ns(d.as_nanos() as f64)
 }
 
+/// A wall-clock span for people, to the second at most: `0.4s`, `12s`,
+/// `3m20s`, `2h05m` (a sweep's time left, a run's length).
+pub fn format_wall(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 10.0 {
+        format!("{s:.1}s")
+    } else if s < 60.0 {
+        format!("{s:.0}s")
+    } else if s < 3600.0 {
+        format!("{}m{:02}s", (s / 60.0) as u64, (s % 60.0) as u64)
+    } else {
+        format!(
+            "{}h{:02}m",
+            (s / 3600.0) as u64,
+            ((s % 3600.0) / 60.0) as u64
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,5 +232,8 @@ mod tests {
         assert_eq!(format_sig(4.561), "4.56");
         assert_eq!(format_sig(0.0123), "0.012");
         assert_eq!(format_sig(0.000123), "1.23e-4");
+        assert_eq!(format_wall(Duration::from_millis(400)), "0.4s");
+        assert_eq!(format_wall(Duration::from_secs(200)), "3m20s");
+        assert_eq!(format_wall(Duration::from_secs(7500)), "2h05m");
     }
 }
