@@ -1,6 +1,6 @@
 //! Diagnoses: short notes on one result, derived from its own kernel
 //! evidence by named rules ([`RULES`]), each with the figure that
-//! triggered it and what to try. The explain step ([`super::explain`])
+//! triggered it and what to try. The explain step of this module
 //! puts them on every result of `io`, `http` and `rocksdb`.
 
 use super::rules::{Ctx, RULES};
