@@ -10,6 +10,14 @@ use ringlab_stats::{Diagnosis, RunResult};
 /// The notes of every rule that fires on `r`, in rule order.
 pub fn diagnose(r: &RunResult) -> Vec<Diagnosis> {
     let ctx = Ctx::of(r);
+    // An operation of `ringlab http` is a request.
+    let per = |m: String| {
+        if r.command == "http" {
+            m.replace("per I/O", "per request")
+        } else {
+            m
+        }
+    };
     RULES
         .iter()
         .filter(|rule| (rule.applies)(&ctx))
@@ -20,10 +28,10 @@ pub fn diagnose(r: &RunResult) -> Vec<Diagnosis> {
                 figure: rule.figure.to_string(),
                 value,
                 threshold: rule.threshold,
-                message: rule
+                message: per(rule
                     .message
                     .replace("{value}", &format_sig(value))
-                    .replace("{cause}", (rule.cause)(&ctx)),
+                    .replace("{cause}", (rule.cause)(&ctx))),
                 try_next: rule.try_next.to_string(),
             })
         })
@@ -183,6 +191,26 @@ mod tests {
         r.kstat.as_mut().unwrap().helper_threads = vec![helper(10, 1)];
         // 10/1000 = 0.01 wake-ups (at the threshold), 1/1000 preemptions (at it).
         assert!(rules_fired(&r).is_empty());
+    }
+
+    #[test]
+    fn http_diagnoses_speak_of_requests() {
+        let mut r = result(
+            json!({"io": "uring", "threads": 1, "connections": 4}),
+            json!({"io_uring_queue_async_work_per_op": 1.0}),
+            10,
+            20,
+        );
+        r.command = "http".into();
+        let d = diagnose(&r);
+        assert_eq!(d[0].rule, "iowq-offload");
+        assert!(
+            d[0].message.contains("1.00 io_uring requests per request"),
+            "{}",
+            d[0].message
+        );
+        r.config.insert("io".into(), json!("epoll"));
+        assert!(rules_fired(&r).is_empty(), "epoll drives no ring");
     }
 
     #[test]

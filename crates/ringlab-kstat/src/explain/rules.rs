@@ -126,7 +126,7 @@ pub static RULES: &[Rule] = &[
         applies_to: "io_uring runs",
         applies: |c| c.uring,
         value: |c| c.per_op("io_uring_queue_async_work_per_op"),
-        message: "{value} requests per I/O were handed to io-wq worker threads (io_uring_queue_async_work): {cause}",
+        message: "{value} io_uring requests per I/O were handed to io-wq worker threads (io_uring_queue_async_work): {cause}",
         cause: |c| {
             if c.force_async {
                 "forced by --force-async (IOSQE_ASYNC), each one a hop to an iou-wrk thread and back"
