@@ -744,6 +744,14 @@ mod tests {
             for n in k.needs {
                 assert!(knob(n).is_some(), "{} needs unknown {n}", k.flag);
             }
+            // A proof names a per-request figure, says what it counts and
+            // why its one threshold; a knob without one says in words what
+            // would show it.
+            for p in k.proof.iter().chain([&MULTISHOT_RECV_PROOF]) {
+                assert!(p.figure.ends_with("_per_op"), "{}", k.flag);
+                assert!(!p.what.is_empty() && p.why.len() > 20, "{}", k.flag);
+            }
+            assert!(!k.evidence.is_empty(), "{}", k.flag);
             if let Kind::Setup { bit } = k.kind {
                 assert_eq!(bit.count_ones(), 1, "{}", k.flag);
                 assert!(k.kernel_name.starts_with("IORING_SETUP_"), "{}", k.flag);
