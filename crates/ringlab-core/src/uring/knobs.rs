@@ -107,6 +107,12 @@ pub struct Proof {
     pub why: &'static str,
 }
 
+/// File lookups (`io_uring_file_get`) per request below which registered
+/// files are in effect: the one threshold of the `fixed-files` row, also
+/// the bar above which the `file-lookup-shared` diagnosis says the
+/// lookups are there to save.
+pub const FILE_LOOKUPS_PER_REQUEST: f64 = 0.1;
+
 /// Multishot receive (`ringlab http --io uring` where the kernel has it,
 /// `--io uring-mshot`): not a flag of the table but chosen by `--io`; its
 /// proof, stated here beside the knobs'. A multishot receive is armed once
@@ -475,7 +481,7 @@ knob_table! {
         help: "Register the descriptors with the ring (IORING_REGISTER_FILES, Linux 5.1) and use IOSQE_FIXED_FILE, saving a file lookup per request.",
         evidence: "io_uring_file_get per request below 0.1", refused: "",
         proof: Some(Proof {
-            figure: "io_uring_file_get_per_op", test: Test::Below(0.1), what: "file lookups",
+            figure: "io_uring_file_get_per_op", test: Test::Below(FILE_LOOKUPS_PER_REQUEST), what: "file lookups",
             why: "a request on a registered file looks nothing up: measured 0.000 per request for ringlab io --fixed-files, the RocksDB plugin's fixed_files and http sockets in the ring's table, against 1.0 per request (io, RocksDB) or 2 (http: send and receive) without; 0.1 leaves room for the lookups of setup (opening, connecting) in a short run",
         }),
     }

@@ -141,8 +141,14 @@ mod tests {
             20
         ))
         .is_empty());
-        let half = json!({"io_uring_file_get_per_op": 0.5});
-        assert!(rules_fired(&result(json!({"numjobs": 2}), half, 10, 20)).is_empty());
+        // At the fixed-files knob's bar (0.1 per request): nothing to save.
+        let at = json!({"io_uring_file_get_per_op": 0.1});
+        assert!(rules_fired(&result(json!({"numjobs": 2}), at, 10, 20)).is_empty());
+        let above = json!({"io_uring_file_get_per_op": 0.2});
+        assert_eq!(
+            rules_fired(&result(json!({"numjobs": 2}), above, 10, 20)),
+            ["file-lookup-shared"]
+        );
     }
 
     #[test]

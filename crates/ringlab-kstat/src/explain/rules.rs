@@ -2,6 +2,7 @@
 //! figure it reads, its threshold, what it means and what to try. Adding a
 //! rule is adding a record to [`RULES`].
 
+use ringlab_core::uring::knobs::FILE_LOOKUPS_PER_REQUEST;
 use ringlab_stats::RunResult;
 use serde_json::Value as Json;
 
@@ -156,7 +157,9 @@ pub static RULES: &[Rule] = &[
     Rule {
         name: "file-lookup-shared",
         figure: "io_uring_file_get_per_op",
-        threshold: 0.5,
+        // The fixed-files knob's own bar: above it, there are lookups that
+        // --fixed-files would remove.
+        threshold: FILE_LOOKUPS_PER_REQUEST,
         applies_to: "io_uring runs with more than one thread and no registered files",
         applies: |c| c.uring && c.threads > 1 && !c.fixed_files,
         value: |c| c.per_op("io_uring_file_get_per_op"),
