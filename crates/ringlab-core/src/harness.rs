@@ -212,27 +212,6 @@ impl<T: Send + 'static> Harness<T> {
     }
 }
 
-/// The head of every result: which tool, which command, when.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunHeader {
-    pub tool: &'static str,
-    pub version: &'static str,
-    pub command: &'static str,
-    /// RFC 3339, seconds.
-    pub started_at: String,
-}
-
-impl RunHeader {
-    pub fn new(command: &'static str, started_at: SystemTime) -> RunHeader {
-        RunHeader {
-            tool: "ringlab",
-            version: env!("CARGO_PKG_VERSION"),
-            command,
-            started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

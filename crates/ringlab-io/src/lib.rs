@@ -10,7 +10,6 @@ pub mod buffers;
 pub mod config;
 pub mod engine_kind;
 pub mod engines;
-pub mod evidence;
 pub mod features;
 pub mod fio;
 pub mod knobs;

@@ -6,9 +6,9 @@ use crate::plan::IoPlan;
 use crate::target::{self, Target};
 use crate::worker::{self, Aborted, JobContext, JobOutcome, JobProgress};
 use anyhow::Result;
-use ringlab_core::harness::{Harness, JobSpec, RunHeader};
+use ringlab_core::harness::{Harness, JobSpec};
 use ringlab_stats::units::{format_bandwidth, format_rate};
-use ringlab_stats::{Figures, JobFigures, RunResult, ThreadMeasurements, ToolInfo, SCHEMA_VERSION};
+use ringlab_stats::{Figures, JobFigures, RunResult, ThreadMeasurements};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -161,7 +161,6 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             t.cpu_user_ns + t.cpu_sys_ns,
             t.ctx_voluntary + t.ctx_involuntary,
         );
-        report.evidence = crate::evidence::knob_evidence(&plan, &report);
         if let Some(t) = tracer {
             report.stages = Some(join_stages(t, &stage_logs, &target));
         }
@@ -173,6 +172,8 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         }
         result.kstat = Some(report);
     }
+    // Knob evidence and diagnoses, as every command's result has them.
+    ringlab_kstat::explain(&mut result);
     Ok(result)
 }
 
@@ -333,26 +334,19 @@ fn build_result(
         });
     }
     let total_figures: Figures = total.figures(total.elapsed_ns);
-    let head = RunHeader::new("io", started_at);
     RunResult {
-        schema_version: SCHEMA_VERSION,
-        tool: ToolInfo {
-            name: head.tool.to_string(),
-            version: head.version.to_string(),
-        },
-        command: head.command.to_string(),
-        started_at: head.started_at,
-        host: ringlab_kstat::host_info(),
-        config: plan.config_map(),
         target: (plan.rw != crate::workload::Rw::Nop).then(|| target.info()),
         jobs: job_figures,
-        total: total_figures,
         warnings,
-        kstat: None,
-        http: None,
-        diagnoses: Vec::new(),
         intervals: plan
             .status_interval
             .map(|_| total.intervals.iter().map(|i| i.figures()).collect()),
+        ..RunResult::new(
+            "io",
+            started_at,
+            ringlab_kstat::host_info(),
+            plan.config_map(),
+            total_figures,
+        )
     }
 }

@@ -1,4 +1,5 @@
-//! The compact text report of a `ringlab io` result.
+//! The compact text report of a `ringlab io` result, its diagnoses at the
+//! end.
 
 use crate::config::IoConfig;
 use crate::engine_kind::EngineKind;
@@ -55,6 +56,7 @@ pub fn render(r: &RunResult) -> String {
     if let Some(k) = &r.kstat {
         render_kstat(&mut out, k);
     }
+    out.push_str(&ringlab_kstat::explain::render_diagnoses(&r.diagnoses));
     out
 }
 
@@ -129,12 +131,7 @@ pub fn render_kstat(out: &mut String, k: &ringlab_stats::KstatReport) {
         );
     }
     for e in &k.evidence {
-        let verdict = match e.in_effect {
-            Some(true) => "in effect",
-            Some(false) => "NO EFFECT SEEN",
-            None => "not decidable",
-        };
-        let _ = writeln!(out, "  {} {verdict}: {}", e.knob, e.detail);
+        let _ = writeln!(out, "  {}", ringlab_kstat::explain::verdict_line(e));
     }
     if let Some(st) = &k.stages {
         render_stages(out, st);

@@ -10,7 +10,6 @@
 
 pub mod advise;
 pub mod compare;
-pub mod diagnose;
 mod input;
 mod metric;
 mod plan;

@@ -7,6 +7,7 @@
 //! never a zero. This file depends on nothing else of the crate: the report
 //! and the plots both build on it.
 
+use ringlab_stats::units::format_sig;
 use serde_json::Value as Json;
 
 /// How a figure is shown: its unit decides table formatting and axis scale.
@@ -82,29 +83,9 @@ impl Metric {
         match self.unit {
             Unit::PerSecond => ringlab_stats::units::format_rate(v),
             Unit::BytesPerSecond => format!("{:.1}", v / (1024.0 * 1024.0)),
-            Unit::Nanoseconds => sig(v / 1e3),
-            Unit::PerOp | Unit::MicrosPerOp => sig(v),
+            Unit::Nanoseconds => format_sig(v / 1e3),
+            Unit::PerOp | Unit::MicrosPerOp => format_sig(v),
         }
-    }
-}
-
-/// Short numbers for tables: three significant digits from 1 up (`4.56`,
-/// `12.3`, `123`, `4567`), three decimals from 0.01 (`0.012`), an exponent
-/// below (`1.23e-4`).
-fn sig(v: f64) -> String {
-    let a = v.abs();
-    if a == 0.0 {
-        "0".to_string()
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else if a >= 0.01 {
-        format!("{v:.3}")
-    } else {
-        format!("{v:.2e}")
     }
 }
 
@@ -324,15 +305,5 @@ mod tests {
         assert!(zero.all_zero && !zero.plotted);
         assert_eq!(ms[4].title, "io_uring_submit_req per operation");
         assert!(ms[4].plotted && !ms[4].all_zero);
-    }
-
-    #[test]
-    fn table_values_keep_three_significant_digits() {
-        assert_eq!(sig(0.0), "0");
-        assert_eq!(sig(0.012345), "0.012");
-        assert_eq!(sig(12.345), "12.3");
-        assert_eq!(sig(4.567), "4.57");
-        assert_eq!(sig(4567.4), "4567");
-        assert_eq!(sig(0.000123), "1.23e-4");
     }
 }

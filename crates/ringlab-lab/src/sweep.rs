@@ -10,6 +10,7 @@ use crate::store::{
 };
 use anyhow::{Context, Result};
 use ringlab_core::usage_error;
+use ringlab_stats::units::format_wall;
 use rustix::process::{getppid, kill_process, set_parent_process_death_signal, Pid, Signal};
 use serde_json::Value as Json;
 use std::ffi::OsString;
@@ -373,24 +374,6 @@ fn last_line(text: &str) -> String {
     line.trim().trim_start_matches("ringlab: ").to_string()
 }
 
-/// `3m20s`, `12s`, `0.4s`.
-pub(crate) fn human_duration(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s < 10.0 {
-        format!("{s:.1}s")
-    } else if s < 60.0 {
-        format!("{s:.0}s")
-    } else if s < 3600.0 {
-        format!("{}m{:02}s", (s / 60.0) as u64, (s % 60.0) as u64)
-    } else {
-        format!(
-            "{}h{:02}m",
-            (s / 3600.0) as u64,
-            ((s % 3600.0) / 60.0) as u64
-        )
-    }
-}
-
 /// Runs done / total, the current run and the time left, on stderr: a bar
 /// redrawn in place on a terminal, one line per finished run otherwise (so
 /// logs stay readable).
@@ -426,7 +409,7 @@ impl Progress {
             self.per_run_guess
         };
         match per_run {
-            Some(p) => format!("~{} left", human_duration(p * remaining as u32)),
+            Some(p) => format!("~{} left", format_wall(p * remaining as u32)),
             None => "time left unknown".to_string(),
         }
     }
@@ -473,8 +456,8 @@ impl Progress {
         }
         let what = match (&entry.error, result) {
             (Some(e), _) => format!("failed: {e}"),
-            (None, Some(r)) => format!("{} in {}", headline(r), human_duration(wall)),
-            (None, None) => format!("done in {}", human_duration(wall)),
+            (None, Some(r)) => format!("{} in {}", headline(r), format_wall(wall)),
+            (None, None) => format!("done in {}", format_wall(wall)),
         };
         eprintln!(
             "ringlab sweep: [{}/{}] run {} {}: {what}, {}",
@@ -544,7 +527,7 @@ pub fn dry_run(plan: &Plan, dir: Option<&Path>) -> Result<String> {
         }
     ));
     if let Some(d) = plan.estimated_duration() {
-        out.push_str(&format!(", about {} with pauses", human_duration(d)));
+        out.push_str(&format!(", about {} with pauses", format_wall(d)));
     }
     out.push('\n');
     let done = runs.iter().filter(|r| status_of(&r.id) == "done").count();

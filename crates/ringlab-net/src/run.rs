@@ -10,12 +10,12 @@ use crate::script::{DoneErrors, DoneSummary, ScriptRun, StatsUd, ThreadScript, W
 use crate::sys::{self, RawAddr};
 use crate::text;
 use anyhow::{anyhow, Result};
-use ringlab_core::harness::{Aborted, Harness, JobSlot, JobSpec, RunHeader};
+use ringlab_core::harness::{Aborted, Harness, JobSlot, JobSpec};
 use ringlab_core::usage_error;
 use ringlab_kstat::ThreadUsage;
 use ringlab_stats::{
     DirectionFigures, Figures, HttpFigures, JobFigures, LatencyRecorder, RateSummary, RunResult,
-    ThreadMeasurements, ToolInfo, SCHEMA_VERSION,
+    ThreadMeasurements,
 };
 use std::collections::BTreeMap;
 use std::net::TcpStream;
@@ -217,7 +217,10 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
             ));
         }
     }
-    // Again: the kernel evidence and the descriptor check came after build.
+    // Knob evidence and diagnoses, as every command's result has them.
+    ringlab_kstat::explain(&mut outcome.result);
+    // Again: the kernel evidence, its explanation and the descriptor check
+    // came after build.
     outcome.text = text::render(&outcome.result, &outcome.lat, &outcome.lat_uncorrected);
     Ok(outcome)
 }
@@ -399,25 +402,17 @@ fn build(
     if total.ops == 0 {
         warnings.push(no_response(&total_s, plan));
     }
-    let head = RunHeader::new("http", started_at);
     let result = RunResult {
-        schema_version: SCHEMA_VERSION,
-        tool: ToolInfo {
-            name: head.tool.to_string(),
-            version: head.version.to_string(),
-        },
-        command: head.command.to_string(),
-        started_at: head.started_at,
-        host: ringlab_kstat::host_info(),
-        config: plan.config_map(),
-        target: None,
         jobs,
-        total,
         warnings,
-        kstat: None,
         http: Some(http),
-        diagnoses: Vec::new(),
-        intervals: None,
+        ..RunResult::new(
+            "http",
+            started_at,
+            ringlab_kstat::host_info(),
+            plan.config_map(),
+            total,
+        )
     };
     let text = text::render(&result, &total_s.responses.lat, &total_s.lat_uncorrected);
     HttpOutcome {

@@ -299,6 +299,19 @@ fn ringlab_block(
             let _ = writeln!(o, "  ringlab: {l}");
         }
     }
+    // Knob evidence (--sqpoll, --fixed-files, multishot receive, ...) and
+    // the diagnoses, from the explain step.
+    for e in r.kstat.iter().flat_map(|k| &k.evidence) {
+        let _ = writeln!(o, "  ringlab: {}", ringlab_kstat::explain::verdict_line(e));
+    }
+    for d in &r.diagnoses {
+        let _ = writeln!(
+            o,
+            "  ringlab: diagnosis {}; try: {}",
+            ringlab_kstat::explain::finding(d),
+            d.try_next
+        );
+    }
     for w in &r.warnings {
         let _ = writeln!(o, "  ringlab: warning: {w}");
     }

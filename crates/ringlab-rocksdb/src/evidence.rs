@@ -4,6 +4,7 @@
 //! IPIs from /proc/interrupts, its kernel helper threads sampled from
 //! /proc, and the block device's counters from /sys/block/DEV/stat.
 
+use ringlab_core::uring::knobs::{knob, Arg, UringOptions};
 use ringlab_kstat::bpf::NamedCounters;
 use ringlab_kstat::collector::per_op_name;
 use ringlab_kstat::device::{read_interrupts, IrqLine};
@@ -240,15 +241,15 @@ pub fn file_get_per_request(k: &KstatReport) -> Option<f64> {
 }
 
 /// The kernel-evidence part of a result. `ops` are db_bench's operations
-/// (keys read); `knobs` the plugin knobs of the configuration (empty for
-/// RocksDB's own backend).
+/// (keys read). Its knob evidence is filled in by the explain step
+/// ([`ringlab_kstat::explain`], called by the runner) with the plugin's
+/// knobs ([`ring_options`]).
 pub fn report(
     counters: BTreeMap<String, u64>,
     mut unavailable: Vec<UnavailableCounter>,
     samples: &Samples,
     ops: u64,
     device: Option<(&str, Option<DeviceFigures>)>,
-    knobs: &[String],
 ) -> KstatReport {
     let mut per_op = BTreeMap::new();
     if ops > 0 {
@@ -266,7 +267,6 @@ pub fn report(
         });
     }
     let helpers = samples.helper_threads();
-    let evidence = knob_evidence(knobs, &counters, &helpers);
     KstatReport {
         counters,
         sampled_counters: BTreeMap::new(),
@@ -277,66 +277,30 @@ pub fn report(
         interrupts: None,
         helper_threads_created: helpers.len() as u64,
         helper_threads: helpers,
-        evidence,
+        evidence: Vec::new(),
         stages: None,
     }
 }
 
-/// One line per knob: did the counters show it working?
-fn knob_evidence(
-    knobs: &[String],
-    c: &BTreeMap<String, u64>,
-    helpers: &[HelperThread],
-) -> Vec<ringlab_stats::KnobEvidence> {
-    let get = |n: &str| c.get(n).copied();
-    let per_req = |n: &str| -> Option<f64> {
-        let sub = get("io_uring:io_uring_submit_req")?;
-        (sub > 0).then(|| get(n).unwrap_or(0) as f64 / sub as f64)
-    };
-    let mut out = Vec::new();
+/// The plugin's knobs (`sqpoll`, `sqpoll_cpu=1`, `fixed_files`: `ringlab
+/// io`'s flags with `_` for `-`) as the knob table's options, for the
+/// explain step; words the table does not have (`depth=64`) are left out.
+pub fn ring_options(knobs: &[String]) -> UringOptions {
+    let mut o = UringOptions::default();
     for k in knobs {
-        let name = k.split(['=', ':']).next().unwrap_or(k);
-        let (in_effect, detail) = match name {
-            "sqpoll" => {
-                let sqp = helpers.iter().any(|h| h.name.starts_with("iou-sqp"));
-                let enter = per_req("syscalls:sys_enter_io_uring_enter");
-                (
-                    Some(sqp),
-                    format!(
-                        "iou-sqp thread {}; io_uring_enter per request {}",
-                        if sqp { "seen" } else { "not seen" },
-                        enter.map_or("not counted".into(), |v| format!("{v:.3}"))
-                    ),
-                )
-            }
-            "fixed_files" => match per_req("io_uring:io_uring_file_get") {
-                Some(v) => (
-                    Some(v < 0.5),
-                    format!("io_uring_file_get per request {v:.3}"),
-                ),
-                None => (None, "io_uring_file_get or submit_req not counted".into()),
-            },
-            "force_async" => match per_req("io_uring:io_uring_queue_async_work") {
-                Some(v) => (
-                    Some(v > 0.5),
-                    format!("io_uring_queue_async_work per request {v:.3}"),
-                ),
-                None => (None, "io_uring_queue_async_work not counted".into()),
-            },
-            "defer_taskrun" => match get("io_uring:io_uring_local_work_run") {
-                Some(v) => (Some(v > 0), format!("io_uring_local_work_run {v}")),
-                None => (None, "io_uring_local_work_run not counted".into()),
-            },
-            _ => (None, "no counter tells this knob apart".into()),
+        let (name, value) = match k.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (k.as_str(), None),
         };
-        out.push(ringlab_stats::KnobEvidence {
-            // Named as ringlab io's flags, the schema's form for knobs.
-            knob: format!("--{}", name.replace('_', "-")),
-            in_effect,
-            detail,
-        });
+        if let Some(row) = knob(&name.replace('_', "-")) {
+            let value = match (value, row.arg) {
+                (None, Arg::OptionalValue { missing, .. }) => Some(missing),
+                (v, _) => v,
+            };
+            let _ = (row.set)(&mut o, value);
+        }
     }
-    out
+    o
 }
 
 #[cfg(test)]
@@ -370,14 +334,15 @@ mod tests {
     }
 
     #[test]
-    fn fixed_files_evidence_reads_file_get_per_request() {
-        let mut c = BTreeMap::new();
-        c.insert("io_uring:io_uring_submit_req".to_string(), 1000);
-        c.insert("io_uring:io_uring_file_get".to_string(), 3);
-        let e = knob_evidence(&["fixed_files".into()], &c, &[]);
-        assert_eq!(e[0].in_effect, Some(true));
-        c.insert("io_uring:io_uring_file_get".to_string(), 1000);
-        let e = knob_evidence(&["fixed_files".into()], &c, &[]);
-        assert_eq!(e[0].in_effect, Some(false));
+    fn plugin_knobs_become_the_tables_options() {
+        let o = ring_options(&[
+            "sqpoll".into(),
+            "sqpoll_cpu=1".into(),
+            "fixed_files".into(),
+            "depth=64".into(),
+        ]);
+        assert!(o.sqpoll && o.fixed_files);
+        assert_eq!(o.sqpoll_cpu, Some(1));
+        assert_eq!(ring_options(&["force_async".into()]).force_async, 1);
     }
 }

@@ -9,7 +9,7 @@ use crate::{find_plugin, INSTALL};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use ringlab_core::usage_error;
-use ringlab_stats::{DirectionFigures, Figures, JobFigures, LatencySummary, RunResult, ToolInfo};
+use ringlab_stats::{DirectionFigures, Figures, JobFigures, LatencySummary, RunResult};
 use serde_json::{json, Value as Json};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -449,7 +449,6 @@ fn run_one(
         )
     })?;
     let device = run.samples.device();
-    let knobs = config.knobs.clone().unwrap_or_default();
     let kstat = run.counters.clone().map(|(counters, unavailable)| {
         evidence::report(
             counters,
@@ -457,10 +456,9 @@ fn run_one(
             &run.samples,
             bench.operations,
             setup.device.as_deref().map(|d| (d, device)),
-            &knobs,
         )
     });
-    let result = build_result(
+    let mut result = build_result(
         setup,
         args,
         config,
@@ -472,6 +470,10 @@ fn run_one(
         kstat,
         &db_args,
     );
+    // Knob evidence (per io_uring request, not per key) and diagnoses, as
+    // every command's result has them.
+    let knobs = evidence::ring_options(config.knobs.as_deref().unwrap_or_default());
+    ringlab_kstat::explain::explain_with(&mut result, &knobs);
     Ok(RunOutcome {
         config: config.clone(),
         repeat,
@@ -742,27 +744,20 @@ fn build_result(
         ));
     }
     RunResult {
-        schema_version: ringlab_stats::result::SCHEMA_VERSION,
-        tool: ToolInfo {
-            name: "ringlab".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        },
-        command: "rocksdb".into(),
-        started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
-        host: ringlab_kstat::host_info(),
-        config: config_map,
-        target: None,
         jobs: vec![JobFigures {
             job: 0,
             cpu: Some(setup.cpu),
             figures: figures.clone(),
         }],
-        total: figures,
         warnings,
         kstat,
-        http: None,
-        diagnoses: Vec::new(),
-        intervals: None,
+        ..RunResult::new(
+            "rocksdb",
+            started_at,
+            ringlab_kstat::host_info(),
+            config_map,
+            figures,
+        )
     }
 }
 

@@ -35,13 +35,47 @@ pub struct RunResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http: Option<HttpFigures>,
     /// Notes derived from this run's own kernel evidence, one per rule that
-    /// fired (`ringlab_lab::diagnose`); absent when none fired.
+    /// fired (`ringlab_kstat::explain`); absent when none fired.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnoses: Vec<Diagnosis>,
     /// The run cut into `--status-interval` intervals (all jobs together);
     /// absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intervals: Option<Vec<IntervalFigures>>,
+}
+
+impl RunResult {
+    /// The result every command starts from: the header (tool, version,
+    /// `command`, `started_at` in RFC 3339 seconds, `host`, `config`) and
+    /// the total figures, nothing else yet. The one place the header is
+    /// built; the caller fills in its jobs, target, warnings and the rest.
+    pub fn new(
+        command: &str,
+        started_at: std::time::SystemTime,
+        host: HostInfo,
+        config: serde_json::Map<String, serde_json::Value>,
+        total: Figures,
+    ) -> RunResult {
+        RunResult {
+            schema_version: SCHEMA_VERSION,
+            tool: ToolInfo {
+                name: "ringlab".to_string(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+            },
+            command: command.to_string(),
+            started_at: humantime::format_rfc3339_seconds(started_at).to_string(),
+            host,
+            config,
+            target: None,
+            jobs: Vec::new(),
+            total,
+            warnings: Vec::new(),
+            kstat: None,
+            http: None,
+            diagnoses: Vec::new(),
+            intervals: None,
+        }
+    }
 }
 
 /// One diagnosis: a named rule, the figure that triggered it and what to try.
@@ -228,13 +262,13 @@ impl RateSummary {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KstatReport {
-    /// Tracepoint counts over the measured run, by `system:event`. Counters
-    /// of the process include its threads and the kernel helper threads it
-    /// caused; `irq_vectors:*` are counted on every CPU.
+    /// Tracepoint counts over the measured run, by `system:event`, counted
+    /// by BPF for the process's thread group (its threads and the kernel
+    /// helper threads of its rings); which ones follows `--evidence`.
     pub counters: std::collections::BTreeMap<String, u64>,
-    /// Per-request tracepoints (`io_uring_submit_req`, `io_uring_complete`,
-    /// `io_uring_file_get`), counted only inside sampling windows (50 ms of
-    /// every second) because even attached they cost at every hit; their per-op figures divide by `sampled_ops`.
+    /// Empty since counting moved to BPF; in results made before, the
+    /// per-request tracepoints counted only inside sampling windows, whose
+    /// per-op figures divide by `sampled_ops`.
     pub sampled_counters: std::collections::BTreeMap<String, u64>,
     /// Operations completed inside the sampling windows.
     pub sampled_ops: u64,

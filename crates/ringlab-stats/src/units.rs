@@ -117,9 +117,48 @@ pub fn format_ns(ns: f64) -> String {
     }
 }
 
+/// A figure in a table or a note, short: three significant digits from 1
+/// up (`4.56`, `12.3`, `123`, `4567`), three decimals from 0.01 (`0.012`),
+/// an exponent below (`1.23e-4`), `0` for zero.
+pub fn format_sig(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        "0".to_string()
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else if a >= 0.01 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.2e}")
+    }
+}
+
 /// Formats a duration compactly: `10s`, `1.5s`, `250ms`.
 pub fn format_duration(d: Duration) -> String {
     format_ns(d.as_nanos() as f64)
+}
+
+/// A wall-clock span for people, to the second at most: `0.4s`, `12s`,
+/// `3m20s`, `2h05m` (a sweep's time left, a run's length).
+pub fn format_wall(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 10.0 {
+        format!("{s:.1}s")
+    } else if s < 60.0 {
+        format!("{s:.0}s")
+    } else if s < 3600.0 {
+        format!("{}m{:02}s", (s / 60.0) as u64, (s % 60.0) as u64)
+    } else {
+        format!(
+            "{}h{:02}m",
+            (s / 3600.0) as u64,
+            ((s % 3600.0) / 60.0) as u64
+        )
+    }
 }
 
 #[cfg(test)]
@@ -187,5 +226,14 @@ mod tests {
         assert_eq!(format_ns(12_340.0), "12.3us");
         assert_eq!(format_ns(4_560_000.0), "4.56ms");
         assert_eq!(format_bandwidth(1024.0 * 1024.0 * 3.0), "3.0 MiB/s");
+        assert_eq!(format_sig(0.0), "0");
+        assert_eq!(format_sig(4567.8), "4568");
+        assert_eq!(format_sig(12.34), "12.3");
+        assert_eq!(format_sig(4.561), "4.56");
+        assert_eq!(format_sig(0.0123), "0.012");
+        assert_eq!(format_sig(0.000123), "1.23e-4");
+        assert_eq!(format_wall(Duration::from_millis(400)), "0.4s");
+        assert_eq!(format_wall(Duration::from_secs(200)), "3m20s");
+        assert_eq!(format_wall(Duration::from_secs(7500)), "2h05m");
     }
 }

@@ -203,8 +203,7 @@ pub fn run_job_file(path: &Path, rest: &[OsString]) -> Result<()> {
         }
         print_notes(&j.words.notes);
         eprintln!("ringlab: job [{}] (group {})", j.name, j.group);
-        let mut r = run_io(&j.plan, &opts).with_context(|| format!("job [{}]", j.name))?;
-        r.diagnoses = ringlab_lab::diagnose::diagnose(&r);
+        let r = run_io(&j.plan, &opts).with_context(|| format!("job [{}]", j.name))?;
         results.push(r);
     }
     let ran: Vec<(&Translated, u32, &RunResult)> = jobs

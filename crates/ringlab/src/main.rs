@@ -326,12 +326,9 @@ fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result
     let plan = ringlab_net::HttpPlan::from_args(args)?;
     let out = open_output(output, &[])?;
     let interrupted = ringlab_core::interrupt_flag()?;
-    let mut outcome = ringlab_net::run::run_http(&plan, interrupted)?;
-    outcome.result.diagnoses = ringlab_lab::diagnose::diagnose(&outcome.result);
+    let outcome = ringlab_net::run::run_http(&plan, interrupted)?;
     let rendered = match output.format() {
-        OutputFormat::Text => {
-            ringlab_lab::diagnose::insert_into_wrk_text(&outcome.text, &outcome.result.diagnoses)
-        }
+        OutputFormat::Text => outcome.text.clone(),
         OutputFormat::Json => {
             let mut s = serde_json::to_string_pretty(&outcome.result)?;
             s.push('\n');
@@ -392,13 +389,12 @@ fn run_io_command(
         interrupted,
     };
     fio::print_notes(&fio_words.notes);
-    let mut result = run_io(&plan, &opts)?;
-    result.diagnoses = ringlab_lab::diagnose::diagnose(&result);
+    let result = run_io(&plan, &opts)?;
     let rendered = fio::render_io(&[(fio_words, 0, &result)], &[], output.output_format)?;
     out.finish(rendered.as_bytes())
 }
 
 /// The text of one io result, its diagnoses at the end.
 fn io_text(result: &ringlab_stats::RunResult) -> String {
-    ringlab_io::text::render(result) + &ringlab_lab::diagnose::render(&result.diagnoses)
+    ringlab_io::text::render(result)
 }

@@ -79,6 +79,52 @@ pub enum Arg {
     Choice(&'static str, &'static [&'static str]),
 }
 
+/// How a knob's figure is compared with its threshold.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Test {
+    /// In effect when the figure is below the threshold.
+    Below(f64),
+    /// In effect when the figure is above the threshold.
+    Above(f64),
+    /// In effect when the figure is at least this fraction of what the
+    /// knob's value makes expected (`--force-async=N`: 1/N per request).
+    AtLeastOfExpected(f64),
+}
+
+/// What decides, from one run's counters, that a knob took effect: one
+/// figure per request, one threshold, and why that threshold. The explain
+/// step of ringlab-kstat applies it, for every command alike.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Proof {
+    /// The figure, named as in a result's `kstat.per_op`
+    /// (`io_uring_file_get_per_op`), or `sqpoll_cpu_us_per_op` (CPU time of
+    /// the `iou-sqp-*` threads per request).
+    pub figure: &'static str,
+    pub test: Test,
+    /// What the figure counts, for the evidence line (`file lookups`).
+    pub what: &'static str,
+    /// Why this threshold.
+    pub why: &'static str,
+}
+
+/// File lookups (`io_uring_file_get`) per request below which registered
+/// files are in effect: the one threshold of the `fixed-files` row, also
+/// the bar above which the `file-lookup-shared` diagnosis says the
+/// lookups are there to save.
+pub const FILE_LOOKUPS_PER_REQUEST: f64 = 0.1;
+
+/// Multishot receive (`ringlab http --io uring` where the kernel has it,
+/// `--io uring-mshot`): not a flag of the table but chosen by `--io`; its
+/// proof, stated here beside the knobs'. A multishot receive is armed once
+/// per connection; a single-shot receive sent right after its request
+/// (IORING_RECVSEND_POLL_FIRST) arms a poll for every response.
+pub const MULTISHOT_RECV_PROOF: Proof = Proof {
+    figure: "io_uring_poll_arm_per_op",
+    test: Test::Below(0.1),
+    what: "poll arms",
+    why: "a single-shot receive arms a poll about once per response, a multishot one once per connection; 0.1 leaves room for re-arming when the buffer ring runs dry",
+};
+
 /// Which command offers a knob as a flag.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Offered {
@@ -107,6 +153,9 @@ pub struct Knob {
     pub evidence: &'static str,
     /// What the kernel refuses with it, and why.
     pub refused: &'static str,
+    /// The one figure and threshold that show it took effect; `None` where
+    /// no counter can tell (then `evidence` says what would).
+    pub proof: Option<Proof>,
     /// The knob's value in resolved options.
     pub get: fn(&UringOptions) -> Value,
     /// Whether resolved options turn the knob on.
@@ -316,6 +365,7 @@ knob_table! {
         offered: Offered::IoAndHttp, needs: &[],
         help: "Preset of the studies: iou (the bare kernel ring, without the default COOP_TASKRUN, SINGLE_ISSUER and DEFER_TASKRUN), iou+p (--iopoll), iou+k (--sqpoll), enhanced (--fixed-files --fixed-buffers). Other knobs add to it. ringlab http takes iou only.",
         evidence: "the knobs it turns on", refused: "",
+        proof: None,
     }
     iopoll: bool = "iopoll" {
         kernel_name: "IORING_SETUP_IOPOLL", since: "5.1",
@@ -323,6 +373,10 @@ knob_table! {
         help: "IORING_SETUP_IOPOLL (Linux 5.1): completions are found by polling the device, not by interrupts; needs --direct and a device with poll queues.",
         evidence: "device interrupts per op near 0",
         refused: "buffered I/O and devices without poll queues (EOPNOTSUPP per request); --reap spin without SQPOLL (the device is polled only inside io_uring_enter)",
+        proof: Some(Proof {
+            figure: "device_interrupts_per_op", test: Test::Below(0.01), what: "device interrupts",
+            why: "polled completions raise no interrupt; below 1 in 100 requests leaves room for the device's other work (flushes, other processes) and nothing for interrupt-driven completion, which raises up to one per request",
+        }),
     }
     sqpoll: bool = "sqpoll" {
         kernel_name: "IORING_SETUP_SQPOLL", since: "5.1 (5.11 without root)",
@@ -330,36 +384,45 @@ knob_table! {
         help: "IORING_SETUP_SQPOLL (Linux 5.1; 5.11 without root): a kernel thread (iou-sqp-*) polls the submission ring, so submitting needs no system call. With ringlab io, completions are reaped by spinning unless --reap says otherwise.",
         evidence: "an iou-sqp-* thread with CPU time and near-zero io_uring_enter per op",
         refused: "COOP_TASKRUN, TASKRUN_FLAG and DEFER_TASKRUN (EINVAL: the poller thread, not yours, runs the completion work)",
+        proof: Some(Proof {
+            figure: "sqpoll_cpu_us_per_op", test: Test::Above(0.0), what: "poller CPU",
+            why: "only an SQPOLL ring has an iou-sqp-* thread, and one that used CPU time took submissions from the ring; io_uring_enter per request is shown beside it, since a job that waits for completions (--reap wait, ringlab http) still enters to wait",
+        }),
     }
     sqpoll_cpu: Option<u32> = "sqpoll-cpu" {
         kernel_name: "IORING_SETUP_SQ_AFF", since: "5.1",
         kind: Kind::Setup { bit: setup::SQ_AFF }, arg: Arg::Value("CPU"), offered: Offered::Io, needs: &["sqpoll"],
         help: "Pin the SQPOLL thread to this CPU (IORING_SETUP_SQ_AFF, Linux 5.1).",
         evidence: NO_EVIDENCE, refused: "a ring without SQPOLL; a CPU outside the process's affinity (EINVAL)",
+        proof: None,
     }
     sqpoll_idle_ms: Option<u32> = "sqpoll-idle" {
         kernel_name: "sq_thread_idle", since: "5.1",
         kind: Kind::SetupParam, arg: Arg::Value("MS"), offered: Offered::Io, needs: &["sqpoll"],
         help: "Milliseconds the SQPOLL thread polls an empty ring before it sleeps [kernel default: 1000].",
         evidence: NO_EVIDENCE, refused: "a ring without SQPOLL",
+        proof: None,
     }
     cq_size: Option<u32> = "cq-size" {
         kernel_name: "IORING_SETUP_CQSIZE", since: "5.5",
         kind: Kind::Setup { bit: setup::CQSIZE }, arg: Arg::Value("N"), offered: Offered::Io, needs: &[],
         help: "Completion ring entries (IORING_SETUP_CQSIZE, Linux 5.5) [default: twice the submission ring].",
         evidence: NO_EVIDENCE, refused: "fewer entries than the submission ring, more than IORING_MAX_CQ_ENTRIES (EINVAL)",
+        proof: None,
     }
     attach_wq: bool = "attach-wq" {
         kernel_name: "IORING_SETUP_ATTACH_WQ", since: "5.6",
         kind: Kind::Setup { bit: setup::ATTACH_WQ }, arg: Arg::Switch, offered: Offered::Io, needs: &["sqpoll"],
         help: "IORING_SETUP_ATTACH_WQ (Linux 5.6): every job's ring shares one SQPOLL thread and one io-wq pool (seed 003's shared kernel pollers).",
         evidence: "one iou-sqp-* thread for all jobs", refused: "a ring without SQPOLL (ringlab: nothing to share)",
+        proof: None,
     }
     submit_all: bool = "submit-all" {
         kernel_name: "IORING_SETUP_SUBMIT_ALL", since: "5.18",
         kind: Kind::Setup { bit: setup::SUBMIT_ALL }, arg: Arg::Switch, offered: Offered::IoAndHttp, needs: &[],
         help: "IORING_SETUP_SUBMIT_ALL (Linux 5.18): io_uring_enter submits the whole batch even if one request fails to be prepared, instead of stopping at it.",
         evidence: NO_EVIDENCE, refused: "",
+        proof: None,
     }
     coop_taskrun: bool = "coop-taskrun" {
         kernel_name: "IORING_SETUP_COOP_TASKRUN", since: "5.19",
@@ -367,18 +430,21 @@ knob_table! {
         help: "IORING_SETUP_COOP_TASKRUN (Linux 5.19): completion work waits until the thread enters the kernel instead of interrupting it with an IPI.",
         evidence: "rescheduling IPIs per op (compare with a run without it)",
         refused: "SQPOLL (EINVAL)",
+        proof: None,
     }
     taskrun_flag: bool = "taskrun-flag" {
         kernel_name: "IORING_SETUP_TASKRUN_FLAG", since: "5.19",
         kind: Kind::Setup { bit: setup::TASKRUN_FLAG }, arg: Arg::Switch, offered: Offered::Io, needs: &["coop-taskrun"],
         help: "IORING_SETUP_TASKRUN_FLAG (Linux 5.19): the kernel flags pending completion work in the ring, and --reap peek|spin enter to run it; needs --coop-taskrun or --defer-taskrun.",
         evidence: NO_EVIDENCE, refused: "alone, without COOP_TASKRUN or DEFER_TASKRUN (EINVAL); SQPOLL (EINVAL)",
+        proof: None,
     }
     single_issuer: bool = "single-issuer" {
         kernel_name: "IORING_SETUP_SINGLE_ISSUER", since: "6.0",
         kind: Kind::Setup { bit: setup::SINGLE_ISSUER }, arg: Arg::Switch, offered: Offered::IoAndHttp, needs: &[],
         help: "IORING_SETUP_SINGLE_ISSUER (Linux 6.0): only the thread that set the ring up submits to it.",
         evidence: NO_EVIDENCE, refused: "entering the ring from another thread (EEXIST), so no --completion-thread",
+        proof: None,
     }
     defer_taskrun: bool = "defer-taskrun" {
         kernel_name: "IORING_SETUP_DEFER_TASKRUN", since: "6.1",
@@ -386,12 +452,17 @@ knob_table! {
         help: "IORING_SETUP_DEFER_TASKRUN (Linux 6.1): completion work runs only when the thread waits for completions; needs --single-issuer.",
         evidence: "io_uring_local_work_run per op above io_uring_task_work_run",
         refused: "alone, without SINGLE_ISSUER (EINVAL); SQPOLL (EINVAL); --reap spin (completions appear only inside io_uring_enter)",
+        proof: Some(Proof {
+            figure: "io_uring_local_work_run_per_op", test: Test::Above(0.0), what: "deferred (local) task work runs",
+            why: "io_uring_local_work_run fires only for a DEFER_TASKRUN ring, so any run of it shows the completions' work deferred to the waiting thread; how often depends on the batch (about 1/depth per request), so no higher bar holds for every depth",
+        }),
     }
     no_sqarray: bool = "no-sqarray" {
         kernel_name: "IORING_SETUP_NO_SQARRAY", since: "6.6",
         kind: Kind::Setup { bit: setup::NO_SQARRAY }, arg: Arg::Switch, offered: Offered::IoAndHttp, needs: &[],
         help: "IORING_SETUP_NO_SQARRAY (Linux 6.6): no index array between the submission ring and its entries; the kernel takes entries in ring order, one memory read less per request.",
         evidence: NO_EVIDENCE, refused: "",
+        proof: None,
     }
     hybrid_iopoll: bool = "hybrid-iopoll" {
         kernel_name: "IORING_SETUP_HYBRID_IOPOLL", since: "6.13",
@@ -399,12 +470,20 @@ knob_table! {
         help: "IORING_SETUP_HYBRID_IOPOLL (Linux 6.13): with --iopoll, sleep about as long as a request usually takes before polling the device, trading a little latency for much less CPU; needs --iopoll.",
         evidence: "device interrupts per op near 0, as with --iopoll",
         refused: "alone, without IOPOLL (EINVAL), so everything IOPOLL refuses: buffered I/O, devices without poll queues",
+        proof: Some(Proof {
+            figure: "device_interrupts_per_op", test: Test::Below(0.01), what: "device interrupts",
+            why: "as --iopoll: hybrid polling sleeps, then polls; it raises no interrupt either",
+        }),
     }
     fixed_files: bool = "fixed-files" {
         kernel_name: "IORING_REGISTER_FILES", since: "5.1",
         kind: Kind::Registration, arg: Arg::Switch, offered: Offered::IoAndHttp, needs: &[],
         help: "Register the descriptors with the ring (IORING_REGISTER_FILES, Linux 5.1) and use IOSQE_FIXED_FILE, saving a file lookup per request.",
-        evidence: "io_uring_file_get per op near 0", refused: "",
+        evidence: "io_uring_file_get per request below 0.1", refused: "",
+        proof: Some(Proof {
+            figure: "io_uring_file_get_per_op", test: Test::Below(FILE_LOOKUPS_PER_REQUEST), what: "file lookups",
+            why: "a request on a registered file looks nothing up: measured 0.000 per request for ringlab io --fixed-files, the RocksDB plugin's fixed_files and http sockets in the ring's table, against 1.0 per request (io, RocksDB) or 2 (http: send and receive) without; 0.1 leaves room for the lookups of setup (opening, connecting) in a short run",
+        }),
     }
     fixed_buffers: bool = "fixed-buffers" {
         kernel_name: "IORING_REGISTER_BUFFERS", since: "5.1",
@@ -412,48 +491,59 @@ knob_table! {
         help: "Register the I/O buffers with the ring (IORING_REGISTER_BUFFERS, Linux 5.1) and use READ_FIXED/WRITE_FIXED, saving the page pinning per request.",
         evidence: "no tracepoint shows buffer pinning; registration succeeded and READ_FIXED/WRITE_FIXED were used",
         refused: "more than IORING_MAX_REG_BUFFERS (16384) buffers; buffers beyond RLIMIT_MEMLOCK (ENOMEM)",
+        proof: None,
     }
     force_async: u32 = "force-async" {
         kernel_name: "IOSQE_ASYNC", since: "5.6",
         kind: Kind::RequestFlag, arg: Arg::OptionalValue { name: "N", missing: "1" }, offered: Offered::Io, needs: &[],
         help: "IOSQE_ASYNC (Linux 5.6) on every request, or with =N on every Nth: the request goes straight to an io-wq worker thread.",
         evidence: "io_uring_queue_async_work per op about 1/N", refused: "",
+        proof: Some(Proof {
+            figure: "io_uring_queue_async_work_per_op", test: Test::AtLeastOfExpected(0.5), what: "io-wq offloads",
+            why: "IOSQE_ASYNC hands every flagged request to io-wq, 1/N per request with =N, and without it a request that can be done without blocking is not offloaded at all: half of the expected figure is the midpoint between the two",
+        }),
     }
     submit_batch: u32 = "submit-batch" {
         kernel_name: "", since: "-",
         kind: Kind::Ringlab, arg: Arg::Value("N"), offered: Offered::Io, needs: &[],
         help: "Hand requests to the kernel as soon as N are queued [default: once per loop turn, in the io_uring_enter that also waits]. 1 = one io_uring_enter per request.",
         evidence: "io_uring_enter per op", refused: "",
+        proof: None,
     }
     complete_batch: u32 = "complete-batch" {
         kernel_name: "", since: "-",
         kind: Kind::Ringlab, arg: Arg::Value("N"), offered: Offered::Io, needs: &[],
         help: "Wait for at least N completions per reap (fio's iodepth_batch_complete_min) [default: 1].",
         evidence: "io_uring_enter per op", refused: "",
+        proof: None,
     }
     reap: Option<ReapMode> = "reap" {
         kernel_name: "", since: "-",
         kind: Kind::Ringlab, arg: Arg::Choice("REAP", ReapMode::NAMES), offered: Offered::Io, needs: &[],
         help: "How to wait for completions: wait (sleep in io_uring_enter), peek (enter without sleeping, repeatedly) or spin (poll the completion ring from user space) [default: wait; spin with --sqpoll].",
         evidence: "io_uring_enter and context switches per op", refused: "",
+        proof: None,
     }
     completion_thread: Option<u32> = "completion-thread" {
         kernel_name: "", since: "-",
         kind: Kind::Ringlab, arg: Arg::Value("CPU"), offered: Offered::Io, needs: &[],
         help: "A second thread, pinned to CPU, reaps the completions and hands them to the job thread; latency is taken when that thread sees them (the case where COOP_TASKRUN delays completions by milliseconds).",
         evidence: "a ringlab-reaper thread", refused: "SINGLE_ISSUER and DEFER_TASKRUN (only the submitting thread may enter the ring)",
+        proof: None,
     }
     register_ring: bool = "register-ring" {
         kernel_name: "IORING_REGISTER_RING_FDS", since: "5.18",
         kind: Kind::Registration, arg: Arg::Switch, offered: Offered::Io, needs: &[],
         help: "Register the ring's own descriptor (IORING_REGISTER_RING_FDS, Linux 5.18), saving a file lookup per io_uring_enter.",
         evidence: NO_EVIDENCE, refused: "",
+        proof: None,
     }
     iowq_max_workers: Option<[u32; 2]> = "iowq-max-workers" {
         kernel_name: "IORING_REGISTER_IOWQ_MAX_WORKERS", since: "5.15",
         kind: Kind::Registration, arg: Arg::Value("B,U"), offered: Offered::Io, needs: &[],
         help: "Limit io-wq workers per NUMA node: bounded (file I/O) and unbounded (IORING_REGISTER_IOWQ_MAX_WORKERS, Linux 5.15); 0 leaves one as is.",
         evidence: "iou-wrk-* helper threads", refused: "",
+        proof: None,
     }
 }
 
@@ -660,6 +750,14 @@ mod tests {
             for n in k.needs {
                 assert!(knob(n).is_some(), "{} needs unknown {n}", k.flag);
             }
+            // A proof names a per-request figure, says what it counts and
+            // why its one threshold; a knob without one says in words what
+            // would show it.
+            for p in k.proof.iter().chain([&MULTISHOT_RECV_PROOF]) {
+                assert!(p.figure.ends_with("_per_op"), "{}", k.flag);
+                assert!(!p.what.is_empty() && p.why.len() > 20, "{}", k.flag);
+            }
+            assert!(!k.evidence.is_empty(), "{}", k.flag);
             if let Kind::Setup { bit } = k.kind {
                 assert_eq!(bit.count_ones(), 1, "{}", k.flag);
                 assert!(k.kernel_name.starts_with("IORING_SETUP_"), "{}", k.flag);

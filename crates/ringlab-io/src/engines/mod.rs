@@ -15,7 +15,8 @@
 //!   and appends every available one to `out`.
 //!
 //! Adding an engine: one file here, one variant in [`EngineKind`] and its
-//! arm in [`EngineKind::run_job`].
+//! arm in `run_job` of the runner (`run.rs`), which sets the engine up on
+//! the job thread.
 
 mod libaio;
 mod posixaio;

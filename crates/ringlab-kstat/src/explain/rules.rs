@@ -2,7 +2,100 @@
 //! figure it reads, its threshold, what it means and what to try. Adding a
 //! rule is adding a record to [`RULES`].
 
-use super::Ctx;
+use ringlab_core::uring::knobs::FILE_LOOKUPS_PER_REQUEST;
+use ringlab_stats::RunResult;
+use serde_json::Value as Json;
+
+/// What the rules need to know about a run, read once from its result.
+#[derive(Clone, Debug, Default)]
+pub struct Ctx {
+    pub uring: bool,
+    pub depth: u64,
+    pub threads: u64,
+    pub sqpoll: bool,
+    pub coop: bool,
+    pub defer: bool,
+    pub fixed_files: bool,
+    pub force_async: bool,
+    pub submit_batch: u64,
+    pub completion_thread: bool,
+    pub sqpoll_cpu_in_job_cpus: bool,
+    pub per_op: std::collections::BTreeMap<String, f64>,
+    /// Voluntary and involuntary context switches of the iou-sqp-* threads
+    /// per I/O; `None` without a poller or its figures.
+    pub sqpoll_voluntary_per_op: Option<f64>,
+    pub sqpoll_involuntary_per_op: Option<f64>,
+    /// p99 latency in ms when it is at least 8 times the median.
+    pub tick_stall_ms: Option<f64>,
+}
+
+impl Ctx {
+    pub fn per_op(&self, key: &str) -> Option<f64> {
+        self.per_op.get(key).copied()
+    }
+
+    /// Reads the rule inputs from a result (`io` or `http`).
+    pub fn of(r: &RunResult) -> Ctx {
+        let cfg = &r.config;
+        let flag = |k: &str| cfg.get(k).and_then(Json::as_bool).unwrap_or(false);
+        let num = |k: &str| cfg.get(k).and_then(Json::as_u64).unwrap_or(0);
+        let (uring, depth, threads) = if r.command == "http" {
+            let io = cfg.get("io").and_then(Json::as_str).unwrap_or("");
+            let t = num("threads").max(1);
+            (io.starts_with("uring"), num("connections") / t, t)
+        } else {
+            let e = cfg.get("engine").and_then(Json::as_str).unwrap_or("");
+            (e == "uring", num("iodepth"), num("numjobs").max(1))
+        };
+        let ops = r.total.ops;
+        let sqpoll = flag("sqpoll") || cfg.get("mode").and_then(Json::as_str) == Some("iou+k");
+        let job_cpus: Vec<u64> = cfg
+            .get("cpus")
+            .and_then(Json::as_array)
+            .map(|a| a.iter().filter_map(Json::as_u64).collect())
+            .unwrap_or_default();
+        let sqpoll_cpu = cfg.get("sqpoll-cpu").and_then(Json::as_u64);
+        let mut ctx = Ctx {
+            uring,
+            depth,
+            threads,
+            sqpoll,
+            coop: flag("coop-taskrun"),
+            defer: flag("defer-taskrun"),
+            fixed_files: flag("fixed-files")
+                || cfg.get("mode").and_then(Json::as_str) == Some("enhanced"),
+            force_async: num("force-async") > 0,
+            submit_batch: num("submit-batch"),
+            completion_thread: cfg.get("completion-thread").is_some_and(|v| !v.is_null()),
+            sqpoll_cpu_in_job_cpus: sqpoll_cpu.is_some_and(|c| job_cpus.contains(&c)),
+            ..Ctx::default()
+        };
+        if let Some(k) = &r.kstat {
+            ctx.per_op = k.per_op.clone();
+            let sqp: Vec<_> = k
+                .helper_threads
+                .iter()
+                .filter(|h| h.name.starts_with("iou-sqp"))
+                .collect();
+            if !sqp.is_empty() && ops > 0 {
+                let sum = |f: fn(&ringlab_stats::HelperThread) -> Option<u64>| {
+                    sqp.iter()
+                        .map(|h| f(h))
+                        .sum::<Option<u64>>()
+                        .map(|n| n as f64 / ops as f64)
+                };
+                ctx.sqpoll_voluntary_per_op = sum(|h| h.ctx_voluntary);
+                ctx.sqpoll_involuntary_per_op = sum(|h| h.ctx_involuntary);
+            }
+        }
+        if let Some(lat) = &r.total.lat_ns {
+            if lat.p50 > 0 && lat.p99 >= 8 * lat.p50 {
+                ctx.tick_stall_ms = Some(lat.p99 as f64 / 1e6);
+            }
+        }
+        ctx
+    }
+}
 
 /// One diagnosis rule.
 pub struct Rule {
@@ -34,7 +127,7 @@ pub static RULES: &[Rule] = &[
         applies_to: "io_uring runs",
         applies: |c| c.uring,
         value: |c| c.per_op("io_uring_queue_async_work_per_op"),
-        message: "{value} requests per I/O were handed to io-wq worker threads (io_uring_queue_async_work): {cause}",
+        message: "{value} io_uring requests per I/O were handed to io-wq worker threads (io_uring_queue_async_work): {cause}",
         cause: |c| {
             if c.force_async {
                 "forced by --force-async (IOSQE_ASYNC), each one a hop to an iou-wrk thread and back"
@@ -64,7 +157,9 @@ pub static RULES: &[Rule] = &[
     Rule {
         name: "file-lookup-shared",
         figure: "io_uring_file_get_per_op",
-        threshold: 0.5,
+        // The fixed-files knob's own bar: above it, there are lookups that
+        // --fixed-files would remove.
+        threshold: FILE_LOOKUPS_PER_REQUEST,
         applies_to: "io_uring runs with more than one thread and no registered files",
         applies: |c| c.uring && c.threads > 1 && !c.fixed_files,
         value: |c| c.per_op("io_uring_file_get_per_op"),
