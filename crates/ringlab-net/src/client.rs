@@ -159,6 +159,11 @@ pub struct ClientConfig {
     /// `-n`: this thread's share of the total; it stops after that many
     /// responses.
     pub limit: Option<u64>,
+    /// wrk's timeouts (`ringlab wrk`): a connection is never closed for
+    /// being slow; a response that took longer than the timeout counts as a
+    /// timeout error and its latency is not recorded (wrk's stats_record
+    /// refusing a value beyond its histogram).
+    pub wrk_timeouts: bool,
 }
 
 /// Latencies waiting to be recorded: a run of equal values goes into the
@@ -204,6 +209,8 @@ pub struct Client {
     timeout_check_every_ns: u64,
     sample_start_ns: u64,
     sample_start_ops: u64,
+    /// When [`Client::sample`] next looks.
+    next_sample_ns: u64,
     /// The thread's Lua state and hooks (`-s`); `None` without a script.
     pub script: Option<Box<ThreadScript>>,
     /// Requests dropped unanswered by a reconnect (for `-n`).
@@ -221,6 +228,7 @@ impl Client {
             }
         }
         let every = (cfg.timeout_ns / 10).clamp(1_000_000, 100_000_000);
+        let wrk_timeouts = cfg.wrk_timeouts;
         Client {
             lat_run: LatRun::default(),
             conns,
@@ -233,10 +241,12 @@ impl Client {
             base: Instant::now(),
             timers: BinaryHeap::new(),
             retries: BinaryHeap::new(),
-            next_timeout_check_ns: every,
+            // wrk's timeouts close nothing: no check is ever due.
+            next_timeout_check_ns: if wrk_timeouts { u64::MAX } else { every },
             timeout_check_every_ns: every,
             sample_start_ns: 0,
             sample_start_ops: 0,
+            next_sample_ns: SAMPLE_NS,
             script: None,
             lost: 0,
         }
@@ -415,6 +425,7 @@ impl Client {
         self.stats.responses.bytes += data.len() as u64;
         let head = self.cfg.head_request;
         let open_loop = self.open_loop();
+        let late_ns = self.cfg.wrk_timeouts.then_some(self.cfg.timeout_ns);
         let c = &mut self.conns[i];
         let stats = &mut self.stats;
         let lat_run = &mut self.lat_run;
@@ -427,7 +438,11 @@ impl Client {
                     c.answered = true;
                     let lat = now.saturating_sub(if open_loop { s.due_ns } else { s.sent_ns });
                     stats.responses.ops += 1;
-                    lat_run.add(&mut stats.responses.lat, lat);
+                    if late_ns.is_some_and(|t| lat > t) {
+                        stats.errors.timeout += 1;
+                    } else {
+                        lat_run.add(&mut stats.responses.lat, lat);
+                    }
                     if open_loop {
                         stats.lat_uncorrected.record(now.saturating_sub(s.sent_ns));
                     }
@@ -464,7 +479,11 @@ impl Client {
                     let open_loop = self.cfg.interval_ns.is_some();
                     let lat = now.saturating_sub(if open_loop { s.due_ns } else { s.sent_ns });
                     self.stats.responses.ops += 1;
-                    self.lat_run.add(&mut self.stats.responses.lat, lat);
+                    if self.cfg.wrk_timeouts && lat > self.cfg.timeout_ns {
+                        self.stats.errors.timeout += 1;
+                    } else {
+                        self.lat_run.add(&mut self.stats.responses.lat, lat);
+                    }
                     if open_loop {
                         self.stats
                             .lat_uncorrected
@@ -559,7 +578,7 @@ impl Client {
     pub fn wait_ns(&self, now: u64, end_ns: u64) -> u64 {
         let mut t = end_ns
             .min(self.next_timeout_check_ns)
-            .min(self.sample_start_ns + SAMPLE_NS);
+            .min(self.next_sample_ns);
         if let Some(&Reverse((due, _))) = self.timers.peek() {
             t = t.min(due);
         }
@@ -571,9 +590,18 @@ impl Client {
 
     /// Closes a 100 ms rate window when one has passed.
     pub fn sample(&mut self, now: u64) {
+        if now < self.next_sample_ns {
+            return;
+        }
+        self.next_sample_ns = now + SAMPLE_NS;
         let span = now.saturating_sub(self.sample_start_ns);
         if span >= SAMPLE_NS {
             let ops = self.stats.responses.ops;
+            if ops == self.sample_start_ops {
+                // wrk's record_rate: a window without a response records
+                // nothing and the next sample spans it.
+                return;
+            }
             let rate = (ops - self.sample_start_ops) as f64 * 1e9 / span as f64;
             self.stats.rate_samples.push(rate);
             self.sample_start_ns = now;
@@ -596,6 +624,7 @@ mod tests {
             timeout_ns: 1_000_000_000,
             per_write: 1,
             limit: None,
+            wrk_timeouts: false,
         })
     }
 

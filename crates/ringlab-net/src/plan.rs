@@ -131,6 +131,11 @@ pub struct HttpPlan {
     pub kstat: bool,
     /// The bytes of one request, sent as they are.
     pub request: Vec<u8>,
+    /// `ringlab wrk`: the run lasts --duration even when every thread
+    /// stopped early (thread:stop(), as wrk's main thread sleeps it out),
+    /// the figures are over the measured wall time, and the text is wrk's
+    /// bytes only.
+    pub wrk: bool,
 }
 
 fn duration_flag(flag: &str, text: &str) -> Result<Duration> {
@@ -286,6 +291,7 @@ impl HttpPlan {
             ring_defaults,
             kstat: !args.no_kstat,
             request,
+            wrk: false,
         })
     }
 
@@ -298,6 +304,11 @@ impl HttpPlan {
     /// remainder to the first threads).
     pub fn connections_of(&self, t: u32) -> u32 {
         let base = self.connections / self.threads;
+        if self.wrk {
+            // wrk's own split: connections / threads each, the remainder
+            // never opened (wrk -c10 -t3 keeps 9 open).
+            return base;
+        }
         base + u32::from(t < self.connections % self.threads)
     }
 

@@ -392,3 +392,16 @@ mod tests {
         assert!(line.starts_with("serve --io uring: ") && line.ends_with(", or use --io epoll"));
     }
 }
+
+/// Writes out what C stdio holds for stdout: the Lua scripts' print() and
+/// io.write() go through it, fully buffered on a pipe, while ringlab's own
+/// report goes through Rust's stdout; flushing at the points wrk's single
+/// stdio stream would be in order keeps the script's lines where wrk puts
+/// them.
+pub fn flush_c_stdio() {
+    // SAFETY: fflush(NULL) flushes every open output stream of the C
+    // library; it takes no pointer of ours and is thread-safe in glibc.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+    }
+}
