@@ -72,6 +72,8 @@ pub struct Conn {
     /// Script delay(): the next request waits until `delay_due_ns`.
     delay_set: bool,
     delay_due_ns: u64,
+    /// The TLS session of an https:// run; `wbuf` then holds ciphertext.
+    tls: Option<Box<rustls::ClientConnection>>,
 }
 
 impl Conn {
@@ -93,6 +95,7 @@ impl Conn {
             retry_armed: false,
             delay_set: false,
             delay_due_ns: 0,
+            tls: None,
         }
     }
 
@@ -159,6 +162,8 @@ pub struct ClientConfig {
     /// `-n`: this thread's share of the total; it stops after that many
     /// responses.
     pub limit: Option<u64>,
+    /// https://: each connection speaks TLS through this client.
+    pub tls: Option<crate::tls::TlsClient>,
     /// wrk's timeouts (`ringlab wrk`): a connection is never closed for
     /// being slow; a response that took longer than the timeout counts as a
     /// timeout error and its latency is not recorded (wrk's stats_record
@@ -215,6 +220,8 @@ pub struct Client {
     pub script: Option<Box<ThreadScript>>,
     /// Requests dropped unanswered by a reconnect (for `-n`).
     lost: u64,
+    /// Decrypted bytes of one read (TLS), kept to reuse its allocation.
+    tls_plain: Vec<u8>,
 }
 
 impl Client {
@@ -249,6 +256,7 @@ impl Client {
             next_sample_ns: SAMPLE_NS,
             script: None,
             lost: 0,
+            tls_plain: Vec::new(),
         }
     }
 
@@ -333,8 +341,17 @@ impl Client {
         self.stats.connects += 1;
     }
 
+    /// The connect completed; with TLS the session starts (its
+    /// ClientHello goes out with the next [`Client::fill`]).
     pub fn connected(&mut self, i: usize) {
-        self.conns[i].phase = Phase::Open;
+        let c = &mut self.conns[i];
+        c.phase = Phase::Open;
+        if let Some(t) = &self.cfg.tls {
+            // A session that cannot be made (it never fails for a valid
+            // config) leaves the connection without TLS: the server then
+            // answers garbage and the parse error counts.
+            c.tls = t.connect().ok().map(Box::new);
+        }
     }
 
     /// Queues the requests this connection may send now; true when it has
@@ -350,7 +367,10 @@ impl Client {
             c.wbuf.clear();
             c.woff = 0;
         }
-        while c.inflight.len() + per_write <= limit_inflight {
+        // As wrk: no request before the TLS handshake is done (its time is
+        // not a request's latency).
+        let handshaking = c.tls.as_ref().is_some_and(|t| t.is_handshaking());
+        while !handshaking && c.inflight.len() + per_write <= limit_inflight {
             if let Some(l) = self.cfg.limit {
                 let outstanding = self.stats.requests_sent - self.stats.responses.ops - self.lost;
                 if self.stats.responses.ops + outstanding >= l {
@@ -396,7 +416,13 @@ impl Client {
             } else {
                 now
             };
-            c.wbuf.extend_from_slice(request);
+            match c.tls.as_deref_mut() {
+                Some(t) => {
+                    // Buffered in the session, encrypted just below.
+                    let _ = std::io::Write::write_all(&mut t.writer(), request);
+                }
+                None => c.wbuf.extend_from_slice(request),
+            }
             for _ in 0..per_write {
                 c.inflight.push_back(Sent {
                     sent_ns: now,
@@ -404,6 +430,15 @@ impl Client {
                 });
             }
             self.stats.requests_sent += per_write as u64;
+        }
+        if let Some(t) = c.tls.as_deref_mut() {
+            // Handshake records, alerts and the encrypted requests.
+            while t.wants_write() {
+                match t.write_tls(&mut c.wbuf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
         }
         c.woff < c.wbuf.len()
     }
@@ -422,6 +457,65 @@ impl Client {
     /// Bytes read: parses them and records every complete response.
     /// `Ok(Flow::Close)` when the server said it closes.
     pub fn received(&mut self, i: usize, data: &[u8], now: u64) -> Result<Flow, ErrKind> {
+        if self.conns[i].tls.is_some() {
+            return self.received_tls(i, data, now);
+        }
+        self.received_plain(i, data, now)
+    }
+
+    /// Ciphertext read: decrypted, then parsed as plain bytes. A record
+    /// that does not decrypt is a read error (a failed handshake a connect
+    /// error), as wrk counts SSL errors.
+    fn received_tls(&mut self, i: usize, mut data: &[u8], now: u64) -> Result<Flow, ErrKind> {
+        let mut plain = std::mem::take(&mut self.tls_plain);
+        plain.clear();
+        let mut failed = None;
+        {
+            let Some(t) = self.conns[i].tls.as_deref_mut() else {
+                return Err(ErrKind::Read);
+            };
+            while !data.is_empty() {
+                let handshaking = t.is_handshaking();
+                let n = match t.read_tls(&mut data) {
+                    Ok(n) => n,
+                    Err(_) => {
+                        failed = Some(ErrKind::Read);
+                        break;
+                    }
+                };
+                if let Err(_e) = t.process_new_packets() {
+                    failed = Some(if handshaking {
+                        ErrKind::Connect
+                    } else {
+                        ErrKind::Read
+                    });
+                    break;
+                }
+                let mut r = t.reader();
+                let mut chunk = [0u8; 16 * 1024];
+                loop {
+                    match std::io::Read::read(&mut r, &mut chunk) {
+                        Ok(0) | Err(_) => break,
+                        Ok(k) => plain.extend_from_slice(&chunk[..k]),
+                    }
+                }
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+        let out = match failed {
+            Some(k) => Err(k),
+            None if plain.is_empty() => Ok(Flow::Continue),
+            None => self.received_plain(i, &plain, now),
+        };
+        self.tls_plain = plain;
+        out
+    }
+
+    /// Plain response bytes: parses them and records every complete
+    /// response.
+    fn received_plain(&mut self, i: usize, data: &[u8], now: u64) -> Result<Flow, ErrKind> {
         self.stats.responses.bytes += data.len() as u64;
         let head = self.cfg.head_request;
         let open_loop = self.open_loop();
@@ -537,6 +631,7 @@ impl Client {
         c.parser.reset();
         self.lost += c.inflight.len() as u64;
         c.inflight.clear();
+        c.tls = None;
         c.delay_set = false;
         c.generation = c.generation.wrapping_add(1);
     }
@@ -624,6 +719,7 @@ mod tests {
             timeout_ns: 1_000_000_000,
             per_write: 1,
             limit: None,
+            tls: None,
             wrk_timeouts: false,
         })
     }

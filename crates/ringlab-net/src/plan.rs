@@ -98,6 +98,8 @@ pub struct Target {
     pub port: u16,
     /// Path and query, at least "/".
     pub path: String,
+    /// https://: TLS (rustls, user space) on every connection.
+    pub tls: bool,
 }
 
 /// The validated configuration of one `ringlab http` run.
@@ -151,11 +153,11 @@ pub fn parse_url(url: &str) -> Result<Target> {
     let Some((scheme, rest)) = url.split_once("://") else {
         usage!("{url}: not a URL; write it like http://127.0.0.1:8080/ (scheme, host, optional port and path)");
     };
-    match scheme.to_ascii_lowercase().as_str() {
-        "http" => {}
-        "https" => usage!("{url}: https is not supported yet: ringlab http speaks plain HTTP/1.1; use an http:// URL"),
-        other => usage!("{url}: scheme '{other}' is not supported: use an http:// URL"),
-    }
+    let tls = match scheme.to_ascii_lowercase().as_str() {
+        "http" => false,
+        "https" => true,
+        other => usage!("{url}: scheme '{other}' is not supported: use an http:// or https:// URL"),
+    };
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
         Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -177,6 +179,7 @@ pub fn parse_url(url: &str) -> Result<Target> {
         usage!("{url}: no host; write it like http://127.0.0.1:8080/");
     }
     let port = match port {
+        None if tls => 443,
         None => 80,
         Some(p) => match p.parse::<u16>() {
             Ok(n) if n > 0 => n,
@@ -186,7 +189,12 @@ pub fn parse_url(url: &str) -> Result<Target> {
     if path.contains(|c: char| c.is_whitespace() || c.is_control()) {
         usage!("{url}: the path holds spaces or control characters; percent-encode them");
     }
-    Ok(Target { host, port, path })
+    Ok(Target {
+        host,
+        port,
+        path,
+        tls,
+    })
 }
 
 impl HttpPlan {
@@ -448,7 +456,7 @@ pub fn build_request(method: &str, t: &Target, headers: &[String], body: Option<
         } else {
             t.host.clone()
         };
-        if t.port == 80 {
+        if t.port == if t.tls { 443 } else { 80 } {
             r.push_str(&format!("Host: {host}\r\n"));
         } else {
             r.push_str(&format!("Host: {host}:{}\r\n", t.port));
@@ -482,11 +490,14 @@ mod tests {
             Target {
                 host: "127.0.0.1".into(),
                 port: 8080,
-                path: "/a/b?x=1".into()
+                path: "/a/b?x=1".into(),
+                tls: false,
             }
         );
         let t = parse_url("http://localhost").unwrap();
         assert_eq!((t.port, t.path.as_str()), (80, "/"));
+        let t = parse_url("https://h/").unwrap();
+        assert_eq!((t.port, t.tls), (443, true));
         let t = parse_url("http://[::1]:81?q").unwrap();
         assert_eq!(
             (t.host.as_str(), t.port, t.path.as_str()),
@@ -497,7 +508,6 @@ mod tests {
     #[test]
     fn bad_urls_say_why() {
         for (url, want) in [
-            ("https://x/", "https is not supported yet"),
             ("ftp://x/", "scheme 'ftp'"),
             ("127.0.0.1:80", "not a URL"),
             ("http://:80/", "no host"),

@@ -142,6 +142,13 @@ pub fn run_http_with(
         None => None,
     };
     let per_write = script.as_ref().map_or(1, |s| s.requests_per_write());
+    let tls = match plan.target.tls {
+        true => Some(
+            crate::tls::TlsClient::new(&plan.target.host)
+                .map_err(|m| usage_error(format!("{}: {m}", plan.url)))?,
+        ),
+        false => None,
+    };
     // What setup() and init() printed comes before anything of the run, as
     // in wrk, also when stdout is a pipe.
     sys::flush_c_stdio();
@@ -171,6 +178,7 @@ pub fn run_http_with(
                 .unwrap_or(plan.addr);
             std::sync::Mutex::new(Some(ThreadCtx {
                 addr,
+                tls: tls.clone(),
                 per_write,
                 script: thread_script,
             }))
@@ -284,6 +292,7 @@ fn probe(plan: &HttpPlan) -> Result<()> {
 struct ThreadCtx {
     /// The server address (a script's setup() may set it per thread).
     addr: std::net::SocketAddr,
+    tls: Option<crate::tls::TlsClient>,
     per_write: u32,
     script: Option<ThreadScript>,
 }
@@ -324,6 +333,7 @@ fn client_thread(
             ((open / r) * 1e9).max(1.0) as u64
         }),
         timeout_ns: plan.timeout.as_nanos() as u64,
+        tls: th.tls.clone(),
         wrk_timeouts: plan.wrk,
     };
     if plan.rate.is_some() || th.script.as_ref().is_some_and(|s| s.has_delay()) {

@@ -340,6 +340,16 @@ pub fn ringlab_block(
         let _ = write!(line, ", script {s}");
     }
     let _ = writeln!(o, "{line}");
+    if c.url
+        .get(..8)
+        .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+    {
+        let _ = writeln!(
+            o,
+            "  ringlab: TLS: rustls in user space, the {} driver sending and receiving the ciphertext (kernel TLS not used); the certificate is not verified, as wrk",
+            c.io.name()
+        );
+    }
     if let Some(h) = http {
         let e = &h.errors;
         if e.parse + e.closed > 0 {
