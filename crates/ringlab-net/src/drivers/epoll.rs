@@ -289,6 +289,7 @@ mod tests {
             timeout_ns: 1_000_000_000,
             per_write: 1,
             limit: None,
+            tls: None,
             wrk_timeouts: false,
         })
     }
