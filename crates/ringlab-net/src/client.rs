@@ -169,6 +169,11 @@ pub struct ClientConfig {
     /// timeout error and its latency is not recorded (wrk's stats_record
     /// refusing a value beyond its histogram).
     pub wrk_timeouts: bool,
+    /// wrk2's calibration (`ringlab wrk -R`): at this time after the start
+    /// the thread prints its "Thread calibration" line and starts its
+    /// latency histograms afresh (wrk2 discards its warm-up); `None`
+    /// otherwise.
+    pub calibrate_at_ns: Option<u64>,
 }
 
 /// Latencies waiting to be recorded: a run of equal values goes into the
@@ -222,6 +227,8 @@ pub struct Client {
     lost: u64,
     /// Decrypted bytes of one read (TLS), kept to reuse its allocation.
     tls_plain: Vec<u8>,
+    /// wrk2's calibration line, once printed.
+    pub calibration: Option<String>,
 }
 
 impl Client {
@@ -257,6 +264,7 @@ impl Client {
             script: None,
             lost: 0,
             tls_plain: Vec::new(),
+            calibration: None,
         }
     }
 
@@ -683,8 +691,46 @@ impl Client {
         t.saturating_sub(now)
     }
 
+    /// wrk2's `calibrate()`: once due, with a response recorded, prints
+    /// "  Thread calibration: mean lat.: M ms, rate sampling interval: I ms"
+    /// (mean of the latency so far, truncated to whole microseconds as
+    /// wrk2's; the interval twice the 90th percentile in ms, at least 10)
+    /// and resets the latency histograms; without a response it tries again
+    /// 10 s later, as wrk2.
+    fn calibrate(&mut self, now: u64) {
+        let Some(at) = self.cfg.calibrate_at_ns else {
+            return;
+        };
+        if now < at {
+            return;
+        }
+        self.flush_latency();
+        let lat = &self.stats.responses.lat;
+        let (Some(s), Some(p90)) = (lat.summary(), lat.quantile(0.90)) else {
+            self.cfg.calibrate_at_ns = Some(now + 10_000_000_000);
+            return;
+        };
+        self.cfg.calibrate_at_ns = None;
+        let mean_us = (s.mean / 1e3).trunc();
+        let interval_ms = (p90 as f64 / 1e6 * 2.0).max(10.0).trunc();
+        let line = format!(
+            "  Thread calibration: mean lat.: {:.3}ms, rate sampling interval: {interval_ms:.0}ms\n",
+            mean_us / 1e3
+        );
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(line.as_bytes());
+            let _ = out.flush();
+        }
+        self.calibration = Some(line);
+        self.stats.responses.lat = LatencyRecorder::new();
+        self.stats.lat_uncorrected = LatencyRecorder::new();
+    }
+
     /// Closes a 100 ms rate window when one has passed.
     pub fn sample(&mut self, now: u64) {
+        self.calibrate(now);
         if now < self.next_sample_ns {
             return;
         }
@@ -721,6 +767,7 @@ mod tests {
             limit: None,
             tls: None,
             wrk_timeouts: false,
+            calibrate_at_ns: None,
         })
     }
 
@@ -857,6 +904,29 @@ mod tests {
         c.flush_latency();
         assert_eq!(c.stats.responses.lat.summary(), each.summary());
         assert_eq!(c.stats.responses.lat.recorded(), each.recorded());
+    }
+
+    #[test]
+    fn wrk2_calibration_prints_once_and_drops_the_warm_up() {
+        let mut c = client(1, Some(1000));
+        c.cfg.calibrate_at_ns = Some(10_000);
+        c.connecting(0, 5, 0);
+        c.connected(0);
+        c.sample(10_000);
+        assert!(c.calibration.is_none(), "no response yet: tried later");
+        assert_eq!(c.cfg.calibrate_at_ns, Some(10_000_010_000));
+        c.cfg.calibrate_at_ns = Some(20_000);
+        c.fill(0, 0);
+        c.wrote(0, 18);
+        c.received(0, OK, 4_000_000).unwrap(); // 4 ms corrected latency
+        c.sample(20_000);
+        assert_eq!(
+            c.calibration.as_deref(),
+            Some("  Thread calibration: mean lat.: 4.000ms, rate sampling interval: 10ms\n")
+        );
+        assert_eq!(c.stats.responses.lat.count(), 0, "warm-up dropped");
+        assert_eq!(c.stats.responses.ops, 1, "responses still counted");
+        assert_eq!(c.cfg.calibrate_at_ns, None);
     }
 
     #[test]

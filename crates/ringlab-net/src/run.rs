@@ -335,6 +335,9 @@ fn client_thread(
         timeout_ns: plan.timeout.as_nanos() as u64,
         tls: th.tls.clone(),
         wrk_timeouts: plan.wrk,
+        // wrk2: CALIBRATE_DELAY_MS (10 s) plus 5 ms per connection.
+        calibrate_at_ns: (plan.wrk && plan.rate.is_some())
+            .then(|| 10_000_000_000 + 5_000_000 * connections as u64),
     };
     if plan.rate.is_some() || th.script.as_ref().is_some_and(|s| s.has_delay()) {
         // Timed waits wake on time, not up to 50 µs late.

@@ -291,6 +291,7 @@ mod tests {
             limit: None,
             tls: None,
             wrk_timeouts: false,
+            calibrate_at_ns: None,
         })
     }
 
