@@ -346,8 +346,9 @@ pub fn ringlab_block(
     {
         let _ = writeln!(
             o,
-            "  ringlab: TLS: rustls in user space, the {} driver sending and receiving the ciphertext (kernel TLS not used); the certificate is not verified, as wrk",
-            c.io.name()
+            "  ringlab: TLS: rustls in user space, the {} driver sending and receiving the ciphertext ({}); the certificate is not verified, as wrk",
+            c.io.name(),
+            ktls_note()
         );
     }
     if let Some(h) = http {
@@ -380,6 +381,20 @@ pub fn ringlab_block(
         let _ = writeln!(o, "  ringlab: warning: {w}");
     }
     o
+}
+
+/// Why the run did not use kernel TLS.
+fn ktls_note() -> String {
+    let path = "/proc/sys/net/ipv4/tcp_available_ulp";
+    match std::fs::read_to_string(path) {
+        Ok(ulps) if ulps.split_whitespace().any(|u| u == "tls") => {
+            "kernel TLS not used: ringlab does not hand sessions to the kernel yet".to_string()
+        }
+        Ok(_) => format!(
+            "kernel TLS not used: this kernel offers no 'tls' upper-layer protocol ({path}; CONFIG_TLS)"
+        ),
+        Err(e) => format!("kernel TLS not used: {path}: {e}"),
+    }
 }
 
 /// The client's cost per request: CPU time from getrusage, and system calls
