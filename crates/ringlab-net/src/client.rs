@@ -478,6 +478,9 @@ impl Client {
         let mut plain = std::mem::take(&mut self.tls_plain);
         plain.clear();
         let mut failed = None;
+        // The server's close_notify: the end of the stream, as a TCP FIN
+        // (some servers send it and keep the socket open).
+        let mut closed = false;
         {
             let Some(t) = self.conns[i].tls.as_deref_mut() else {
                 return Err(ErrKind::Read);
@@ -503,7 +506,11 @@ impl Client {
                 let mut chunk = [0u8; 16 * 1024];
                 loop {
                     match std::io::Read::read(&mut r, &mut chunk) {
-                        Ok(0) | Err(_) => break,
+                        Ok(0) => {
+                            closed = true;
+                            break;
+                        }
+                        Err(_) => break,
                         Ok(k) => plain.extend_from_slice(&chunk[..k]),
                     }
                 }
@@ -518,7 +525,13 @@ impl Client {
             None => self.received_plain(i, &plain, now),
         };
         self.tls_plain = plain;
-        out
+        match out {
+            Ok(Flow::Continue) if closed => match self.peer_closed(i, now) {
+                None => Ok(Flow::Close),
+                Some(k) => Err(k),
+            },
+            out => out,
+        }
     }
 
     /// Plain response bytes: parses them and records every complete
