@@ -328,8 +328,11 @@ fn invoked_as_wrk() {
 }
 
 /// A TLS keep-alive server: rustls with a self-signed certificate made by
-/// rcgen, a thread per connection, 200 and "ok" to every request.
-fn tls_server() -> String {
+/// rcgen, a thread per connection, 200 and "ok" to every request; with
+/// `close_notify`, an HTTP/1.0 answer whose body ends with the server's
+/// close_notify while the TCP connection stays open (as `openssl s_server
+/// -www` does).
+fn tls_server(close_notify: bool) -> String {
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let key = rustls::pki_types::PrivateKeyDer::Pkcs8(cert.key_pair.serialize_der().into());
     let config = rustls::ServerConfig::builder_with_provider(Arc::new(
@@ -359,6 +362,13 @@ fn tls_server() -> String {
                     pending.extend_from_slice(&buf[..n]);
                     while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
                         pending.drain(..end + 4);
+                        if close_notify {
+                            let _ = tls.write_all(b"HTTP/1.0 200 OK\r\n\r\nclose-delimited");
+                            tls.conn.send_close_notify();
+                            let _ = tls.flush();
+                            std::thread::sleep(Duration::from_secs(3));
+                            return;
+                        }
                         let r = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
                         if tls.write_all(r).and_then(|_| tls.flush()).is_err() {
                             return;
@@ -373,7 +383,7 @@ fn tls_server() -> String {
 
 #[test]
 fn https_on_every_driver() {
-    let url = tls_server();
+    let url = tls_server(false);
     for io in IOS {
         let out = wrk(&format!("-t1 -c2 -d200ms --io {io} --ringlab {url}"));
         let text = ok(&out);
@@ -397,5 +407,17 @@ fn https_on_every_driver() {
     let text = ok(&wrk(&format!("-t1 -c1 -d200ms {url}")));
     let w = parse(&text);
     assert_eq!(w.requests, 0, "{text}");
-    std::thread::sleep(Duration::from_millis(1));
+}
+
+/// The server's close_notify ends a close-delimited body even when the
+/// server keeps the TCP connection open.
+#[test]
+fn tls_close_notify_ends_the_response() {
+    let url = tls_server(true);
+    for io in ["epoll", "uring"] {
+        let text = ok(&wrk(&format!("-t1 -c1 -d200ms --io {io} {url}")));
+        let w = parse(&text);
+        assert!(w.requests > 1, "{io}: one response per connection: {text}");
+        assert_eq!(w.socket_errors, None, "{io}: {text}");
+    }
 }
