@@ -444,6 +444,16 @@ fn build(
             figures: figures(&o.measurements, &o.stats, o.measurements.elapsed_ns),
         });
     }
+    if plan.wrk && plan.rate.is_none() {
+        // wrk 4.1's stats_correct, with its expected interval in whole
+        // microseconds: runtime / (responses / connections).
+        let per_conn = total_s.responses.ops / u64::from(plan.connections.max(1));
+        if per_conn > 0 {
+            let expected_ns = (wall_ns / 1000 / per_conn) * 1000;
+            wrk_correct(&mut total_s.responses.lat, expected_ns);
+            total_m.read.lat = total_s.responses.lat.clone();
+        }
+    }
     // wrk's figures are over the wall time of the run (thread start to
     // join), so a run its script stopped early reports the time it lasted.
     let elapsed = if plan.wrk {
@@ -511,6 +521,30 @@ fn build(
         lat_uncorrected: total_s.lat_uncorrected,
         rate_samples: total_s.rate_samples,
         script: None,
+    }
+}
+
+/// wrk 4.1's `stats_correct` (its closed-loop coordinated-omission
+/// correction, applied before it prints): each latency `v` of at least twice
+/// the expected interval `e` adds as many values `v - e`, `v - 2e`, ...
+/// while they stay above `e`.
+fn wrk_correct(lat: &mut LatencyRecorder, expected_ns: u64) {
+    if expected_ns == 0 {
+        return;
+    }
+    let mut added = Vec::new();
+    for (v, count) in lat.recorded() {
+        if v < expected_ns * 2 {
+            continue;
+        }
+        let mut m = v - expected_ns;
+        while m > expected_ns {
+            added.push((m, count));
+            m -= expected_ns;
+        }
+    }
+    for (m, count) in added {
+        lat.record_n(m, count);
     }
 }
 
@@ -591,5 +625,27 @@ fn http_figures(plan: &HttpPlan, s: &ClientStats, total: &Figures) -> HttpFigure
                 })
                 .collect()
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrks_correction_fills_in_the_missed_samples() {
+        let mut lat = LatencyRecorder::new();
+        lat.record_n(1_000, 10);
+        lat.record(10_000);
+        wrk_correct(&mut lat, 3_000);
+        // 10 µs at an expected 3 µs adds 7 and 4 µs (not 1: not above 3).
+        assert_eq!(lat.count(), 13);
+        assert_eq!(lat.summary().unwrap().max, 10_000);
+        let mut none = LatencyRecorder::new();
+        none.record(5_000);
+        wrk_correct(&mut none, 3_000);
+        assert_eq!(none.count(), 1, "below twice the interval: nothing");
+        wrk_correct(&mut none, 0);
+        assert_eq!(none.count(), 1);
     }
 }
