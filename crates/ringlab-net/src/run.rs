@@ -448,8 +448,8 @@ fn build(
         // wrk 4.1's stats_correct, with its expected interval in whole
         // microseconds: runtime / (responses / connections).
         let per_conn = total_s.responses.ops / u64::from(plan.connections.max(1));
-        if per_conn > 0 {
-            let expected_ns = (wall_ns / 1000 / per_conn) * 1000;
+        if let Some(expected_us) = (wall_ns / 1000).checked_div(per_conn) {
+            let expected_ns = expected_us * 1000;
             wrk_correct(&mut total_s.responses.lat, expected_ns);
             total_m.read.lat = total_s.responses.lat.clone();
         }
