@@ -28,6 +28,14 @@ pub fn wrk_args(args: &[OsString]) -> Option<Vec<OsString>> {
 pub fn main(args: &[OsString]) -> ExitCode {
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of stdout went away (`| head`): exit 1 quietly, as
+        // the other commands do.
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            ExitCode::from(1)
+        }
         Err(e) => {
             let usage = e.downcast_ref::<ringlab_core::UsageError>().is_some();
             let _ = writeln!(std::io::stderr().lock(), "ringlab wrk: {e:#}");
