@@ -258,8 +258,9 @@ fn wrks_suffixes_and_defaults() {
     let s = Server::start("");
     let out = ok(&wrk(&format!("-t1 -c1k -d200ms {}", s.url())));
     let w = parse(&out);
+    // (How many of the 1000 answered within 200 ms depends on the load of
+    // the machine: not asserted.)
     assert_eq!((w.threads, w.connections), (1, 1000));
-    assert!(w.requests > 0);
     // wrk's defaults: 2 threads, 10 connections, 10s (only parsed here).
     let out = ringlab_wrk_bad("http://127.0.0.1:1/ -d 10x");
     assert!(out.contains("not a time"), "{out}");
