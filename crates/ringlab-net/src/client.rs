@@ -72,6 +72,8 @@ pub struct Conn {
     /// Script delay(): the next request waits until `delay_due_ns`.
     delay_set: bool,
     delay_due_ns: u64,
+    /// The TLS session of an https:// run; `wbuf` then holds ciphertext.
+    tls: Option<Box<rustls::ClientConnection>>,
 }
 
 impl Conn {
@@ -93,6 +95,7 @@ impl Conn {
             retry_armed: false,
             delay_set: false,
             delay_due_ns: 0,
+            tls: None,
         }
     }
 
@@ -159,6 +162,18 @@ pub struct ClientConfig {
     /// `-n`: this thread's share of the total; it stops after that many
     /// responses.
     pub limit: Option<u64>,
+    /// https://: each connection speaks TLS through this client.
+    pub tls: Option<crate::tls::TlsClient>,
+    /// wrk's timeouts (`ringlab wrk`): a connection is never closed for
+    /// being slow; a response that took longer than the timeout counts as a
+    /// timeout error and its latency is not recorded (wrk's stats_record
+    /// refusing a value beyond its histogram).
+    pub wrk_timeouts: bool,
+    /// wrk2's calibration (`ringlab wrk -R`): at this time after the start
+    /// the thread prints its "Thread calibration" line and starts its
+    /// latency histograms afresh (wrk2 discards its warm-up); `None`
+    /// otherwise.
+    pub calibrate_at_ns: Option<u64>,
 }
 
 /// Latencies waiting to be recorded: a run of equal values goes into the
@@ -204,10 +219,16 @@ pub struct Client {
     timeout_check_every_ns: u64,
     sample_start_ns: u64,
     sample_start_ops: u64,
+    /// When [`Client::sample`] next looks.
+    next_sample_ns: u64,
     /// The thread's Lua state and hooks (`-s`); `None` without a script.
     pub script: Option<Box<ThreadScript>>,
     /// Requests dropped unanswered by a reconnect (for `-n`).
     lost: u64,
+    /// Decrypted bytes of one read (TLS), kept to reuse its allocation.
+    tls_plain: Vec<u8>,
+    /// wrk2's calibration line, once printed.
+    pub calibration: Option<String>,
 }
 
 impl Client {
@@ -221,6 +242,7 @@ impl Client {
             }
         }
         let every = (cfg.timeout_ns / 10).clamp(1_000_000, 100_000_000);
+        let wrk_timeouts = cfg.wrk_timeouts;
         Client {
             lat_run: LatRun::default(),
             conns,
@@ -233,12 +255,16 @@ impl Client {
             base: Instant::now(),
             timers: BinaryHeap::new(),
             retries: BinaryHeap::new(),
-            next_timeout_check_ns: every,
+            // wrk's timeouts close nothing: no check is ever due.
+            next_timeout_check_ns: if wrk_timeouts { u64::MAX } else { every },
             timeout_check_every_ns: every,
             sample_start_ns: 0,
             sample_start_ops: 0,
+            next_sample_ns: SAMPLE_NS,
             script: None,
             lost: 0,
+            tls_plain: Vec::new(),
+            calibration: None,
         }
     }
 
@@ -323,8 +349,17 @@ impl Client {
         self.stats.connects += 1;
     }
 
+    /// The connect completed; with TLS the session starts (its
+    /// ClientHello goes out with the next [`Client::fill`]).
     pub fn connected(&mut self, i: usize) {
-        self.conns[i].phase = Phase::Open;
+        let c = &mut self.conns[i];
+        c.phase = Phase::Open;
+        if let Some(t) = &self.cfg.tls {
+            // A session that cannot be made (it never fails for a valid
+            // config) leaves the connection without TLS: the server then
+            // answers garbage and the parse error counts.
+            c.tls = t.connect().ok().map(Box::new);
+        }
     }
 
     /// Queues the requests this connection may send now; true when it has
@@ -340,7 +375,10 @@ impl Client {
             c.wbuf.clear();
             c.woff = 0;
         }
-        while c.inflight.len() + per_write <= limit_inflight {
+        // As wrk: no request before the TLS handshake is done (its time is
+        // not a request's latency).
+        let handshaking = c.tls.as_ref().is_some_and(|t| t.is_handshaking());
+        while !handshaking && c.inflight.len() + per_write <= limit_inflight {
             if let Some(l) = self.cfg.limit {
                 let outstanding = self.stats.requests_sent - self.stats.responses.ops - self.lost;
                 if self.stats.responses.ops + outstanding >= l {
@@ -386,7 +424,13 @@ impl Client {
             } else {
                 now
             };
-            c.wbuf.extend_from_slice(request);
+            match c.tls.as_deref_mut() {
+                Some(t) => {
+                    // Buffered in the session, encrypted just below.
+                    let _ = std::io::Write::write_all(&mut t.writer(), request);
+                }
+                None => c.wbuf.extend_from_slice(request),
+            }
             for _ in 0..per_write {
                 c.inflight.push_back(Sent {
                     sent_ns: now,
@@ -394,6 +438,15 @@ impl Client {
                 });
             }
             self.stats.requests_sent += per_write as u64;
+        }
+        if let Some(t) = c.tls.as_deref_mut() {
+            // Handshake records, alerts and the encrypted requests.
+            while t.wants_write() {
+                match t.write_tls(&mut c.wbuf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
         }
         c.woff < c.wbuf.len()
     }
@@ -412,9 +465,82 @@ impl Client {
     /// Bytes read: parses them and records every complete response.
     /// `Ok(Flow::Close)` when the server said it closes.
     pub fn received(&mut self, i: usize, data: &[u8], now: u64) -> Result<Flow, ErrKind> {
+        if self.conns[i].tls.is_some() {
+            return self.received_tls(i, data, now);
+        }
+        self.received_plain(i, data, now)
+    }
+
+    /// Ciphertext read: decrypted, then parsed as plain bytes. A record
+    /// that does not decrypt is a read error (a failed handshake a connect
+    /// error), as wrk counts SSL errors.
+    fn received_tls(&mut self, i: usize, mut data: &[u8], now: u64) -> Result<Flow, ErrKind> {
+        let mut plain = std::mem::take(&mut self.tls_plain);
+        plain.clear();
+        let mut failed = None;
+        // The server's close_notify: the end of the stream, as a TCP FIN
+        // (some servers send it and keep the socket open).
+        let mut closed = false;
+        {
+            let Some(t) = self.conns[i].tls.as_deref_mut() else {
+                return Err(ErrKind::Read);
+            };
+            while !data.is_empty() {
+                let handshaking = t.is_handshaking();
+                let n = match t.read_tls(&mut data) {
+                    Ok(n) => n,
+                    Err(_) => {
+                        failed = Some(ErrKind::Read);
+                        break;
+                    }
+                };
+                if let Err(_e) = t.process_new_packets() {
+                    failed = Some(if handshaking {
+                        ErrKind::Connect
+                    } else {
+                        ErrKind::Read
+                    });
+                    break;
+                }
+                let mut r = t.reader();
+                let mut chunk = [0u8; 16 * 1024];
+                loop {
+                    match std::io::Read::read(&mut r, &mut chunk) {
+                        Ok(0) => {
+                            closed = true;
+                            break;
+                        }
+                        Err(_) => break,
+                        Ok(k) => plain.extend_from_slice(&chunk[..k]),
+                    }
+                }
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+        let out = match failed {
+            Some(k) => Err(k),
+            None if plain.is_empty() => Ok(Flow::Continue),
+            None => self.received_plain(i, &plain, now),
+        };
+        self.tls_plain = plain;
+        match out {
+            Ok(Flow::Continue) if closed => match self.peer_closed(i, now) {
+                None => Ok(Flow::Close),
+                Some(k) => Err(k),
+            },
+            out => out,
+        }
+    }
+
+    /// Plain response bytes: parses them and records every complete
+    /// response.
+    fn received_plain(&mut self, i: usize, data: &[u8], now: u64) -> Result<Flow, ErrKind> {
         self.stats.responses.bytes += data.len() as u64;
         let head = self.cfg.head_request;
         let open_loop = self.open_loop();
+        let late_ns = self.cfg.wrk_timeouts.then_some(self.cfg.timeout_ns);
         let c = &mut self.conns[i];
         let stats = &mut self.stats;
         let lat_run = &mut self.lat_run;
@@ -427,7 +553,11 @@ impl Client {
                     c.answered = true;
                     let lat = now.saturating_sub(if open_loop { s.due_ns } else { s.sent_ns });
                     stats.responses.ops += 1;
-                    lat_run.add(&mut stats.responses.lat, lat);
+                    if late_ns.is_some_and(|t| lat > t) {
+                        stats.errors.timeout += 1;
+                    } else {
+                        lat_run.add(&mut stats.responses.lat, lat);
+                    }
                     if open_loop {
                         stats.lat_uncorrected.record(now.saturating_sub(s.sent_ns));
                     }
@@ -464,7 +594,11 @@ impl Client {
                     let open_loop = self.cfg.interval_ns.is_some();
                     let lat = now.saturating_sub(if open_loop { s.due_ns } else { s.sent_ns });
                     self.stats.responses.ops += 1;
-                    self.lat_run.add(&mut self.stats.responses.lat, lat);
+                    if self.cfg.wrk_timeouts && lat > self.cfg.timeout_ns {
+                        self.stats.errors.timeout += 1;
+                    } else {
+                        self.lat_run.add(&mut self.stats.responses.lat, lat);
+                    }
                     if open_loop {
                         self.stats
                             .lat_uncorrected
@@ -518,6 +652,7 @@ impl Client {
         c.parser.reset();
         self.lost += c.inflight.len() as u64;
         c.inflight.clear();
+        c.tls = None;
         c.delay_set = false;
         c.generation = c.generation.wrapping_add(1);
     }
@@ -559,7 +694,7 @@ impl Client {
     pub fn wait_ns(&self, now: u64, end_ns: u64) -> u64 {
         let mut t = end_ns
             .min(self.next_timeout_check_ns)
-            .min(self.sample_start_ns + SAMPLE_NS);
+            .min(self.next_sample_ns);
         if let Some(&Reverse((due, _))) = self.timers.peek() {
             t = t.min(due);
         }
@@ -569,11 +704,58 @@ impl Client {
         t.saturating_sub(now)
     }
 
+    /// wrk2's `calibrate()`: once due, with a response recorded, prints
+    /// "  Thread calibration: mean lat.: M ms, rate sampling interval: I ms"
+    /// (mean of the latency so far, truncated to whole microseconds as
+    /// wrk2's; the interval twice the 90th percentile in ms, at least 10)
+    /// and resets the latency histograms; without a response it tries again
+    /// 10 s later, as wrk2.
+    fn calibrate(&mut self, now: u64) {
+        let Some(at) = self.cfg.calibrate_at_ns else {
+            return;
+        };
+        if now < at {
+            return;
+        }
+        self.flush_latency();
+        let lat = &self.stats.responses.lat;
+        let (Some(s), Some(p90)) = (lat.summary(), lat.quantile(0.90)) else {
+            self.cfg.calibrate_at_ns = Some(now + 10_000_000_000);
+            return;
+        };
+        self.cfg.calibrate_at_ns = None;
+        let mean_us = (s.mean / 1e3).trunc();
+        let interval_ms = (p90 as f64 / 1e6 * 2.0).max(10.0).trunc();
+        let line = format!(
+            "  Thread calibration: mean lat.: {:.3}ms, rate sampling interval: {interval_ms:.0}ms\n",
+            mean_us / 1e3
+        );
+        {
+            use std::io::Write;
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(line.as_bytes());
+            let _ = out.flush();
+        }
+        self.calibration = Some(line);
+        self.stats.responses.lat = LatencyRecorder::new();
+        self.stats.lat_uncorrected = LatencyRecorder::new();
+    }
+
     /// Closes a 100 ms rate window when one has passed.
     pub fn sample(&mut self, now: u64) {
+        self.calibrate(now);
+        if now < self.next_sample_ns {
+            return;
+        }
+        self.next_sample_ns = now + SAMPLE_NS;
         let span = now.saturating_sub(self.sample_start_ns);
         if span >= SAMPLE_NS {
             let ops = self.stats.responses.ops;
+            if ops == self.sample_start_ops {
+                // wrk's record_rate: a window without a response records
+                // nothing and the next sample spans it.
+                return;
+            }
             let rate = (ops - self.sample_start_ops) as f64 * 1e9 / span as f64;
             self.stats.rate_samples.push(rate);
             self.sample_start_ns = now;
@@ -596,6 +778,9 @@ mod tests {
             timeout_ns: 1_000_000_000,
             per_write: 1,
             limit: None,
+            tls: None,
+            wrk_timeouts: false,
+            calibrate_at_ns: None,
         })
     }
 
@@ -732,6 +917,29 @@ mod tests {
         c.flush_latency();
         assert_eq!(c.stats.responses.lat.summary(), each.summary());
         assert_eq!(c.stats.responses.lat.recorded(), each.recorded());
+    }
+
+    #[test]
+    fn wrk2_calibration_prints_once_and_drops_the_warm_up() {
+        let mut c = client(1, Some(1000));
+        c.cfg.calibrate_at_ns = Some(10_000);
+        c.connecting(0, 5, 0);
+        c.connected(0);
+        c.sample(10_000);
+        assert!(c.calibration.is_none(), "no response yet: tried later");
+        assert_eq!(c.cfg.calibrate_at_ns, Some(10_000_010_000));
+        c.cfg.calibrate_at_ns = Some(20_000);
+        c.fill(0, 0);
+        c.wrote(0, 18);
+        c.received(0, OK, 4_000_000).unwrap(); // 4 ms corrected latency
+        c.sample(20_000);
+        assert_eq!(
+            c.calibration.as_deref(),
+            Some("  Thread calibration: mean lat.: 4.000ms, rate sampling interval: 10ms\n")
+        );
+        assert_eq!(c.stats.responses.lat.count(), 0, "warm-up dropped");
+        assert_eq!(c.stats.responses.ops, 1, "responses still counted");
+        assert_eq!(c.cfg.calibrate_at_ns, None);
     }
 
     #[test]

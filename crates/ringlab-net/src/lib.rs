@@ -16,6 +16,8 @@ pub mod script;
 pub mod serve;
 pub mod sys;
 pub mod text;
+pub mod tls;
+pub mod wrk;
 
 pub use plan::{HttpArgs, HttpPlan};
 pub use serve::ServeArgs;

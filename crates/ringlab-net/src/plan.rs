@@ -105,6 +105,8 @@ pub struct Target {
     pub port: u16,
     /// Path and query, at least "/".
     pub path: String,
+    /// https://: TLS (rustls, user space) on every connection.
+    pub tls: bool,
 }
 
 /// The validated configuration of one `ringlab http` run.
@@ -140,6 +142,11 @@ pub struct HttpPlan {
     pub evidence: ringlab_kstat::Level,
     /// The bytes of one request, sent as they are.
     pub request: Vec<u8>,
+    /// `ringlab wrk`: the run lasts --duration even when every thread
+    /// stopped early (thread:stop(), as wrk's main thread sleeps it out),
+    /// the figures are over the measured wall time, and the text is wrk's
+    /// bytes only.
+    pub wrk: bool,
 }
 
 fn duration_flag(flag: &str, text: &str) -> Result<Duration> {
@@ -155,11 +162,11 @@ pub fn parse_url(url: &str) -> Result<Target> {
     let Some((scheme, rest)) = url.split_once("://") else {
         usage!("{url}: not a URL; write it like http://127.0.0.1:8080/ (scheme, host, optional port and path)");
     };
-    match scheme.to_ascii_lowercase().as_str() {
-        "http" => {}
-        "https" => usage!("{url}: https is not supported yet: ringlab http speaks plain HTTP/1.1; use an http:// URL"),
-        other => usage!("{url}: scheme '{other}' is not supported: use an http:// URL"),
-    }
+    let tls = match scheme.to_ascii_lowercase().as_str() {
+        "http" => false,
+        "https" => true,
+        other => usage!("{url}: scheme '{other}' is not supported: use an http:// or https:// URL"),
+    };
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
         Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -181,6 +188,7 @@ pub fn parse_url(url: &str) -> Result<Target> {
         usage!("{url}: no host; write it like http://127.0.0.1:8080/");
     }
     let port = match port {
+        None if tls => 443,
         None => 80,
         Some(p) => match p.parse::<u16>() {
             Ok(n) if n > 0 => n,
@@ -190,7 +198,12 @@ pub fn parse_url(url: &str) -> Result<Target> {
     if path.contains(|c: char| c.is_whitespace() || c.is_control()) {
         usage!("{url}: the path holds spaces or control characters; percent-encode them");
     }
-    Ok(Target { host, port, path })
+    Ok(Target {
+        host,
+        port,
+        path,
+        tls,
+    })
 }
 
 impl HttpPlan {
@@ -296,6 +309,7 @@ impl HttpPlan {
             kstat: !args.no_kstat,
             evidence: args.evidence,
             request,
+            wrk: false,
         })
     }
 
@@ -308,6 +322,11 @@ impl HttpPlan {
     /// remainder to the first threads).
     pub fn connections_of(&self, t: u32) -> u32 {
         let base = self.connections / self.threads;
+        if self.wrk {
+            // wrk's own split: connections / threads each, the remainder
+            // never opened (wrk -c10 -t3 keeps 9 open).
+            return base;
+        }
         base + u32::from(t < self.connections % self.threads)
     }
 
@@ -448,7 +467,7 @@ pub fn build_request(method: &str, t: &Target, headers: &[String], body: Option<
         } else {
             t.host.clone()
         };
-        if t.port == 80 {
+        if t.port == if t.tls { 443 } else { 80 } {
             r.push_str(&format!("Host: {host}\r\n"));
         } else {
             r.push_str(&format!("Host: {host}:{}\r\n", t.port));
@@ -482,11 +501,14 @@ mod tests {
             Target {
                 host: "127.0.0.1".into(),
                 port: 8080,
-                path: "/a/b?x=1".into()
+                path: "/a/b?x=1".into(),
+                tls: false,
             }
         );
         let t = parse_url("http://localhost").unwrap();
         assert_eq!((t.port, t.path.as_str()), (80, "/"));
+        let t = parse_url("https://h/").unwrap();
+        assert_eq!((t.port, t.tls), (443, true));
         let t = parse_url("http://[::1]:81?q").unwrap();
         assert_eq!(
             (t.host.as_str(), t.port, t.path.as_str()),
@@ -497,7 +519,6 @@ mod tests {
     #[test]
     fn bad_urls_say_why() {
         for (url, want) in [
-            ("https://x/", "https is not supported yet"),
             ("ftp://x/", "scheme 'ftp'"),
             ("127.0.0.1:80", "not a URL"),
             ("http://:80/", "no host"),

@@ -37,6 +37,10 @@ pub struct HttpOutcome {
     pub rate_samples: Vec<f64>,
     /// The script's states, kept for done() (`-s`).
     pub script: Option<ScriptRun>,
+    /// Wall time from the start of the client threads until the last one
+    /// was joined, measured by the runner (what wrk reports and passes to
+    /// done() as summary.duration).
+    pub wall_ns: u64,
 }
 
 impl HttpOutcome {
@@ -66,7 +70,8 @@ impl HttpOutcome {
             };
         }
         let summary = DoneSummary {
-            duration_us: t.elapsed_ns / 1000,
+            // Measured: the wall time of the run, as wrk's runtime_us.
+            duration_us: self.wall_ns.max(1) / 1000,
             requests: t.ops,
             bytes: t.bytes,
             errors,
@@ -115,6 +120,17 @@ fn wrk_table(plan: &HttpPlan) -> WrkTable {
 
 /// Runs `plan` until its duration ends or `stop` is set (SIGINT).
 pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
+    run_http_with(plan, stop, || {})
+}
+
+/// [`run_http`], calling `on_start` once the script's setup() and init()
+/// ran and just before the client threads start (where wrk prints its
+/// "Running ..." header).
+pub fn run_http_with(
+    plan: &HttpPlan,
+    stop: Arc<AtomicBool>,
+    on_start: impl FnOnce(),
+) -> Result<HttpOutcome> {
     let need = plan.connections as u64 + FD_SLACK + 4 * plan.threads as u64;
     sys::ensure_fd_limit(need)
         .map_err(|m| usage_error(format!("--connections {}: {m}", plan.connections)))?;
@@ -126,6 +142,16 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
         None => None,
     };
     let per_write = script.as_ref().map_or(1, |s| s.requests_per_write());
+    let tls = match plan.target.tls {
+        true => Some(
+            crate::tls::TlsClient::new(&plan.target.host)
+                .map_err(|m| usage_error(format!("{}: {m}", plan.url)))?,
+        ),
+        false => None,
+    };
+    // What setup() and init() printed comes before anything of the run, as
+    // in wrk, also when stdout is a pipe.
+    sys::flush_c_stdio();
 
     // Counters open before the client threads exist, so they follow them.
     let mut kstat = plan
@@ -154,6 +180,7 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
                 .unwrap_or(plan.addr);
             std::sync::Mutex::new(Some(ThreadCtx {
                 addr,
+                tls: tls.clone(),
                 per_write,
                 script: thread_script,
             }))
@@ -174,7 +201,9 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
             threads.iter().map(|p| p.load(Ordering::Relaxed)).sum()
         }));
     }
+    on_start();
     let started_at = harness.start();
+    let wall = std::time::Instant::now();
     // The kernel counts the measured run only, not the closing of the
     // connections after it; the per-request counters are counted in
     // sampling windows (as in ringlab io).
@@ -183,10 +212,25 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
             k.tick(tick);
         }
     });
+    if plan.wrk {
+        // wrk's main thread sleeps out -d whatever the threads do (a
+        // script's thread:stop() ends a thread's loop, not the run);
+        // Ctrl-C ends the wait, as in wrk.
+        while !stop.load(Ordering::SeqCst) {
+            let left = plan.duration.saturating_sub(wall.elapsed());
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(left.min(std::time::Duration::from_millis(20)));
+        }
+    }
     if let Some(k) = &mut kstat {
         k.disable();
     }
     let mut outcomes = harness.finish(|_| false)?;
+    // What response() printed during the run comes before the report.
+    sys::flush_c_stdio();
+    let wall_ns = (wall.elapsed().as_nanos() as u64).max(1);
     if let Some(s) = &mut script {
         for (t, o) in outcomes.iter_mut().enumerate() {
             if let Some(ts) = o.script.take() {
@@ -197,7 +241,13 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
             }
         }
     }
-    let mut outcome = build(plan, started_at, outcomes, stop.load(Ordering::SeqCst));
+    let mut outcome = build(
+        plan,
+        started_at,
+        outcomes,
+        stop.load(Ordering::SeqCst),
+        wall_ns,
+    );
     outcome.script = script;
     if let Some(k) = kstat {
         // Closes the counters' own descriptors, before they are counted.
@@ -221,7 +271,12 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
     ringlab_kstat::explain(&mut outcome.result);
     // Again: the kernel evidence, its explanation and the descriptor check
     // came after build.
-    outcome.text = text::render(&outcome.result, &outcome.lat, &outcome.lat_uncorrected);
+    outcome.text = text::render_as(
+        &outcome.result,
+        &outcome.lat,
+        &outcome.lat_uncorrected,
+        style(plan),
+    );
     Ok(outcome)
 }
 
@@ -246,6 +301,7 @@ fn probe(plan: &HttpPlan) -> Result<()> {
 struct ThreadCtx {
     /// The server address (a script's setup() may set it per thread).
     addr: std::net::SocketAddr,
+    tls: Option<crate::tls::TlsClient>,
     per_write: u32,
     script: Option<ThreadScript>,
 }
@@ -275,10 +331,22 @@ fn client_thread(
         }),
         head_request: plan.head_request(),
         pipeline: plan.pipeline,
-        interval_ns: plan
-            .rate
-            .map(|r| ((plan.connections as f64 / r) * 1e9).max(1.0) as u64),
+        interval_ns: plan.rate.map(|r| {
+            // wrk2: each thread sends rate/threads, spread over the
+            // connections it has (wrk's split leaves the remainder out).
+            let open = if plan.wrk {
+                connections as f64 * plan.threads as f64
+            } else {
+                plan.connections as f64
+            };
+            ((open / r) * 1e9).max(1.0) as u64
+        }),
         timeout_ns: plan.timeout.as_nanos() as u64,
+        tls: th.tls.clone(),
+        wrk_timeouts: plan.wrk,
+        // wrk2: CALIBRATE_DELAY_MS (10 s) plus 5 ms per connection.
+        calibrate_at_ns: (plan.wrk && plan.rate.is_some())
+            .then(|| 10_000_000_000 + 5_000_000 * connections as u64),
     };
     if plan.rate.is_some() || th.script.as_ref().is_some_and(|s| s.has_delay()) {
         // Timed waits wake on time, not up to 50 µs late.
@@ -355,11 +423,20 @@ fn figures(m: &ThreadMeasurements, s: &ClientStats, elapsed_ns: u64) -> Figures 
     f
 }
 
+fn style(plan: &HttpPlan) -> text::Style {
+    if plan.wrk {
+        text::Style::Wrk
+    } else {
+        text::Style::Ringlab
+    }
+}
+
 fn build(
     plan: &HttpPlan,
     started_at: SystemTime,
     outcomes: Vec<ThreadOutcome>,
     interrupted: bool,
+    wall_ns: u64,
 ) -> HttpOutcome {
     let mut total_m = ThreadMeasurements::default();
     let mut total_s = ClientStats {
@@ -376,7 +453,24 @@ fn build(
             figures: figures(&o.measurements, &o.stats, o.measurements.elapsed_ns),
         });
     }
-    let total = figures(&total_m, &total_s, total_m.elapsed_ns);
+    if plan.wrk && plan.rate.is_none() {
+        // wrk 4.1's stats_correct, with its expected interval in whole
+        // microseconds: runtime / (responses / connections).
+        let per_conn = total_s.responses.ops / u64::from(plan.connections.max(1));
+        if let Some(expected_us) = (wall_ns / 1000).checked_div(per_conn) {
+            let expected_ns = expected_us * 1000;
+            wrk_correct(&mut total_s.responses.lat, expected_ns);
+            total_m.read.lat = total_s.responses.lat.clone();
+        }
+    }
+    // wrk's figures are over the wall time of the run (thread start to
+    // join), so a run its script stopped early reports the time it lasted.
+    let elapsed = if plan.wrk {
+        wall_ns
+    } else {
+        total_m.elapsed_ns
+    };
+    let total = figures(&total_m, &total_s, elapsed);
     let http = http_figures(plan, &total_s, &total);
     let mut warnings = Vec::new();
     if interrupted {
@@ -414,14 +508,44 @@ fn build(
             total,
         )
     };
-    let text = text::render(&result, &total_s.responses.lat, &total_s.lat_uncorrected);
+    let text = text::render_as(
+        &result,
+        &total_s.responses.lat,
+        &total_s.lat_uncorrected,
+        style(plan),
+    );
     HttpOutcome {
+        wall_ns,
         result,
         text,
         lat: total_s.responses.lat,
         lat_uncorrected: total_s.lat_uncorrected,
         rate_samples: total_s.rate_samples,
         script: None,
+    }
+}
+
+/// wrk 4.1's `stats_correct` (its closed-loop coordinated-omission
+/// correction, applied before it prints): each latency `v` of at least twice
+/// the expected interval `e` adds as many values `v - e`, `v - 2e`, ...
+/// while they stay above `e`.
+fn wrk_correct(lat: &mut LatencyRecorder, expected_ns: u64) {
+    if expected_ns == 0 {
+        return;
+    }
+    let mut added = Vec::new();
+    for (v, count) in lat.recorded() {
+        if v < expected_ns * 2 {
+            continue;
+        }
+        let mut m = v - expected_ns;
+        while m > expected_ns {
+            added.push((m, count));
+            m -= expected_ns;
+        }
+    }
+    for (m, count) in added {
+        lat.record_n(m, count);
     }
 }
 
@@ -502,5 +626,27 @@ fn http_figures(plan: &HttpPlan, s: &ClientStats, total: &Figures) -> HttpFigure
                 })
                 .collect()
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrks_correction_fills_in_the_missed_samples() {
+        let mut lat = LatencyRecorder::new();
+        lat.record_n(1_000, 10);
+        lat.record(10_000);
+        wrk_correct(&mut lat, 3_000);
+        // 10 µs at an expected 3 µs adds 7 and 4 µs (not 1: not above 3).
+        assert_eq!(lat.count(), 13);
+        assert_eq!(lat.summary().unwrap().max, 10_000);
+        let mut none = LatencyRecorder::new();
+        none.record(5_000);
+        wrk_correct(&mut none, 3_000);
+        assert_eq!(none.count(), 1, "below twice the interval: nothing");
+        wrk_correct(&mut none, 0);
+        assert_eq!(none.count(), 1);
     }
 }

@@ -371,6 +371,19 @@ fn refusal(errno: i32, sysctl: Option<u32>) -> Option<String> {
     })
 }
 
+/// Writes out what C stdio holds for stdout: the Lua scripts' print() and
+/// io.write() go through it, fully buffered on a pipe, while ringlab's own
+/// report goes through Rust's stdout; flushing at the points wrk's single
+/// stdio stream would be in order keeps the script's lines where wrk puts
+/// them.
+pub fn flush_c_stdio() {
+    // SAFETY: fflush(NULL) flushes every open output stream of the C
+    // library; it takes no pointer of ours and is thread-safe in glibc.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -78,9 +78,55 @@ fn pct_label(p: f64, precise: bool) -> String {
     }
 }
 
+/// wrk's first two lines: "Running 10s test @ URL" and the threads and
+/// connections.
+pub fn header(c: &HttpConfig) -> String {
+    format!(
+        "Running {} test @ {}\n  {} threads and {} connections\n",
+        header_duration(c.duration),
+        c.url,
+        c.threads,
+        c.connections
+    )
+}
+
+/// Which layout [`render_as`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// `ringlab http`: wrk's layout, with ringlab's `  ringlab:` block
+    /// before `Requests/sec:`, and "(no response completed)" where there is
+    /// no latency to show.
+    Ringlab,
+    /// `ringlab wrk`: wrk's bytes only. What wrk prints for a run without a
+    /// response (zeros and `-nan%`) is printed so, and ringlab's block is
+    /// left out (`ringlab wrk --ringlab` writes it on stderr).
+    Wrk,
+}
+
+/// wrk's `%8.2Lf%%` of the share within one standard deviation; wrk
+/// divides by a count of zero when nothing was recorded, which glibc prints
+/// as `-nan`.
+fn within_cell(pct: Option<f64>) -> String {
+    match pct {
+        Some(p) if p.is_finite() => format!("{p:8.2}%"),
+        _ => format!("{:>8}%", "-nan"),
+    }
+}
+
 /// Renders `r`; `lat` and `uncorrected` are the merged recorders (for the
 /// percentiles and the "+/- Stdev" column the JSON summary does not hold).
 pub fn render(r: &RunResult, lat: &LatencyRecorder, uncorrected: &LatencyRecorder) -> String {
+    render_as(r, lat, uncorrected, Style::Ringlab)
+}
+
+/// Renders `r` in `style`.
+pub fn render_as(
+    r: &RunResult,
+    lat: &LatencyRecorder,
+    uncorrected: &LatencyRecorder,
+    style: Style,
+) -> String {
+    let wrk = style == Style::Wrk;
     let mut o = String::new();
     let c = match HttpConfig::from_map(&r.config) {
         Ok(c) => c,
@@ -88,17 +134,7 @@ pub fn render(r: &RunResult, lat: &LatencyRecorder, uncorrected: &LatencyRecorde
     };
     let t = &r.total;
     let open_loop = c.rate.is_some();
-    let _ = writeln!(
-        o,
-        "Running {} test @ {}",
-        header_duration(c.duration),
-        c.url
-    );
-    let _ = writeln!(
-        o,
-        "  {} threads and {} connections",
-        c.threads, c.connections
-    );
+    o.push_str(&header(&c));
     let _ = writeln!(o, "  Thread Stats   Avg      Stdev     Max   +/- Stdev");
     match &t.lat_ns {
         Some(l) => {
@@ -114,24 +150,52 @@ pub fn render(r: &RunResult, lat: &LatencyRecorder, uncorrected: &LatencyRecorde
                 units_cell(&wrk_time_us(l.max as f64 / 1e3), 9),
             );
         }
+        None if wrk => {
+            // wrk's print_stats of an empty histogram.
+            let zero = units_cell(&wrk_time_us(0.0), 8);
+            let _ = writeln!(
+                o,
+                "    {:<10}{zero}{}{}{}",
+                "Latency",
+                units_cell(&wrk_time_us(0.0), 10),
+                units_cell(&wrk_time_us(0.0), 9),
+                within_cell(None)
+            );
+        }
         None => {
             let _ = writeln!(o, "    Latency   (no response completed)");
         }
     }
     let http = r.http.as_ref();
-    if let Some(rs) = http.and_then(|h| h.thread_req_per_s.as_ref()) {
-        let _ = writeln!(
-            o,
-            "    {:<10}{}{}{}{:8.2}%",
-            "Req/Sec",
-            units_cell(&wrk_metric(rs.mean), 8),
-            units_cell(&wrk_metric(rs.stdev), 10),
-            units_cell(&wrk_metric(rs.max), 9),
-            rs.within_stdev_pct
-        );
+    match http.and_then(|h| h.thread_req_per_s.as_ref()) {
+        Some(rs) => {
+            let _ = writeln!(
+                o,
+                "    {:<10}{}{}{}{}",
+                "Req/Sec",
+                units_cell(&wrk_metric(rs.mean), 8),
+                units_cell(&wrk_metric(rs.stdev), 10),
+                units_cell(&wrk_metric(rs.max), 9),
+                within_cell(Some(rs.within_stdev_pct))
+            );
+        }
+        // wrk always prints the line; without a sample, as zeros.
+        None if wrk => {
+            let _ = writeln!(
+                o,
+                "    {:<10}{}{}{}{}",
+                "Req/Sec",
+                units_cell(&wrk_metric(0.0), 8),
+                units_cell(&wrk_metric(0.0), 10),
+                units_cell(&wrk_metric(0.0), 9),
+                within_cell(None)
+            );
+        }
+        None => {}
     }
     let custom: Option<Vec<f64>> = c.percentile_list.clone();
-    let latency = c.latency && lat.count() > 0;
+    // wrk prints the distribution even of an empty histogram (zeros).
+    let latency = c.latency && (lat.count() > 0 || wrk);
     if latency && open_loop {
         hdr_block(&mut o, "Recorded Latency", lat, custom.as_deref());
     } else if latency {
@@ -140,7 +204,8 @@ pub fn render(r: &RunResult, lat: &LatencyRecorder, uncorrected: &LatencyRecorde
             .unwrap_or_else(|| vec![50.0, 75.0, 90.0, 99.0]);
         let _ = writeln!(o, "  Latency Distribution");
         for p in ps {
-            if let Some(v) = lat.quantile(p / 100.0) {
+            let v = lat.quantile(p / 100.0).or(wrk.then_some(0));
+            if let Some(v) = v {
                 let _ = writeln!(
                     o,
                     "{}{}",
@@ -184,7 +249,9 @@ pub fn render(r: &RunResult, lat: &LatencyRecorder, uncorrected: &LatencyRecorde
             let _ = writeln!(o, "  Non-2xx or 3xx responses: {}", h.non_2xx_3xx);
         }
     }
-    o.push_str(&ringlab_block(r, http, uncorrected, latency));
+    if !wrk {
+        o.push_str(&ringlab_block(r, http, uncorrected, latency));
+    }
     let _ = writeln!(o, "Requests/sec: {:9.2}", t.iops);
     let _ = writeln!(o, "Transfer/sec: {:>10}B", wrk_binary(t.bw_bytes_per_s));
     o
@@ -240,7 +307,7 @@ fn hdr_block(o: &mut String, what: &str, lat: &LatencyRecorder, custom: Option<&
 
 /// ringlab's own lines: where wrk parsers do not look (each starts
 /// `  ringlab:`, none says "Latency" or "Requests/sec").
-fn ringlab_block(
+pub fn ringlab_block(
     r: &RunResult,
     http: Option<&HttpFigures>,
     uncorrected: &LatencyRecorder,
@@ -273,6 +340,17 @@ fn ringlab_block(
         let _ = write!(line, ", script {s}");
     }
     let _ = writeln!(o, "{line}");
+    if c.url
+        .get(..8)
+        .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+    {
+        let _ = writeln!(
+            o,
+            "  ringlab: TLS: rustls in user space, the {} driver sending and receiving the ciphertext ({}); the certificate is not verified, as wrk",
+            c.io.name(),
+            ktls_note()
+        );
+    }
     if let Some(h) = http {
         let e = &h.errors;
         if e.parse + e.closed > 0 {
@@ -316,6 +394,20 @@ fn ringlab_block(
         let _ = writeln!(o, "  ringlab: warning: {w}");
     }
     o
+}
+
+/// Why the run did not use kernel TLS.
+fn ktls_note() -> String {
+    let path = "/proc/sys/net/ipv4/tcp_available_ulp";
+    match std::fs::read_to_string(path) {
+        Ok(ulps) if ulps.split_whitespace().any(|u| u == "tls") => {
+            "kernel TLS not used: ringlab does not hand sessions to the kernel yet".to_string()
+        }
+        Ok(_) => format!(
+            "kernel TLS not used: this kernel offers no 'tls' upper-layer protocol ({path}; CONFIG_TLS)"
+        ),
+        Err(e) => format!("kernel TLS not used: {path}: {e}"),
+    }
 }
 
 /// The client's cost per request: CPU time from getrusage, and system calls

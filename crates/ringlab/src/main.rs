@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 mod fio;
 mod lab;
+mod wrk;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -109,6 +110,18 @@ enum Command {
         #[command(flatten)]
         output: OutputArgs,
     },
+    /// wrk's command line, defaults and output (wrk 4.1, wrk2's -R), run by
+    /// ringlab http; also when this binary is invoked as `wrk`. See
+    /// 'ringlab wrk --help'.
+    #[command(disable_help_flag = true)]
+    Wrk {
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "WRK ARGS"
+        )]
+        args: Vec<std::ffi::OsString>,
+    },
     /// HTTP/1.1 load generator on epoll or io_uring (wrk's options, wrk2's -R).
     Http {
         #[command(flatten)]
@@ -161,6 +174,10 @@ enum OutputFormat {
 }
 
 fn main() -> ExitCode {
+    // `ringlab wrk ...`, or this binary run as `wrk`: wrk's command line.
+    if let Some(args) = wrk::wrk_args(&std::env::args_os().collect::<Vec<_>>()) {
+        return wrk::main(&args);
+    }
     // fio's spellings of `ringlab io` become ringlab's before clap parses
     // them; a job file is run as one.
     let (args, fio_words) = match fio::preprocess() {
@@ -303,6 +320,11 @@ fn run(
             None => run_io_command(&io, &output, fio_words),
         },
         Command::Http { http, output } => run_http_command(&http, &output),
+        // Dispatched before clap parses (see main); here for completeness.
+        Command::Wrk { args } => match wrk::main(&args) {
+            ExitCode::SUCCESS => Ok(()),
+            _ => Err(anyhow::anyhow!("wrk run failed")),
+        },
         Command::Serve { serve, output } => run_serve_command(&serve, &output),
         Command::Rocksdb(args) => ringlab_rocksdb::run_command(&args),
         Command::Features { target, output } => {

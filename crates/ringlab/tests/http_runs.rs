@@ -483,10 +483,7 @@ fn bad_input_is_one_line_and_exit_2() {
         l.local_addr().unwrap().to_string()
     };
     for (line, wants) in [
-        (
-            "http https://127.0.0.1/",
-            vec!["https is not supported yet"],
-        ),
+        ("http ftp://127.0.0.1/", vec!["scheme 'ftp'"]),
         ("http 127.0.0.1:80", vec!["not a URL"]),
         (
             "http http://no-such-host.invalid/",

@@ -289,6 +289,9 @@ mod tests {
             timeout_ns: 1_000_000_000,
             per_write: 1,
             limit: None,
+            tls: None,
+            wrk_timeouts: false,
+            calibrate_at_ns: None,
         })
     }
 

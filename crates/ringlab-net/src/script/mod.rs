@@ -147,6 +147,10 @@ impl UserData for ThreadUd {
             this.0.stop.store(true, Ordering::Relaxed);
             Ok(())
         });
+        // wrk's script_thread_index answers any other key with the key
+        // itself (`thread.id` is the string "id"); scripts that print it
+        // print the same.
+        m.add_meta_method(MetaMethod::Index, |_, _, key: Value| Ok(key));
     }
 }
 
@@ -278,7 +282,7 @@ impl ScriptRun {
     pub fn prepare(t: &WrkTable, spec: &ScriptSpec, threads: u32) -> Result<ScriptRun> {
         let main = new_state(t, spec)?;
         let mut shared = Vec::new();
-        let mut states = Vec::new();
+        let mut ts = Vec::new();
         let wrk_main: Table = main.globals().get("wrk").map_err(lua_err)?;
         let setup: Function = wrk_main.get("setup").map_err(lua_err)?;
         for _ in 0..threads {
@@ -293,12 +297,8 @@ impl ScriptRun {
             setup
                 .call::<()>(ThreadUd(sh.clone()))
                 .map_err(|e| script_error(spec, "setup()", &e))?;
-            shared.push(sh);
-            states.push(lua);
-        }
-        let mut ts = Vec::new();
-        for (lua, sh) in states.into_iter().zip(&shared) {
-            let wrk: Table = lua.globals().get("wrk").map_err(lua_err)?;
+            // wrk's script_init: each thread's init(args) right after its
+            // setup(thread), so their prints interleave as in wrk.
             let args = lua.create_table().map_err(lua_err)?;
             args.raw_set(0, t.url.as_str()).map_err(lua_err)?;
             for (i, a) in spec.args.iter().enumerate() {
@@ -308,6 +308,7 @@ impl ScriptRun {
             init.call::<()>(args)
                 .map_err(|e| script_error(spec, "init()", &e))?;
             ts.push(Some(ThreadScript::new(lua, sh.clone(), spec)?));
+            shared.push(sh);
         }
         Ok(ScriptRun {
             main,
