@@ -234,7 +234,8 @@ for line in sys.stdin:
         v.append(float(m.group(1)) * {"": 1, "K": 1e3, "M": 1e6}[m.group(2)])
 v = v[1:] or v
 if code != "0" or not v or max(v) == 0:
-    print("NA t/io_uring printed no IOPS line")
+    # It prints one line per second after the first: -r1 prints none.
+    print("NA t/io_uring printed no IOPS line (it needs BENCH_RUNTIME of 2 or more)")
 else:
     print(round(sum(v) / len(v)))'
 }
@@ -253,8 +254,10 @@ if code != "0":
 r = json.load(sys.stdin)
 n = r["http"]["responses"]
 t = r["total"]
-own = n / ((t["cpu_user_ns"] + t["cpu_sys_ns"]) / 1e9) if t["cpu_user_ns"] + t["cpu_sys_ns"] else float("nan")
-print(round(n / float(cpu)) if float(cpu) > 0 else "NA no CPU time", round(t["iops"]), round(own))'
+ns = t["cpu_user_ns"] + t["cpu_sys_ns"]
+if float(cpu) <= 0:
+    print("NA no CPU time in the rusage"); sys.exit()
+print(round(n / float(cpu)), round(t["iops"]), round(n / (ns / 1e9)) if ns else "-")'
 }
 peer_http() { # connections
     pinned "$cpu" wrk -t1 -c"$1" -d"${runtime}s" "$url" |
@@ -389,20 +392,21 @@ for row in order:
             rps = [float(x[1][0]) for x in got.values() if x[0] is not None]
             line += f" req/s {summary(rps)}"
             if v != "peer":
-                own = [float(x[1][1]) for x in got.values() if x[0] is not None]
-                line += f"; per thread CPU-second in the run (ringlab's JSON) {summary(own)}"
+                own = [float(x[1][1]) for x in got.values() if x[0] is not None and x[1][1] != "-"]
+                if own:
+                    line += f"; per thread CPU-second in the run (ringlab's JSON) {summary(own)}"
         bad = len(got) - len(vals)
         if bad:
             line += f"; {bad} run(s) failed"
-        print(line)
+        print(line.rstrip())
 
 print()
 print("ratios: median (min-max) of each repeat's ratio [ratio of the medians]")
 w = max(len(names[r][0]) for r in order)
-print(f"  {'row':<{w}}  {'as typed / --no-kstat':<30} {'as typed / peer':<30} {'full / --no-kstat':<30}")
+print(f"  {'row':<{w}}  {'as typed / --no-kstat':<30} {'as typed / peer':<30} {'full / --no-kstat'}")
 for row in order:
     d = rows[row]
-    print(f"  {names[row][0]:<{w}}  {ratio(d, 'typed', 'nokstat'):<30} {ratio(d, 'typed', 'peer'):<30} {ratio(d, 'full', 'nokstat'):<30}")
+    print(f"  {names[row][0]:<{w}}  {ratio(d, 'typed', 'nokstat'):<30} {ratio(d, 'typed', 'peer'):<30} {ratio(d, 'full', 'nokstat')}")
 PY
 
 # Cross-check of ringlab's system-call count against perf's.
