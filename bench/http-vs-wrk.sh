@@ -132,13 +132,13 @@ PY
 # The ringlab flags of a client name: --no-kstat, unless the name ends in
 # "@typed" (kernel evidence on, as a user types it).
 io_args() {
-    local kstat="--no-kstat" name=$1
+    local kstat="--no-kstat " name=$1
     if [[ $name == *@typed ]]; then kstat="" name=${name%@typed}; fi
     case "$name" in
-        uring-iou) echo "$kstat --io uring --mode iou" ;;
-        uring+coop) echo "$kstat --io uring --mode iou --coop-taskrun" ;;
-        uring+dt) echo "$kstat --io uring --single-issuer --defer-taskrun" ;;
-        *) echo "$kstat --io $name" ;;
+        uring-iou) echo "$kstat--io uring --mode iou" ;;
+        uring+coop) echo "$kstat--io uring --mode iou --coop-taskrun" ;;
+        uring+dt) echo "$kstat--io uring --single-issuer --defer-taskrun" ;;
+        *) echo "$kstat--io $name" ;;
     esac
 }
 
