@@ -328,7 +328,12 @@ done
 echo "ringlab $("$ringlab" --version | cut -d' ' -f2) ($(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo "commit unknown")), kernel $(uname -r)"
 echo "client CPU $cpu, server (ringlab serve --io $serve_io) CPU $server_cpu, ${runtime}s per run, $repeats repeats;" \
     "started $start_utc UTC with load average $load_start, done $(date -u +%H:%M) UTC with $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "peers: ${tiou:-t/io_uring unavailable (T_IO_URING not set)} -b4096 -p0 -B0 -F0 -n1 -O1 -X0 -R1 -t0 -P0 $tiou_extra; wrk $(wrk -v 2>&1 | head -1 | cut -d' ' -f2 || true)"
+if [[ -n $tiou ]]; then
+    peers="$tiou -b4096 -p0 -B0 -F0 -n1 -O1 -X0 -R1 -t0 -P0${tiou_extra:+ $tiou_extra}"
+else
+    peers="t/io_uring unavailable (T_IO_URING not set)"
+fi
+echo "peers: $peers; wrk $(wrk -v 2>&1 | head -1 | cut -d' ' -f2 || true)"
 python3 - "$results" "$cpu" <<'PY'
 import statistics, sys
 rows = {}
