@@ -20,19 +20,26 @@
 # Then 10,000 connections are held for a few seconds with each ringlab
 # driver and the client's peak resident memory (ru_maxrss) is printed.
 # ringlab runs with --no-kstat: wrk counts nothing in the kernel, and the
-# tracepoint counters would add their own cost to ringlab's CPU time.
+# kernel-evidence counters would add their own cost to ringlab's CPU time.
+# A client name ending in "@typed" (shown as "NAME (as typed)") runs the
+# same without --no-kstat: ringlab exactly as a user types it, kernel
+# evidence on (the default), beside the --no-kstat row of the same driver
+# (bench/kstat-overhead.sh measures that difference on its own).
 # Numbers are measured, not asserted; nothing here is a test.
 #
 # Environment: BENCH_DURATION seconds per run (3), BENCH_REPEATS (3),
 #   BENCH_CONNS ("1 10 50 100 400"), BENCH_IOS ("epoll uring-nb uring
-#   uring-iou uring-mshot"), BENCH_PORT (18089), BENCH_BIG_CONNS
-#   (10000), BENCH_SCRIPT_CONNS ("10 100"), BENCH_SCRIPT_IOS ("epoll uring");
+#   uring@typed uring-iou uring-mshot"), BENCH_PORT (18089), BENCH_BIG_CONNS
+#   (10000), BENCH_SCRIPT_CONNS ("10 100"), BENCH_SCRIPT_IOS ("epoll uring
+#   uring@typed");
 #   an empty BENCH_CONNS skips the plain table, an empty
 #   BENCH_SCRIPT_CONNS the request() script table. "uring" is --io uring as a
 #   user types it (the default ring: COOP_TASKRUN, SINGLE_ISSUER and
 #   DEFER_TASKRUN where the kernel has them); uring-iou is --io uring
 #   --mode iou (the bare kernel ring); uring+coop (--coop-taskrun only) and
-#   uring+dt (--single-issuer --defer-taskrun) may be named too.
+#   uring+dt (--single-issuer --defer-taskrun) may be named too. Every
+#   name runs with --no-kstat; NAME@typed runs NAME without it (kernel
+#   evidence on, exactly as a user types it), shown as "NAME (as typed)".
 #   RINGLAB_BIN: a ringlab binary to measure instead of building this tree's.
 set -euo pipefail
 
@@ -40,11 +47,11 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 dur=${BENCH_DURATION:-3}
 repeats=${BENCH_REPEATS:-3}
 conns_list=${BENCH_CONNS-"1 10 50 100 400"}
-ios=${BENCH_IOS:-"epoll uring-nb uring uring-iou uring-mshot"}
+ios=${BENCH_IOS:-"epoll uring-nb uring uring@typed uring-iou uring-mshot"}
 port=${BENCH_PORT:-18089}
 big=${BENCH_BIG_CONNS:-10000}
 script_conns=${BENCH_SCRIPT_CONNS-"10 100"}
-script_ios=${BENCH_SCRIPT_IOS:-"epoll uring"}
+script_ios=${BENCH_SCRIPT_IOS:-"epoll uring uring@typed"}
 
 if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
     echo "installing wrk and nginx (apt-get)" >&2
@@ -122,13 +129,16 @@ else:
 PY
 }
 
-# The ringlab flags of a client name.
+# The ringlab flags of a client name: --no-kstat, unless the name ends in
+# "@typed" (kernel evidence on, as a user types it).
 io_args() {
-    case "$1" in
-        uring-iou) echo "--no-kstat --io uring --mode iou" ;;
-        uring+coop) echo "--no-kstat --io uring --mode iou --coop-taskrun" ;;
-        uring+dt) echo "--no-kstat --io uring --single-issuer --defer-taskrun" ;;
-        *) echo "--no-kstat --io $1" ;;
+    local kstat="--no-kstat " name=$1
+    if [[ $name == *@typed ]]; then kstat="" name=${name%@typed}; fi
+    case "$name" in
+        uring-iou) echo "$kstat--io uring --mode iou" ;;
+        uring+coop) echo "$kstat--io uring --mode iou --coop-taskrun" ;;
+        uring+dt) echo "$kstat--io uring --single-issuer --defer-taskrun" ;;
+        *) echo "$kstat--io $name" ;;
     esac
 }
 
@@ -188,7 +198,7 @@ data = {}
 for c, tool, n, rps, cpu, rss in rows:
     n, rps, cpu = int(n), float(rps), float(cpu)
     data.setdefault((int(c), tool), []).append((rps, cpu * 1e6 / n if n else float("nan")))
-print(f"{'conns':>5} {'client':<12} {'req/s median (min-max)':>26} {'CPU us/req median (min-max)':>28} {'req/s vs wrk':>12} {'req/CPU-s vs wrk':>16} {'pairwise (min-max)':>22}")
+print(f"{'conns':>5} {'client':<18} {'req/s median (min-max)':>26} {'CPU us/req median (min-max)':>28} {'req/s vs wrk':>12} {'req/CPU-s vs wrk':>16} {'pairwise (min-max)':>22}")
 for c in sorted({k[0] for k in data}):
     base = data.get((c, "wrk"))
     b_rps = statistics.median(r for r, _ in base) if base else None
@@ -208,7 +218,8 @@ for c in sorted({k[0] for k in data}):
         # median of these pairs is steadier than the ratio of medians.
         pairs = sorted(bu / u for (_, u), (_, bu) in zip(v, base or []) if u == u and u > 0 and bu == bu)
         r3 = f"{statistics.median(pairs):.2f}x ({pairs[0]:.2f}-{pairs[-1]:.2f})" if pairs and tool != "wrk" else "-"
-        print(f"{c:>5} {tool:<12} {rr:>26} {cc:>28} {r1:>12} {r2:>16} {r3:>22}")
+        name = tool.replace("@typed", " (as typed)")
+        print(f"{c:>5} {name:<18} {rr:>26} {cc:>28} {r1:>12} {r2:>16} {r3:>22}")
 PY
 }
 echo "started $start_utc UTC with load average $load_start; tables at $(date -u +%H:%M) UTC, load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -23,6 +23,15 @@
 #   uring --rw nop (-N1: the cost of the ring itself), and uring waiting
 #   for 16 or 32 completions per io_uring_enter (--complete-batch, -c16 and
 #   -c32: t/io_uring's own default is -s32 -c32).
+# Rows labelled "(as typed)" run ringlab exactly as a user types it, with
+# kernel evidence on (its default; no --no-kstat), beside the same rows
+# with --no-kstat, which every other row passes: the peers count nothing,
+# and the as-typed rows show what a user comparing the two defaults sees
+# (bench/kstat-overhead.sh measures the difference on its own). The peer
+# of an as-typed row runs again in that row, so each row's pair ran side
+# by side. Each as-typed row follows its --no-kstat twin; "libaio (as
+# typed)" at depth 32 follows "libaio sb1", since one request per
+# io_submit is ringlab's default as it is fio's.
 # "uring gtod" rows run ringlab with --gtod-reduce (no I/O timed) against
 # t/io_uring (-t0 times nothing) and fio --gtod_reduce=1: like with like,
 # where the other rows charge ringlab for the latency it measures.
@@ -112,9 +121,11 @@ IOU=(--mode iou)
 # submission on both sides, the others batches on both sides.
 FIO_BATCH=(--iodepth_batch_submit=32 --iodepth_batch_complete_max=32)
 
-ringlab_iops() { # depth, then ringlab io flags
-    local depth=$1
-    shift
+ringlab_iops() { # kstat|nokstat, depth, then ringlab io flags
+    local kstat=()
+    if [[ $1 == nokstat ]]; then kstat=(--no-kstat); fi
+    local depth=$2
+    shift 2
     # NOPs touch no target; everything else reads the target at random.
     local io=("$target" --rw randread --direct)
     if [[ " $* " == *" --rw nop "* ]]; then
@@ -122,9 +133,10 @@ ringlab_iops() { # depth, then ringlab io flags
     elif [[ " $* " == *" --invalidate 0 "* ]]; then
         io=("$cached_target" --rw randread)
     fi
-    # --no-kstat: the peers count nothing, so ringlab does not either
-    # (bench/kstat-overhead.sh measures what counting costs).
-    pin "$ringlab" io "${io[@]}" "$@" --bs 4k --no-kstat \
+    # --no-kstat (all rows but the "as typed" ones): the peers count
+    # nothing, so ringlab does not either (bench/kstat-overhead.sh measures
+    # what counting costs).
+    pin "$ringlab" io "${io[@]}" "$@" --bs 4k "${kstat[@]}" \
         --iodepth "$depth" --runtime "${runtime}s" --output-format json |
         python3 -c 'import json,sys; print(round(json.load(sys.stdin)["total"]["iops"]))'
 }
@@ -179,23 +191,32 @@ declare -A res
 # label | depth | ringlab flags | peer | peer flags
 cases=(
     "sync|1|--engine sync|fio|--ioengine=psync"
+    "sync (as typed)|1|--engine sync|fio|--ioengine=psync"
     "uring|1|--engine uring|fio|--ioengine=io_uring"
+    "uring (as typed)|1|--engine uring|fio|--ioengine=io_uring"
     "uring sb1|32|--engine uring --submit-batch 1|fio|--ioengine=io_uring"
     "uring|32|--engine uring|fio|--ioengine=io_uring ${FIO_BATCH[*]}"
+    "uring (as typed)|32|--engine uring|fio|--ioengine=io_uring ${FIO_BATCH[*]}"
     "uring iou|32|--engine uring ${IOU[*]}|fio|--ioengine=io_uring ${FIO_BATCH[*]}"
     "libaio|1|--engine libaio|fio|--ioengine=libaio"
+    "libaio (as typed)|1|--engine libaio|fio|--ioengine=libaio"
     "libaio sb1|32|--engine libaio --submit-batch 1|fio|--ioengine=libaio"
+    "libaio (as typed)|32|--engine libaio|fio|--ioengine=libaio"
     "libaio|32|--engine libaio|fio|--ioengine=libaio ${FIO_BATCH[*]}"
     "posixaio|1|--engine posixaio|fio|--ioengine=posixaio"
+    "posixaio (as typed)|1|--engine posixaio|fio|--ioengine=posixaio"
     "posixaio|32|--engine posixaio|fio|--ioengine=posixaio"
     "cached sync|1|--engine sync --invalidate 0|fio|--ioengine=psync --direct=0 --invalidate=0"
     "uring gtod|1|--engine uring --gtod-reduce|fio|--ioengine=io_uring --gtod_reduce=1"
     "cached uring|32|--engine uring --invalidate 0|fio|--ioengine=io_uring --direct=0 --invalidate=0 ${FIO_BATCH[*]}"
+    "cached uring (as typed)|32|--engine uring --invalidate 0|fio|--ioengine=io_uring --direct=0 --invalidate=0 ${FIO_BATCH[*]}"
 )
 if [[ -n "${T_IO_URING:-}" && -x "${T_IO_URING}" ]]; then
     cases+=(
         "uring|1|--engine uring|t/io_uring|"
+        "uring (as typed)|1|--engine uring|t/io_uring|"
         "uring|32|--engine uring|t/io_uring|"
+        "uring (as typed)|32|--engine uring|t/io_uring|"
         "libaio sb1|32|--engine libaio --submit-batch 1|t/io_uring|-a1"
         "uring+fixed|32|--engine uring --fixed-files --fixed-buffers|t/io_uring|-B1 -F1"
         "uring cb16|32|--engine uring --complete-batch 16|t/io_uring|-c16"
@@ -224,8 +245,10 @@ for ((r = 1; r <= repeats; r++)); do
         # A cached row starts with every page of the target in the page
         # cache (the direct rows before it may have dropped them).
         if [[ $label == cached* ]]; then warm; fi
+        evidence=nokstat
+        if [[ $label == *"(as typed)"* ]]; then evidence=kstat; fi
         # shellcheck disable=SC2086 # the flag strings are word lists
-        res["$c|ringlab"]+="$(ringlab_iops "$depth" $rflags) "
+        res["$c|ringlab"]+="$(ringlab_iops "$evidence" "$depth" $rflags) "
         if [[ $label == cached* ]]; then warm; fi
         case $peer in
             fio)
@@ -241,7 +264,7 @@ for ((r = 1; r <= repeats; r++)); do
     done
 done
 
-printf '%-30s %-28s %-20s %-28s %s\n' workload "ringlab median (min-max)" peer "peer median (min-max)" ratio
+printf '%-40s %-28s %-20s %-28s %s\n' workload "ringlab median (min-max)" peer "peer median (min-max)" ratio
 for c in "${cases[@]}"; do
     IFS='|' read -r label depth rflags peer pflags <<<"$c"
     python3 - "$label" "$depth" "$peer $pflags" "${res[$c|ringlab]}" "${res[$c|peer]}" <<'PY'
@@ -250,12 +273,12 @@ engine, depth, peer, a, b = sys.argv[1:]
 peer = peer.replace("--ioengine=", "").replace("--iodepth_batch_submit=32 --iodepth_batch_complete_max=32", "batch 32").replace("--direct=0 --invalidate=0", "cached").strip()
 a = [int(x) for x in a.split()]
 if "NA" in b.split():
-    print(f"{'randread qd' + depth + ' ' + engine:<30} {'':<28} {peer:<20} unavailable (see the note above)")
+    print(f"{'randread qd' + depth + ' ' + engine:<40} {'':<28} {peer:<20} unavailable (see the note above)")
     sys.exit(0)
 b = [int(x) for x in b.split()]
 ma, mb = statistics.median(a), statistics.median(b)
 k = lambda v: f"{v/1000:.1f}k"
-print(f"{'randread qd' + depth + ' ' + engine:<30} {k(ma) + ' (' + k(min(a)) + '-' + k(max(a)) + ')':<28} "
+print(f"{'randread qd' + depth + ' ' + engine:<40} {k(ma) + ' (' + k(min(a)) + '-' + k(max(a)) + ')':<28} "
       f"{peer:<20} {k(mb) + ' (' + k(min(b)) + '-' + k(max(b)) + ')':<28} {ma / mb if mb else float('nan'):.3f}")
 PY
 done

@@ -1,111 +1,443 @@
 #!/usr/bin/env bash
-# What kernel-evidence collection costs, and whether its counts are right.
+# What kernel evidence costs ringlab as a user types it, and whether its
+# counts are right.
 #
-# 1. Overhead: the same `ringlab io` run (4 KiB randread, O_DIRECT, uring,
-#    iodepth $BENCH_DEPTH) with and without collection (--no-kstat),
-#    interleaved, pinned to one CPU; prints median IOPS of each and the
-#    cost in percent (aim: under 3%), and the same for the job threads' CPU
-#    time per op: where the device, not the CPU, sets the IOPS, what
-#    counting costs shows only there.
-# 2. Cross-check: ringlab's own syscalls_per_op against
-#    `perf stat -e raw_syscalls:sys_enter` around the same kind of run
-#    (ops from ringlab's result), for the sync and uring engines (aim:
-#    within 2%). perf counts the whole process from exec to exit, including
-#    setup and teardown that ringlab leaves out of the measured run, so the
-#    run is long enough for those few hundred calls not to matter.
+# 1. Overhead. Each row runs four variants:
+#      as typed   ringlab with kernel evidence on (the default, no flag)
+#      no-kstat   the same with --no-kstat (nothing collected)
+#      full       the same with --evidence full (every io_uring tracepoint,
+#                 per-request stage latencies)
+#      peer       t/io_uring (I/O rows) or wrk (HTTP rows)
+#    Rows:
+#      zram qd1    ringlab io /dev/zram0 --direct --iodepth 1 --rw randread
+#                  --bs 4k --cpus CPU  vs  t/io_uring -d1 -s1 -c1
+#      zram qd32   the same at --iodepth 32     vs  t/io_uring -d32 -s32 -c1
+#      zram qd8cb8 --iodepth 8 --complete-batch 8  vs  t/io_uring -d8 -s8 -c8
+#      http cN     ringlab http --io uring -t1 -cN  vs  wrk -t1 -cN, both
+#                  against `ringlab serve` pinned to the other CPU
+#    t/io_uring always runs with -b4096 -p0 -B0 -F0 -n1 -O1 -X0 -R1 -t0 -P0:
+#    4 KiB random O_DIRECT reads, one thread, no polling, no fixed buffers
+#    or files and no registered ring fd (t/io_uring's defaults are -p1 -B1
+#    -F1 -X1; ringlab's default ring uses none of them), no latency
+#    tracking (-t0 is its default; ringlab does time every I/O, which
+#    favours the peer). Its per-second "IOPS=" lines are averaged, the first
+#    (ramp) skipped. BENCH_TIOURING_EXTRA adds flags (e.g. "-X1").
+#    The figure of an I/O row is IOPS as the tool printed it; of an HTTP
+#    row, requests per client CPU-second: the responses the client counted
+#    over the user + system time of the whole client process (wait4's
+#    rusage, as bench/http-vs-wrk.sh measures wrk), for ringlab and wrk
+#    alike, so whatever collection costs outside the client's threads
+#    (loading BPF programs, reading maps) is charged too. ringlab's own
+#    figure (its threads' CPU during the measured run, from its JSON) and
+#    requests/s are printed beside it.
+#    Every run is pinned with taskset to BENCH_CPU, the peer's too. Each
+#    repeat runs every variant of a row once, back to back, the order
+#    rotated by one each repeat so no variant always goes first. The table
+#    shows the median (min-max) over the repeats, and the ratios
+#    as-typed/no-kstat, as-typed/peer, full/no-kstat as the median (min-max)
+#    of each repeat's ratio (pairwise: variants of the same repeat ran
+#    seconds apart), with the ratio of the medians in brackets.
+# 2. Cross-check: ringlab's own syscalls_per_op (counted by its BPF program
+#    on raw_syscalls:sys_enter for the whole thread group, during the
+#    measured run) against `perf stat -e raw_syscalls:sys_enter` around the
+#    same kind of run on zram at depth 32, for the sync and uring engines
+#    (aim: within 2%). perf counts the whole process from exec to exit,
+#    setup and teardown included; a run of one queue's worth of I/O
+#    (--io-size) counts that fixed part, and (calls_full - calls_tiny) /
+#    (ops_full - ops_tiny) is perf's figure for the full run's steady state.
 #
-# Environment: BENCH_CPU (1), BENCH_RUNTIME seconds (5), BENCH_REPEATS (5),
-#              BENCH_DEPTH (32), RINGLAB_BENCH_TARGET (default: a 1 GiB file)
+# Needs root (zram setup, BPF) and 2 CPUs. Sets up /dev/zram0 if its
+# disksize is 0 (1 GiB) and fills it once from /dev/urandom (a page never
+# written reads back as a zero page without decompression, far faster).
+# Installs wrk (and perf for the cross-check) with apt-get when missing.
+#
+# Environment:
+#   BENCH_CPU (1)            the CPU every client and t/io_uring run on
+#   BENCH_SERVER_CPU         the CPU of `ringlab serve` (the other of 0/1)
+#   BENCH_RUNTIME (5)        seconds per run
+#   BENCH_REPEATS (5)        repeats (each runs every variant of every row)
+#   BENCH_IO_ROWS ("qd1 qd32 qd8cb8")   I/O rows; empty skips them
+#   BENCH_CONNS ("10 50")    HTTP rows' connection counts; empty skips them
+#   BENCH_SERVE_IO (epoll)   `ringlab serve --io`
+#   BENCH_PORT (18090)       the server's port on 127.0.0.1
+#   BENCH_CROSSCHECK (1)     0 skips the perf cross-check
+#   T_IO_URING               path of fio's t/io_uring, built outside this
+#                            repo; unset: its columns say "unavailable"
+#   BENCH_TIOURING_EXTRA     more t/io_uring flags (override the above)
+#   RINGLAB_BIN              a ringlab binary to measure instead of building
+#                            this tree's
+# Numbers are measured, not asserted; nothing here is a test.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cpu=${BENCH_CPU:-1}
 runtime=${BENCH_RUNTIME:-5}
 repeats=${BENCH_REPEATS:-5}
-depth=${BENCH_DEPTH:-32}
+io_rows=${BENCH_IO_ROWS-"qd1 qd32 qd8cb8"}
+conns_list=${BENCH_CONNS-"10 50"}
+serve_io=${BENCH_SERVE_IO:-epoll}
+port=${BENCH_PORT:-18090}
+crosscheck=${BENCH_CROSSCHECK:-1}
+tiou_extra=${BENCH_TIOURING_EXTRA:-}
+target=/dev/zram0
 
-if ! command -v perf >/dev/null; then
-    apt-get update -qq && apt-get install -y -qq linux-perf >/dev/null ||
-        echo "note: perf not installable; the cross-check is skipped" >&2
+if [[ $EUID -ne 0 ]]; then
+    echo "kstat-overhead.sh: needs root (zram setup, BPF counters); run it with sudo" >&2
+    exit 2
 fi
-(cd "$repo" && cargo build --release -q -p ringlab)
-ringlab="$repo/target/release/ringlab"
-
-cleanup=()
-trap 'rm -f "${cleanup[@]}" 2>/dev/null || true' EXIT
-if [[ -n "${RINGLAB_BENCH_TARGET:-}" ]]; then
-    target=$RINGLAB_BENCH_TARGET
+if [[ $(nproc) -lt 2 ]]; then
+    echo "kstat-overhead.sh: needs 2 CPUs (client on one, server on the other)" >&2
+    exit 2
+fi
+if [[ -z ${BENCH_SERVER_CPU:-} ]]; then
+    if [[ $cpu == 0 ]]; then server_cpu=1; else server_cpu=0; fi
 else
-    target="$repo/target/bench-kstat.dat"
-    cleanup+=("$target")
-    dd if=/dev/urandom of="$target" bs=1M count=1024 status=none
-    sync
+    server_cpu=$BENCH_SERVER_CPU
 fi
 
-field() { python3 -c "import json,sys; r=json.load(sys.stdin); print($1)"; }
+tiou=""
+if [[ -n ${T_IO_URING:-} && -x ${T_IO_URING} ]]; then
+    tiou=$T_IO_URING
+elif [[ -n $io_rows ]]; then
+    echo "note: T_IO_URING not set (or not executable): the t/io_uring columns say unavailable" >&2
+fi
 
-run() { # extra flags
-    taskset -c "$cpu" "$ringlab" io "$target" --rw randread --bs 4k --direct \
-        --iodepth "$depth" --runtime "${runtime}s" --output-format json "$@"
+need=()
+if [[ -n $conns_list ]] && ! command -v wrk >/dev/null; then need+=(wrk); fi
+if [[ $crosscheck == 1 ]] && ! command -v perf >/dev/null; then need+=(linux-perf); fi
+if ((${#need[@]})); then
+    echo "installing ${need[*]} (apt-get)" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null ||
+        echo "note: could not install ${need[*]}; what needs it is skipped" >&2
+fi
+if [[ -n $conns_list ]] && ! command -v wrk >/dev/null; then
+    echo "kstat-overhead.sh: wrk is missing and apt-get could not install it" >&2
+    exit 1
+fi
+
+if [[ -n ${RINGLAB_BIN:-} ]]; then
+    ringlab=$RINGLAB_BIN
+else
+    (cd "$repo" && cargo build --release -q -p ringlab)
+    ringlab="$repo/target/release/ringlab"
+fi
+
+work=$(mktemp -d)
+server_pid=""
+cleanup() {
+    if [[ -n $server_pid ]]; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+if [[ -n $io_rows || $crosscheck == 1 ]]; then
+    [[ -e $target ]] || modprobe zram
+    if grep -q "^$target " /proc/swaps /proc/mounts 2>/dev/null; then
+        echo "kstat-overhead.sh: $target is in use (swap or mounted); free it first" >&2
+        exit 2
+    fi
+    if [[ $(cat /sys/block/zram0/disksize) == 0 ]]; then
+        echo 1G > /sys/block/zram0/disksize
+    fi
+    mib=$(($(cat /sys/block/zram0/disksize) >> 20))
+    echo "filling $target ($mib MiB) from /dev/urandom" >&2
+    dd if=/dev/urandom of=$target bs=1M count="$mib" oflag=direct status=none
+fi
+
+# Runs a command pinned to CPU $1; prints "exit_code cpu_seconds" on the
+# first line (user + system time of the whole process and its children,
+# from wait4's rusage, as bench/http-vs-wrk.sh measures wrk), then what the
+# command wrote to stdout; its stderr is shown only when it fails.
+pinned() {
+    python3 - "$@" <<'PY'
+import os, selectors, sys
+cmd = ["taskset", "-c", sys.argv[1]] + sys.argv[2:]
+r, w = os.pipe()
+er, ew = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.dup2(w, 1); os.dup2(ew, 2)
+    os.close(r); os.close(er)
+    try:
+        os.execvp(cmd[0], cmd)
+    finally:
+        os._exit(127)
+os.close(w); os.close(ew)
+sel = selectors.DefaultSelector()
+sel.register(r, selectors.EVENT_READ, "out"); sel.register(er, selectors.EVENT_READ, "err")
+bufs = {"out": b"", "err": b""}
+while sel.get_map():
+    for key, _ in sel.select():
+        data = os.read(key.fd, 65536)
+        if data:
+            bufs[key.data] += data
+        else:
+            sel.unregister(key.fd); os.close(key.fd)
+_, status, ru = os.wait4(pid, 0)
+code = os.waitstatus_to_exitcode(status)
+if code != 0:
+    sys.stderr.write("failed (exit %d): %s\n%s" % (code, " ".join(cmd), bufs["err"].decode(errors="replace")[-2000:]))
+print(code, ru.ru_utime + ru.ru_stime)
+sys.stdout.write(bufs["out"].decode(errors="replace"))
+PY
 }
 
-# Each run gives "IOPS CPU-ns-per-op" (job threads' user + system time from
-# getrusage, which ringlab reports with or without collection).
-with=() without=()
-sample() {
-    python3 -c 'import json,sys; t=json.load(sys.stdin)["total"]; print(round(t["iops"]), round((t["cpu_user_ns"] + t["cpu_sys_ns"]) / t["ops"], 1))'
+# Each measurement prints one line: "figure extra..." or "NA reason".
+# I/O: IOPS.
+io_flags() { # row -> ringlab io flags
+    case $1 in
+        qd1) echo "--iodepth 1" ;;
+        qd32) echo "--iodepth 32" ;;
+        qd8cb8) echo "--iodepth 8 --complete-batch 8" ;;
+        *) echo "unknown I/O row '$1' (BENCH_IO_ROWS: qd1 qd32 qd8cb8)" >&2; exit 2 ;;
+    esac
 }
-for ((r = 1; r <= repeats; r++)); do
-    echo "repeat $r/$repeats" >&2
-    with+=("$(run | sample)")
-    without+=("$(run --no-kstat | sample)")
+tiou_flags() { # row -> t/io_uring flags
+    case $1 in
+        qd1) echo "-d1 -s1 -c1" ;;
+        qd32) echo "-d32 -s32 -c1" ;;
+        qd8cb8) echo "-d8 -s8 -c8" ;;
+    esac
+}
+ringlab_io() { # row, then extra ringlab flags
+    local row=$1
+    shift
+    # shellcheck disable=SC2046 # the flag string is a word list
+    pinned "$cpu" "$ringlab" io "$target" --direct $(io_flags "$row") --rw randread --bs 4k \
+        --cpus "$cpu" --runtime "${runtime}s" --output-format json "$@" |
+        python3 -c '
+import json, sys
+code, _ = sys.stdin.readline().split()
+if code != "0":
+    print("NA failed"); sys.exit()
+print(round(json.load(sys.stdin)["total"]["iops"]))'
+}
+peer_io() { # row
+    if [[ -z $tiou ]]; then
+        echo "NA T_IO_URING not set"
+        return
+    fi
+    # shellcheck disable=SC2046,SC2086
+    pinned "$cpu" "$tiou" $(tiou_flags "$1") -b4096 -p0 -B0 -F0 -n1 -O1 -X0 -R1 -t0 -P0 \
+        $tiou_extra -r"$runtime" "$target" |
+        python3 -c '
+import re, sys
+code, _ = sys.stdin.readline().split()
+v = []
+for line in sys.stdin:
+    m = re.search(r"IOPS=([0-9.]+)([KM]?)", line)
+    if m and not line.startswith("Maximum"):
+        v.append(float(m.group(1)) * {"": 1, "K": 1e3, "M": 1e6}[m.group(2)])
+v = v[1:] or v
+if code != "0" or not v or max(v) == 0:
+    # It prints one line per second after the first: -r1 prints none.
+    print("NA t/io_uring printed no IOPS line (it needs BENCH_RUNTIME of 2 or more)")
+else:
+    print(round(sum(v) / len(v)))'
+}
+
+# HTTP: "req_per_client_cpu_s req_per_s in_run_thread_figure".
+url="http://127.0.0.1:$port/"
+ringlab_http() { # connections, then extra ringlab flags
+    local c=$1
+    shift
+    pinned "$cpu" "$ringlab" http --io uring -t1 -c"$c" -d"${runtime}s" --output-format json "$@" "$url" |
+        python3 -c '
+import json, sys
+code, cpu = sys.stdin.readline().split()
+if code != "0":
+    print("NA failed"); sys.exit()
+r = json.load(sys.stdin)
+n = r["http"]["responses"]
+t = r["total"]
+ns = t["cpu_user_ns"] + t["cpu_sys_ns"]
+if float(cpu) <= 0:
+    print("NA no CPU time in the rusage"); sys.exit()
+print(round(n / float(cpu)), round(t["iops"]), round(n / (ns / 1e9)) if ns else "-")'
+}
+peer_http() { # connections
+    pinned "$cpu" wrk -t1 -c"$1" -d"${runtime}s" "$url" |
+        python3 -c '
+import re, sys
+code, cpu = sys.stdin.readline().split()
+out = sys.stdin.read()
+m = re.search(r"(\d+) requests in", out)
+r = re.search(r"Requests/sec:\s*([0-9.]+)", out)
+if code != "0" or not m or not r or float(cpu) <= 0:
+    print("NA wrk printed no request count")
+else:
+    print(round(int(m.group(1)) / float(cpu)), round(float(r.group(1))), "-")'
+}
+
+start_server() {
+    ulimit -n 65536 2>/dev/null || true
+    taskset -c "$server_cpu" "$ringlab" serve --io "$serve_io" --listen "127.0.0.1:$port" \
+        >"$work/serve.out" 2>"$work/serve.err" &
+    server_pid=$!
+    for _ in $(seq 100); do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return; fi
+        if ! kill -0 "$server_pid" 2>/dev/null; then break; fi
+        sleep 0.1
+    done
+    echo "kstat-overhead.sh: ringlab serve did not listen on 127.0.0.1:$port:" >&2
+    cat "$work/serve.err" >&2
+    exit 1
+}
+
+variants=(typed nokstat full peer)
+flags_of() { # variant -> extra ringlab flags
+    case $1 in
+        typed) echo "" ;;
+        nokstat) echo "--no-kstat" ;;
+        full) echo "--evidence full" ;;
+    esac
+}
+
+rows=()
+for r in $io_rows; do io_flags "$r" >/dev/null; rows+=("$r"); done
+for c in $conns_list; do rows+=("c$c"); done
+((${#rows[@]})) || { echo "kstat-overhead.sh: no rows (BENCH_IO_ROWS and BENCH_CONNS both empty)" >&2; exit 2; }
+if [[ -n $conns_list ]]; then start_server; fi
+
+results="$work/results"
+: >"$results"
+start_utc=$(date -u +%H:%M)
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "kstat overhead: client on CPU $cpu, server on CPU $server_cpu, ${runtime}s per run, $repeats repeats" >&2
+for ((rep = 0; rep < repeats; rep++)); do
+    for row in "${rows[@]}"; do
+        for ((i = 0; i < ${#variants[@]}; i++)); do
+            v=${variants[$(((i + rep) % ${#variants[@]}))]}
+            # shellcheck disable=SC2046 # flag strings are word lists
+            case "$row:$v" in
+                c*:peer) line=$(peer_http "${row#c}") ;;
+                c*) line=$(ringlab_http "${row#c}" $(flags_of "$v")) ;;
+                *:peer) line=$(peer_io "$row") ;;
+                *) line=$(ringlab_io "$row" $(flags_of "$v")) ;;
+            esac
+            echo "$row $v $rep $line" >>"$results"
+            echo "  repeat $((rep + 1))/$repeats, $row, $v: $line" >&2
+        done
+    done
 done
-python3 - "${with[*]}" "${without[*]}" <<'PY'
+
+echo "ringlab $("$ringlab" --version | cut -d' ' -f2) ($(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo "commit unknown")), kernel $(uname -r)"
+echo "client CPU $cpu, server (ringlab serve --io $serve_io) CPU $server_cpu, ${runtime}s per run, $repeats repeats;" \
+    "started $start_utc UTC with load average $load_start, done $(date -u +%H:%M) UTC with $(cut -d' ' -f1-3 /proc/loadavg)"
+if [[ -n $tiou ]]; then
+    peers="$tiou -b4096 -p0 -B0 -F0 -n1 -O1 -X0 -R1 -t0 -P0${tiou_extra:+ $tiou_extra}"
+else
+    peers="t/io_uring unavailable (T_IO_URING not set)"
+fi
+echo "peers: $peers; wrk $(wrk -v 2>&1 | head -1 | cut -d' ' -f2 || true)"
+python3 - "$results" "$cpu" <<'PY'
 import statistics, sys
-def cols(s):
-    v = s.split()
-    return [float(x) for x in v[0::2]], [float(x) for x in v[1::2]]
-(wi, wc), (ni, nc) = cols(sys.argv[1]), cols(sys.argv[2])
-mw, mn = statistics.median(wi), statistics.median(ni)
-print(f"overhead: with kstat {mw/1000:.1f}k IOPS ({min(wi)/1000:.1f}-{max(wi)/1000:.1f}k), "
-      f"without {mn/1000:.1f}k ({min(ni)/1000:.1f}-{max(ni)/1000:.1f}k): cost {100*(mn-mw)/mn:+.2f}% of IOPS")
-cw, cn = statistics.median(wc), statistics.median(nc)
-print(f"overhead: with kstat {cw/1000:.2f} CPU us/op ({min(wc)/1000:.2f}-{max(wc)/1000:.2f}), "
-      f"without {cn/1000:.2f} ({min(nc)/1000:.2f}-{max(nc)/1000:.2f}): cost {100*(cw-cn)/cn:+.2f}% of CPU per op")
+rows = {}
+order = []
+for line in open(sys.argv[1]):
+    row, v, rep, *rest = line.split()
+    if row not in order:
+        order.append(row)
+    val = None if rest[0] == "NA" else float(rest[0])
+    why = " ".join(rest[1:]) if rest[0] == "NA" else None
+    rows.setdefault(row, {}).setdefault(v, {})[int(rep)] = (val, rest[1:] if val is not None else why)
+
+def k(x):
+    return f"{x/1000:.1f}k"
+
+def summary(vals):
+    m = statistics.median(vals)
+    return f"{k(m)} ({k(min(vals))}-{k(max(vals))})"
+
+cpu = sys.argv[2]
+names = {
+    "qd1": ("zram randread 4k qd1", "IOPS", "-d1 -s1 -c1"),
+    "qd32": ("zram randread 4k qd32", "IOPS", "-d32 -s32 -c1"),
+    "qd8cb8": ("zram randread 4k qd8 --complete-batch 8", "IOPS", "-d8 -s8 -c8"),
+}
+for row in order:
+    if row.startswith("c"):
+        names[row] = (f"http --io uring -t1 -c{row[1:]}", "requests per client CPU-second", f"wrk -t1 -c{row[1:]}")
+label = {
+    "typed": "as typed (evidence default)",
+    "nokstat": "--no-kstat",
+    "full": "--evidence full",
+}
+
+def ratio(d, a, b):
+    """Pairwise median (min-max) and ratio of medians, or the reason."""
+    A, B = d.get(a, {}), d.get(b, {})
+    pairs = sorted(A[r][0] / B[r][0] for r in A if r in B and A[r][0] and B[r][0])
+    if not pairs:
+        why = next((B[r][1] for r in B if B[r][0] is None), None) or next((A[r][1] for r in A if A[r][0] is None), "no pair")
+        return f"unavailable ({why})"
+    ma = statistics.median(x[0] for x in A.values() if x[0])
+    mb = statistics.median(x[0] for x in B.values() if x[0])
+    return f"{statistics.median(pairs):.3f} ({pairs[0]:.3f}-{pairs[-1]:.3f}) [{ma/mb:.3f}]"
+
+for row in order:
+    title, unit, peer = names[row]
+    d = rows[row]
+    print()
+    print(f"{title}: {unit}, median (min-max) of {max(len(x) for x in d.values())} repeats")
+    for v in ("typed", "nokstat", "full", "peer"):
+        got = d.get(v, {})
+        vals = [x[0] for x in got.values() if x[0] is not None]
+        name = label.get(v) or (peer if row.startswith("c") else f"t/io_uring {peer}")
+        if not vals:
+            why = next((x[1] for x in got.values()), "not run")
+            print(f"  {name:<32} unavailable ({why})")
+            continue
+        line = f"  {name:<32} {summary(vals):<26}"
+        if row.startswith("c"):
+            rps = [float(x[1][0]) for x in got.values() if x[0] is not None]
+            line += f" req/s {summary(rps)}"
+            if v != "peer":
+                own = [float(x[1][1]) for x in got.values() if x[0] is not None and x[1][1] != "-"]
+                if own:
+                    line += f"; per thread CPU-second in the run (ringlab's JSON) {summary(own)}"
+        bad = len(got) - len(vals)
+        if bad:
+            line += f"; {bad} run(s) failed"
+        print(line.rstrip())
+
+print()
+print("ratios: median (min-max) of each repeat's ratio [ratio of the medians]")
+w = max(len(names[r][0]) for r in order)
+print(f"  {'row':<{w}}  {'as typed / --no-kstat':<30} {'as typed / peer':<30} {'full / --no-kstat'}")
+for row in order:
+    d = rows[row]
+    print(f"  {names[row][0]:<{w}}  {ratio(d, 'typed', 'nokstat'):<30} {ratio(d, 'typed', 'peer'):<30} {ratio(d, 'full', 'nokstat')}")
 PY
 
-# perf stat counts the whole process, setup and teardown included; ringlab
-# only the measured run, and not the calls of its own sampling thread
-# (attaching and detaching the windowed counters), which it reports as
-# kstat.sampler_syscalls and which are taken off perf's count. A run of one queue's worth of I/O (--io-size) counts
-# the fixed part, which the full run's count less that is perf's figure for
-# the full run's steady state: (calls_full - calls_tiny) / (ops_full -
-# ops_tiny), compared with ringlab's own syscalls_per_op of the full run.
-# (Two full runs of different length would assume that both have the same
-# rate per op; on a CPU-bound device they do not.)
-perf_run() { # engine, then extra ringlab flags -> "calls ops ringlab_per_op"
-    local out
-    out=$(mktemp)
-    cleanup+=("$out" "$out.perf")
-    perf stat -x, -e raw_syscalls:sys_enter -o "$out.perf" -- \
+# Cross-check of ringlab's system-call count against perf's.
+# perf_run: engine, then extra ringlab flags -> "calls ops ringlab_per_op".
+perf_run() {
+    local out=$work/perf.json
+    perf stat -x, -e raw_syscalls:sys_enter -o "$work/perf.out" -- \
         taskset -c "$cpu" "$ringlab" io "$target" --engine "$1" --rw randread --bs 4k \
-        --direct --iodepth "$depth" "${@:2}" --output-format json >"$out"
-    python3 - "$out" "$out.perf" <<'PY'
+        --direct --iodepth 32 "${@:2}" --output-format json >"$out"
+    python3 - "$out" "$work/perf.out" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 count = next(int(l.split(",")[0]) for l in open(sys.argv[2]) if "raw_syscalls:sys_enter" in l)
-mine = r["kstat"]["per_op"].get("syscalls_per_op")
-# ringlab's sampling thread is left out of its own count; perf has it.
-count -= r["kstat"].get("sampler_syscalls", 0)
+mine = (r.get("kstat") or {}).get("per_op", {}).get("syscalls_per_op")
 print(count, r["total"]["ops"], "none" if mine is None else mine)
 PY
 }
-
-if command -v perf >/dev/null; then
-    for engine in sync uring; do
-        read -r c1 o1 _ <<<"$(perf_run "$engine" --io-size "$((4 * depth))k")"
-        read -r c2 o2 mine <<<"$(perf_run "$engine" --runtime "${runtime}s")"
-        python3 - "$engine" "$c1" "$o1" "$c2" "$o2" "$mine" <<'PY'
+if [[ $crosscheck == 1 ]]; then
+    echo
+    if ! command -v perf >/dev/null; then
+        echo "cross-check: skipped (perf is not installed)"
+    else
+        for engine in sync uring; do
+            read -r c1 o1 _ <<<"$(perf_run "$engine" --io-size 128k)"
+            read -r c2 o2 mine <<<"$(perf_run "$engine" --runtime "${runtime}s")"
+            python3 - "$engine" "$c1" "$o1" "$c2" "$o2" "$mine" <<'PY'
 import sys
 engine, c1, o1, c2, o2, mine = sys.argv[1:]
 c1, o1, c2, o2 = int(c1), int(o1), int(c2), int(o2)
@@ -114,8 +446,9 @@ if mine == "none":
     print(f"cross-check {engine}: ringlab could not count system calls here")
 else:
     mine = float(mine)
-    print(f"cross-check {engine}: ringlab {mine:.4f} syscalls/op, perf stat {theirs:.4f} "
+    print(f"cross-check {engine} (zram qd32): ringlab {mine:.4f} syscalls/op, perf stat {theirs:.4f} "
           f"(({c2}-{c1}) calls / ({o2}-{o1}) ops): difference {100*(mine-theirs)/theirs:+.2f}%")
 PY
-    done
+        done
+    fi
 fi
