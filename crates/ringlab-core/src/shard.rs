@@ -209,11 +209,8 @@ fn from_env(env: &dyn Fn(&str) -> Option<String>, shards: Option<u32>) -> Result
 /// RFC 3339 (`Z` or no zone: UTC) or Unix seconds with an optional fraction.
 fn parse_start_at(text: &str, now: SystemTime) -> Result<SystemTime> {
     let t = text.trim();
-    let at = if let Ok(secs) = t.parse::<f64>() {
-        if !(secs.is_finite() && secs >= 0.0) {
-            usage!("--start-at {text}: Unix time must be a positive number of seconds");
-        }
-        UNIX_EPOCH + Duration::from_secs_f64(secs)
+    let at = if let Some(at) = unix_seconds(t) {
+        at
     } else {
         match humantime::parse_rfc3339_weak(t) {
             Ok(at) => at,
@@ -227,6 +224,21 @@ fn parse_start_at(text: &str, now: SystemTime) -> Result<SystemTime> {
         );
     }
     Ok(at)
+}
+
+/// `SECONDS[.FRACTION]` exactly (no float rounding), or `None`.
+fn unix_seconds(t: &str) -> Option<SystemTime> {
+    let (secs, frac) = t.split_once('.').unwrap_or((t, ""));
+    if secs.is_empty() || !secs.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let secs: u64 = secs.parse().ok()?;
+    let digits: String = frac.chars().chain("000000000".chars()).take(9).collect();
+    let nanos: u32 = digits.parse().ok()?;
+    Some(UNIX_EPOCH + Duration::new(secs, nanos))
 }
 
 impl ShardPlan {

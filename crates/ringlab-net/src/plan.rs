@@ -89,6 +89,8 @@ pub struct HttpArgs {
     /// threads) during the run.
     #[arg(long)]
     pub no_kstat: bool,
+    #[command(flatten)]
+    pub shard: ringlab_core::shard::ShardArgs,
 }
 
 /// The parts of the URL a request needs.
@@ -131,6 +133,10 @@ pub struct HttpPlan {
     pub kstat: bool,
     /// The bytes of one request, sent as they are.
     pub request: Vec<u8>,
+    /// --shard, --start-at, --histograms. `rate`, `connections` and
+    /// `threads` stay as given: `rate` is the whole run's (this shard runs
+    /// its share), connections and threads are this shard's own.
+    pub shards: ringlab_core::shard::ShardPlan,
 }
 
 fn duration_flag(flag: &str, text: &str) -> Result<Duration> {
@@ -261,6 +267,15 @@ impl HttpPlan {
             )?),
             None => None,
         };
+        let shards = args.shard.plan()?;
+        if args.script.is_some() && shards.shard.is_some() {
+            usage!("--shard with -s: a script's requests and delays are its own, and ringlab cannot split them between shards; run the script without --shard");
+        }
+        if let (Some(n), Some(_)) = (args.requests, &shards.shard) {
+            if n < shards.count() as u64 {
+                usage!("-n {n} is fewer than the {} shards: each needs at least one request", shards.count());
+            }
+        }
         let addr = resolve(&target)?;
         let request = build_request(&method, &target, &args.header, args.body.as_deref());
         Ok(HttpPlan {
@@ -286,7 +301,28 @@ impl HttpPlan {
             ring_defaults,
             kstat: !args.no_kstat,
             request,
+            shards,
         })
+    }
+
+    /// This process's requests per second: the whole rate over the shards.
+    pub fn shard_rate(&self) -> Option<f64> {
+        self.rate.map(|r| r / self.shards.count() as f64)
+    }
+
+    /// Open loop: when connection `i` of client thread `t` sends its first
+    /// request, in nanoseconds after the start. The connections of every
+    /// shard are numbered `g = local * shards + shard` (local: the
+    /// connection's number in this process), and connection `g` starts at
+    /// `g / rate`: each connection then sends every `connections * shards /
+    /// rate` seconds, and the union of all shards' requests is evenly
+    /// spaced at `1 / rate`.
+    pub fn first_due_ns(&self, t: u32, i: u32) -> u64 {
+        let Some(rate) = self.rate else { return 0 };
+        let before: u32 = (0..t).map(|u| self.connections_of(u)).sum();
+        let local = (before + i) as u64;
+        let g = local * self.shards.count() as u64 + self.shards.index() as u64;
+        (g as f64 * 1e9 / rate) as u64
     }
 
     /// Whether responses carry no body whatever their headers say.

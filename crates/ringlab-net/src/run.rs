@@ -14,7 +14,8 @@ use ringlab_core::harness::{Aborted, Harness, JobSlot, JobSpec, RunHeader};
 use ringlab_core::usage_error;
 use ringlab_kstat::ThreadUsage;
 use ringlab_stats::{
-    DirectionFigures, Figures, HttpFigures, JobFigures, LatencyRecorder, RateSummary, RunResult,
+    DirectionFigures, Figures, HttpFigures, JobFigures, LatencyRecorder, RateSummary,
+    ResultHistograms, RunResult,
     ThreadMeasurements, ToolInfo, SCHEMA_VERSION,
 };
 use std::collections::BTreeMap;
@@ -172,6 +173,9 @@ pub fn run_http(plan: &HttpPlan, stop: Arc<AtomicBool>) -> Result<HttpOutcome> {
             threads.iter().map(|p| p.load(Ordering::Relaxed)).sum()
         }));
     }
+    // Every shard starts at --start-at: the connections are open-ready,
+    // the threads wait at the gate.
+    plan.shards.wait(&stop);
     let started_at = harness.start();
     // The kernel counts the measured run only, not the closing of the
     // connections after it; the per-request counters are counted in
@@ -261,14 +265,16 @@ fn client_thread(
         request,
         per_write: th.per_write,
         limit: plan.total_requests.map(|n| {
+            let n = plan.shards.share(n);
             let k = plan.threads as u64;
             n / k + u64::from((t as u64) < n % k)
         }),
         head_request: plan.head_request(),
         pipeline: plan.pipeline,
         interval_ns: plan
-            .rate
+            .shard_rate()
             .map(|r| ((plan.connections as f64 / r) * 1e9).max(1.0) as u64),
+        first_due_ns: (0..connections).map(|i| plan.first_due_ns(t, i)).collect(),
         timeout_ns: plan.timeout.as_nanos() as u64,
     };
     if plan.rate.is_some() || th.script.as_ref().is_some_and(|s| s.has_delay()) {
@@ -373,7 +379,7 @@ fn build(
     if interrupted {
         warnings.push("interrupted: the figures cover the run up to the interruption".to_string());
     }
-    if let Some(rate) = plan.rate {
+    if let Some(rate) = plan.shard_rate() {
         if total.iops < rate * 0.9 {
             warnings.push(format!(
                 "the run reached {:.1} requests/s of the {rate} asked for with --rate: the server or the client could not keep up (latency counts the delay)",
@@ -381,7 +387,7 @@ fn build(
             ));
         }
     }
-    if let Some(n) = plan.total_requests {
+    if let Some(n) = plan.total_requests.map(|n| plan.shards.share(n)) {
         if total.ops < n && !interrupted {
             warnings.push(format!(
                 "the run ended after {} of the {n} requests -n asked for: --duration ({}s) ran out first; raise it",
@@ -393,6 +399,22 @@ fn build(
     if total.ops == 0 {
         warnings.push(no_response(&total_s, plan));
     }
+    warnings.extend(plan.shards.late_warning(started_at));
+    let host = ringlab_kstat::host_info();
+    let shard = plan
+        .shards
+        .info(&host.hostname, started_at, total.elapsed_ns)
+        .map(|mut s| {
+            s.rate = plan.shard_rate();
+            s.phase_ns = plan.rate.map(|_| plan.first_due_ns(0, 0));
+            s
+        });
+    let histograms = plan.shards.histograms().then(|| {
+        ResultHistograms::of(
+            &total_m,
+            plan.rate.is_some().then_some(&total_s.lat_uncorrected),
+        )
+    });
     let head = RunHeader::new("http", started_at);
     let result = RunResult {
         schema_version: SCHEMA_VERSION,
@@ -402,7 +424,7 @@ fn build(
         },
         command: head.command.to_string(),
         started_at: head.started_at,
-        host: ringlab_kstat::host_info(),
+        host,
         config: plan.config_map(),
         target: None,
         jobs,
@@ -412,6 +434,9 @@ fn build(
         http: Some(http),
         diagnoses: Vec::new(),
         intervals: None,
+        histograms,
+        shard,
+        merged: None,
     };
     let text = text::render(&result, &total_s.responses.lat, &total_s.lat_uncorrected);
     HttpOutcome {

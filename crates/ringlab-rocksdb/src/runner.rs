@@ -763,6 +763,9 @@ fn build_result(
         http: None,
         diagnoses: Vec::new(),
         intervals: None,
+        histograms: None,
+        shard: None,
+        merged: None,
     }
 }
 
