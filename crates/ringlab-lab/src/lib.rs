@@ -11,6 +11,7 @@
 pub mod advise;
 pub mod compare;
 pub mod diagnose;
+pub mod merge;
 mod input;
 mod metric;
 mod plan;
