@@ -49,8 +49,8 @@ pub struct ShardArgs {
     /// on a shared target uses its own N-th of the region; threads,
     /// connections and jobs are per shard. `auto`: from the launcher
     /// (OMPI_COMM_WORLD_RANK/SIZE, PMI_RANK/SIZE, SLURM_PROCID/NTASKS, or
-    /// JOB_COMPLETION_INDEX with --shards). Add the results with 'ringlab
-    /// merge'.
+    /// JOB_COMPLETION_INDEX with --shards). `{shard}` in --output becomes
+    /// the index. Add the results with 'ringlab merge'.
     #[arg(long, value_name = "I/N|auto")]
     pub shard: Option<String>,
     /// With --shard auto where the environment gives only an index (a
@@ -245,6 +245,17 @@ impl ShardPlan {
     /// Whether the result carries its histograms.
     pub fn histograms(&self) -> bool {
         self.histograms || self.shard.is_some()
+    }
+
+    /// `--output` with `{shard}` replaced by this shard's index (0 when not
+    /// sharded), so that one command line gives each shard its own file.
+    pub fn output_path(&self, p: Option<&std::path::Path>) -> Option<std::path::PathBuf> {
+        let p = p?;
+        let text = p.to_string_lossy();
+        if !text.contains("{shard}") {
+            return Some(p.to_path_buf());
+        }
+        Some(text.replace("{shard}", &self.index().to_string()).into())
     }
 
     /// Shards in the run (1 when not sharded).

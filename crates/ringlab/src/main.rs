@@ -380,7 +380,8 @@ fn open_output(output: &OutputArgs, avoid: &[&Path]) -> Result<Output> {
 
 fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result<()> {
     let plan = ringlab_net::HttpPlan::from_args(args)?;
-    let out = open_output(output, &[])?;
+    let path = plan.shards.output_path(output.output.as_deref());
+    let out = Output::open(path.as_deref(), &[])?;
     let interrupted = ringlab_core::interrupt_flag()?;
     let mut outcome = ringlab_net::run::run_http(&plan, interrupted)?;
     outcome.result.diagnoses = ringlab_lab::diagnose::diagnose(&outcome.result);
@@ -441,7 +442,8 @@ fn run_io_command(
     // Check the output before the run, so a bad path fails in a second,
     // not after the whole runtime, and never names the target.
     let target: Vec<&Path> = plan.target.as_deref().into_iter().collect();
-    let out = Output::open(output.output.as_deref(), &target)?;
+    let path = plan.shards.output_path(output.output.as_deref());
+    let out = Output::open(path.as_deref(), &target)?;
     let interrupted = ringlab_core::interrupt_flag()?;
     let opts = RunOptions {
         progress: std::io::stdout().is_terminal(),
