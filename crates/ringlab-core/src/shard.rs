@@ -28,7 +28,11 @@ pub const SHARDS_MAX: u32 = 1_000_000;
 /// batch step's SLURM_PROCID (0 in every rank) in the environment.
 const LAUNCHERS: &[(&str, &str, &str)] = &[
     // (index variable, count variable, job id variable)
-    ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_NAMESPACE"),
+    (
+        "OMPI_COMM_WORLD_RANK",
+        "OMPI_COMM_WORLD_SIZE",
+        "PMIX_NAMESPACE",
+    ),
     ("PMI_RANK", "PMI_SIZE", "PMI_JOBID"),
     ("SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID"),
 ];
@@ -149,7 +153,10 @@ fn check(index: u32, count: u32, what: &str) -> Result<()> {
         usage!("{what}: the number of shards must be between 1 and {SHARDS_MAX}");
     }
     if index >= count {
-        usage!("{what}: shard {index} of {count} does not exist (shards are numbered from 0 to {})", count - 1);
+        usage!(
+            "{what}: shard {index} of {count} does not exist (shards are numbered from 0 to {})",
+            count - 1
+        );
     }
     Ok(())
 }
@@ -192,13 +199,21 @@ fn from_env(env: &dyn Fn(&str) -> Option<String>, shards: Option<u32>) -> Result
                 "--shard auto: JOB_COMPLETION_INDEX={index} (a Kubernetes Indexed Job) gives no count: add --shards N or set {SHARDS_ENV} (the Job's completions)"
             ),
         };
-        check(index, count, &format!("--shard auto (JOB_COMPLETION_INDEX={index}, {count} shards)"))?;
+        check(
+            index,
+            count,
+            &format!("--shard auto (JOB_COMPLETION_INDEX={index}, {count} shards)"),
+        )?;
         return Ok(Shard {
             index,
             count,
             source: format!(
                 "JOB_COMPLETION_INDEX/{}",
-                if shards.is_some() { "--shards" } else { SHARDS_ENV }
+                if shards.is_some() {
+                    "--shards"
+                } else {
+                    SHARDS_ENV
+                }
             ),
             job_id: env(JOB_ID_ENV),
         });
@@ -298,7 +313,11 @@ impl ShardPlan {
     /// began early, which only a moved clock makes).
     pub fn late_ns(&self, started: SystemTime) -> Option<u64> {
         let at = self.start_at?;
-        Some(started.duration_since(at).map_or(0, |d| d.as_nanos() as u64))
+        Some(
+            started
+                .duration_since(at)
+                .map_or(0, |d| d.as_nanos() as u64),
+        )
     }
 
     /// A warning for the result when measuring began late.
@@ -377,7 +396,10 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        args.plan_with(&|k| env.get(k).cloned(), UNIX_EPOCH + Duration::from_secs(1_000))
+        args.plan_with(
+            &|k| env.get(k).cloned(),
+            UNIX_EPOCH + Duration::from_secs(1_000),
+        )
     }
 
     fn auto() -> ShardArgs {
@@ -415,7 +437,11 @@ mod tests {
 
     #[test]
     fn auto_reads_each_launcher() {
-        let slurm = [("SLURM_PROCID", "3"), ("SLURM_NTASKS", "4"), ("SLURM_JOB_ID", "77")];
+        let slurm = [
+            ("SLURM_PROCID", "3"),
+            ("SLURM_NTASKS", "4"),
+            ("SLURM_JOB_ID", "77"),
+        ];
         let s = plan(auto(), &slurm).unwrap().shard.unwrap();
         assert_eq!((s.index, s.count), (3, 4));
         assert_eq!(s.source, "SLURM_PROCID/SLURM_NTASKS");
@@ -434,11 +460,17 @@ mod tests {
         // Kubernetes: the index, and the count from --shards or the env.
         let k8s = [("JOB_COMPLETION_INDEX", "5")];
         let e = plan(auto(), &k8s).unwrap_err().to_string();
-        assert!(e.contains("--shards") && e.contains("RINGLAB_SHARDS"), "{e}");
-        let s = plan(auto(), &[("JOB_COMPLETION_INDEX", "5"), ("RINGLAB_SHARDS", "6")])
-            .unwrap()
-            .shard
-            .unwrap();
+        assert!(
+            e.contains("--shards") && e.contains("RINGLAB_SHARDS"),
+            "{e}"
+        );
+        let s = plan(
+            auto(),
+            &[("JOB_COMPLETION_INDEX", "5"), ("RINGLAB_SHARDS", "6")],
+        )
+        .unwrap()
+        .shard
+        .unwrap();
         assert_eq!((s.index, s.count), (5, 6));
         let mut a = auto();
         a.shards = Some(8);
@@ -476,7 +508,9 @@ mod tests {
         let p = at("1000.5").unwrap();
         assert_eq!(p.late_ns(started), Some(20_000_000));
         assert!(p.late_warning(started).unwrap().contains("20.0 ms"));
-        assert!(p.late_warning(UNIX_EPOCH + Duration::from_millis(1_000_501)).is_none());
+        assert!(p
+            .late_warning(UNIX_EPOCH + Duration::from_millis(1_000_501))
+            .is_none());
     }
 
     #[test]

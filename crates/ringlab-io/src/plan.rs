@@ -638,7 +638,10 @@ impl IoPlan {
         check_engine_and_pattern(args)?;
         let shards = args.shard.plan()?;
         if args.shard_region != "split" && shards.shard.is_none() {
-            usage!("--shard-region {} says how shards share a target: add --shard", args.shard_region);
+            usage!(
+                "--shard-region {} says how shards share a target: add --shard",
+                args.shard_region
+            );
         }
         Ok(IoPlan {
             target: args.target.clone(),

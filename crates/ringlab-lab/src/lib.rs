@@ -11,8 +11,8 @@
 pub mod advise;
 pub mod compare;
 pub mod diagnose;
-pub mod merge;
 mod input;
+pub mod merge;
 mod metric;
 mod plan;
 mod plot;

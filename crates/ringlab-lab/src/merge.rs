@@ -73,14 +73,19 @@ pub fn read_input(path: &Path) -> Result<Input> {
         } else {
             "it is not JSON"
         };
-        usage_error(format!("{file}: not a complete ringlab result: {why} ({e})"))
+        usage_error(format!(
+            "{file}: not a complete ringlab result: {why} ({e})"
+        ))
     })?;
     if v["tool"]["name"].as_str() != Some("ringlab") || !v["total"].is_object() {
         return Err(usage_error(format!(
             "{file}: not a ringlab result (no tool.name \"ringlab\" and total figures): give the JSON of 'ringlab io|http --output-format json'"
         )));
     }
-    if v["schema_version"].as_u64().is_some_and(|s| s > SCHEMA_VERSION as u64) {
+    if v["schema_version"]
+        .as_u64()
+        .is_some_and(|s| s > SCHEMA_VERSION as u64)
+    {
         return Err(usage_error(format!(
             "{file}: result schema {} is newer than this ringlab's ({SCHEMA_VERSION}): merge with the ringlab that wrote it",
             v["schema_version"]
@@ -382,12 +387,18 @@ pub fn merge(inputs: Vec<Input>, opts: MergeOptions) -> Result<RunResult> {
         ));
     }
     if inputs.iter().any(|i| i.result.kstat.is_some()) {
-        warnings.push("kernel evidence (kstat) is per host and is not merged: see each shard's result".to_string());
+        warnings.push(
+            "kernel evidence (kstat) is per host and is not merged: see each shard's result"
+                .to_string(),
+        );
     }
     let hosts: BTreeSet<&str> = shards.iter().map(|s| s.host.as_str()).collect();
     let mut host = first.result.host.clone();
     host.hostname = hosts.into_iter().collect::<Vec<_>>().join(",");
-    let kernels: BTreeSet<&str> = inputs.iter().map(|i| i.result.host.kernel.as_str()).collect();
+    let kernels: BTreeSet<&str> = inputs
+        .iter()
+        .map(|i| i.result.host.kernel.as_str())
+        .collect();
     if kernels.len() > 1 {
         warnings.push(format!(
             "the shards ran on different kernels ({}): host.kernel shows the first",
@@ -440,7 +451,10 @@ fn merge_http(
     uncorrected: Option<&LatencyRecorder>,
     total: &Figures,
 ) -> HttpFigures {
-    let hs: Vec<&HttpFigures> = inputs.iter().filter_map(|i| i.result.http.as_ref()).collect();
+    let hs: Vec<&HttpFigures> = inputs
+        .iter()
+        .filter_map(|i| i.result.http.as_ref())
+        .collect();
     let sum = |f: fn(&HttpFigures) -> u64| hs.iter().map(|h| f(h)).sum::<u64>();
     let mut status = BTreeMap::new();
     let mut errors = HttpErrors::default();
@@ -579,7 +593,12 @@ pub fn summary(r: &RunResult) -> String {
             format_ns(l.max as f64)
         );
     }
-    let skew = m.shards.iter().map(|x| x.start_offset_ns).max().unwrap_or(0);
+    let skew = m
+        .shards
+        .iter()
+        .map(|x| x.start_offset_ns)
+        .max()
+        .unwrap_or(0);
     s += &format!("\nstart skew between shards: {:.3} ms", skew as f64 / 1e6);
     let late = m.shards.iter().filter(|x| x.late).count();
     if late > 0 {
@@ -698,7 +717,9 @@ mod tests {
         let mut x = seed;
         (0..n)
             .map(|_| {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 // A long tail: 50 µs to ~50 ms.
                 50_000 + (x >> 33) % 1000 * (x >> 50) % 50_000_000
             })
@@ -707,7 +728,9 @@ mod tests {
 
     #[test]
     fn merged_percentiles_are_those_of_all_raw_latencies() {
-        let raw: Vec<Vec<u64>> = (0..4).map(|i| lats(i + 1, 3000 + i as usize * 500)).collect();
+        let raw: Vec<Vec<u64>> = (0..4)
+            .map(|i| lats(i + 1, 3000 + i as usize * 500))
+            .collect();
         let inputs: Vec<Input> = (0..4).map(|i| shard(i, 4, &raw[i as usize], 100)).collect();
         let m = merge(inputs, MergeOptions::default()).unwrap();
         let mut all: Vec<u64> = raw.concat();
@@ -751,7 +774,10 @@ mod tests {
         assert_eq!(m.total.bytes, 2 * once.total.bytes);
         assert_eq!(m.http.as_ref().unwrap().errors.timeout, 2);
         let (x, y) = (m.total.lat_ns.unwrap(), once.total.lat_ns.unwrap());
-        assert_eq!((x.p50, x.p90, x.p99, x.p99_9, x.max), (y.p50, y.p90, y.p99, y.p99_9, y.max));
+        assert_eq!(
+            (x.p50, x.p90, x.p99, x.p99_9, x.max),
+            (y.p50, y.p90, y.p99, y.p99_9, y.max)
+        );
         assert!((x.mean - y.mean).abs() < 1e-6 * y.mean);
     }
 
@@ -763,7 +789,10 @@ mod tests {
         let e = merge(vec![a.clone(), b.clone()], MergeOptions::default())
             .unwrap_err()
             .to_string();
-        assert!(e.contains("config.rate: 900.0 in shard0.json, 600.0 in shard1.json"), "{e}");
+        assert!(
+            e.contains("config.rate: 900.0 in shard0.json, 600.0 in shard1.json"),
+            "{e}"
+        );
         let m = merge(
             vec![a, b],
             MergeOptions {
@@ -811,7 +840,10 @@ mod tests {
         let m = merge(vec![a, b], MergeOptions::default()).unwrap();
         assert_eq!(m.total.elapsed_ns, 10_030_000_000);
         assert!((m.total.iops - 18_000.0 / 10.03).abs() < 1e-6);
-        assert!(m.warnings.iter().any(|w| w.contains("began 30.0 ms after --start-at")));
+        assert!(m
+            .warnings
+            .iter()
+            .any(|w| w.contains("began 30.0 ms after --start-at")));
         let info = m.merged.unwrap();
         assert!(info.shards[1].late);
         assert_eq!(info.shards[1].start_offset_ns, 30_000_000);

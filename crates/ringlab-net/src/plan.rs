@@ -273,7 +273,10 @@ impl HttpPlan {
         }
         if let (Some(n), Some(_)) = (args.requests, &shards.shard) {
             if n < shards.count() as u64 {
-                usage!("-n {n} is fewer than the {} shards: each needs at least one request", shards.count());
+                usage!(
+                    "-n {n} is fewer than the {} shards: each needs at least one request",
+                    shards.count()
+                );
             }
         }
         let addr = resolve(&target)?;

@@ -15,8 +15,7 @@ use ringlab_core::usage_error;
 use ringlab_kstat::ThreadUsage;
 use ringlab_stats::{
     DirectionFigures, Figures, HttpFigures, JobFigures, LatencyRecorder, RateSummary,
-    ResultHistograms, RunResult,
-    ThreadMeasurements, ToolInfo, SCHEMA_VERSION,
+    ResultHistograms, RunResult, ThreadMeasurements, ToolInfo, SCHEMA_VERSION,
 };
 use std::collections::BTreeMap;
 use std::net::TcpStream;

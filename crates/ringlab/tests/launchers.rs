@@ -91,8 +91,12 @@ impl Slurm {
             .spawn()
             .map_err(|e| format!("munged: {e}"))?;
         daemons.push(Daemon(munged));
-        wait_for(Duration::from_secs(10), || sock.exists())
-            .map_err(|_| format!("munged did not create its socket: {}", log(dir, "munged.log")))?;
+        wait_for(Duration::from_secs(10), || sock.exists()).map_err(|_| {
+            format!(
+                "munged did not create its socket: {}",
+                log(dir, "munged.log")
+            )
+        })?;
         for d in ["state", "spool"] {
             std::fs::create_dir_all(dir.join(d)).map_err(|e| e.to_string())?;
         }
@@ -180,7 +184,10 @@ impl Slurm {
 fn log(dir: &Path, name: &str) -> String {
     let text = std::fs::read_to_string(dir.join(name)).unwrap_or_default();
     let tail: Vec<&str> = text.lines().rev().take(5).collect();
-    format!("{name}: {}", tail.into_iter().rev().collect::<Vec<_>>().join(" | "))
+    format!(
+        "{name}: {}",
+        tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+    )
 }
 
 fn wait_for(limit: Duration, mut ok: impl FnMut() -> bool) -> Result<(), ()> {
@@ -235,7 +242,10 @@ fn merge(dir: &Path, shards: u64) -> Value {
     assert_ok(&out);
     let m = read(&merged);
     assert_schema_valid(&m);
-    assert_eq!(m["merged"]["shards"].as_array().unwrap().len() as u64, shards);
+    assert_eq!(
+        m["merged"]["shards"].as_array().unwrap().len() as u64,
+        shards
+    );
     assert!(m["merged"]["missing"].as_array().unwrap().is_empty());
     m
 }
@@ -254,7 +264,9 @@ fn slurm_srun_runs_four_http_shards_that_merge() {
     let dir = tempfile::tempdir().unwrap();
     let slurm = match Slurm::start(dir.path()) {
         Ok(s) => s,
-        Err(e) => return skip_root_only(name, &format!("cannot start a one-node Slurm cluster: {e}")),
+        Err(e) => {
+            return skip_root_only(name, &format!("cannot start a one-node Slurm cluster: {e}"))
+        }
     };
     let server = Server::start("");
     let results = dir.path().join("results");
@@ -280,7 +292,10 @@ fn slurm_srun_runs_four_http_shards_that_merge() {
         assert_eq!(r["shard"]["source"], "SLURM_PROCID/SLURM_NTASKS");
         jobs.push(r["shard"]["job_id"].clone());
     }
-    assert!(jobs.iter().all(|j| j.is_string() && *j == jobs[0]), "{jobs:?}");
+    assert!(
+        jobs.iter().all(|j| j.is_string() && *j == jobs[0]),
+        "{jobs:?}"
+    );
     let m = merge(dir.path(), 4);
     let rate = m["total"]["iops"].as_f64().unwrap();
     assert!((rate - 800.0).abs() <= 800.0 * 0.03, "merged rate {rate}");
@@ -291,7 +306,10 @@ fn slurm_srun_runs_four_http_shards_that_merge() {
 fn mpirun_runs_http_and_io_shards_that_merge() {
     let name = "mpirun_runs_http_and_io_shards_that_merge";
     if !have("mpirun") {
-        return skip_root_only(name, "mpirun not found: apt-get install openmpi-bin (.ci/run does)");
+        return skip_root_only(
+            name,
+            "mpirun not found: apt-get install openmpi-bin (.ci/run does)",
+        );
     }
     let mpirun = |np: &str, line: &str| {
         let mut c = Command::new("mpirun");
@@ -325,7 +343,10 @@ fn mpirun_runs_http_and_io_shards_that_merge() {
     );
     for r in 0..4 {
         let x = read(&results.join(format!("shard-{r}.json")));
-        assert_eq!(x["shard"]["source"], "OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE");
+        assert_eq!(
+            x["shard"]["source"],
+            "OMPI_COMM_WORLD_RANK/OMPI_COMM_WORLD_SIZE"
+        );
     }
     let m = merge(dir.path(), 4);
     let rate = m["total"]["iops"].as_f64().unwrap();
@@ -366,7 +387,9 @@ fn yaml_docs(path: &Path) -> Vec<serde_yaml::Value> {
     use serde::Deserialize;
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde_yaml::Value::deserialize(d).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        .map(|d| {
+            serde_yaml::Value::deserialize(d).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        })
         .filter(|v| !v.is_null())
         .collect()
 }
@@ -416,9 +439,17 @@ fn kubernetes_manifests_wire_the_index_into_the_shard() {
                 continue;
             }
             // The sharded Job: Indexed, N pods at once, the index as shard.
-            assert_eq!(get(spec, "completionMode").as_str(), Some("Indexed"), "{name}");
+            assert_eq!(
+                get(spec, "completionMode").as_str(),
+                Some("Indexed"),
+                "{name}"
+            );
             let n = get(spec, "completions").as_u64().unwrap();
-            assert_eq!(get(spec, "parallelism").as_u64(), Some(n), "{name}: all shards at once");
+            assert_eq!(
+                get(spec, "parallelism").as_u64(),
+                Some(n),
+                "{name}: all shards at once"
+            );
             assert!(line.contains("--shard auto"), "{name}: {line}");
             assert!(line.contains("--start-at"), "{name}: {line}");
             let env = get(container, "env").as_sequence().unwrap();
@@ -427,11 +458,20 @@ fn kubernetes_manifests_wire_the_index_into_the_shard() {
                     .find(|e| e["name"].as_str() == Some(k))
                     .unwrap_or_else(|| panic!("{name}: no env {k}"))
             };
-            assert_eq!(var("RINGLAB_SHARDS")["value"].as_str(), Some(n.to_string().as_str()), "{name}");
+            assert_eq!(
+                var("RINGLAB_SHARDS")["value"].as_str(),
+                Some(n.to_string().as_str()),
+                "{name}"
+            );
             var("RINGLAB_START_AT");
             // The results go to a volume the merge step reads.
             let mounts = get(container, "volumeMounts").as_sequence().unwrap();
-            assert!(mounts.iter().any(|m| m["mountPath"].as_str() == Some("/results")), "{name}");
+            assert!(
+                mounts
+                    .iter()
+                    .any(|m| m["mountPath"].as_str() == Some("/results")),
+                "{name}"
+            );
             assert!(line.contains("/results/"), "{name}: {line}");
             // io_uring in a pod: the default seccomp profile blocks it.
             let seccomp = get(pod, "securityContext.seccompProfile.type").as_str();
@@ -442,12 +482,18 @@ fn kubernetes_manifests_wire_the_index_into_the_shard() {
             jobs += 1;
         }
     }
-    assert!(jobs >= 2, "deploy/kubernetes holds no sharded Job and merge Job");
+    assert!(
+        jobs >= 2,
+        "deploy/kubernetes holds no sharded Job and merge Job"
+    );
     // kubectl checks them too where it can: its client-side dry run still
     // asks an API server for the kinds, and there is none here.
     let name = "kubectl apply --dry-run=client of deploy/kubernetes";
     if !have("kubectl") {
-        return skip(name, "kubectl not installed; the manifests were parsed and checked above");
+        return skip(
+            name,
+            "kubectl not installed; the manifests were parsed and checked above",
+        );
     }
     let out = Command::new("kubectl")
         .args(["apply", "--dry-run=client", "--validate=false", "-f"])
@@ -455,7 +501,9 @@ fn kubernetes_manifests_wire_the_index_into_the_shard() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() && (err.contains("connection refused") || err.contains("couldn't get current server")) {
+    if !out.status.success()
+        && (err.contains("connection refused") || err.contains("couldn't get current server"))
+    {
         return skip(name, "kubectl needs an API server even for --dry-run=client, and none runs here; the manifests were parsed and checked above");
     }
     assert!(out.status.success(), "{err}");
@@ -463,12 +511,20 @@ fn kubernetes_manifests_wire_the_index_into_the_shard() {
 
 #[test]
 fn the_slurm_and_mpi_scripts_are_valid_shell() {
-    for script in ["deploy/slurm/ringlab-http.sbatch", "deploy/slurm/ringlab-io.sbatch", "deploy/mpi/ringlab-mpi.sh"] {
+    for script in [
+        "deploy/slurm/ringlab-http.sbatch",
+        "deploy/slurm/ringlab-io.sbatch",
+        "deploy/mpi/ringlab-mpi.sh",
+    ] {
         let path = Path::new(REPO).join(script);
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{script}: {e}"));
         assert!(text.contains("--shard auto"), "{script}");
         assert!(text.contains("\" merge "), "{script}: no merge step");
         let out = Command::new("bash").arg("-n").arg(&path).output().unwrap();
-        assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }

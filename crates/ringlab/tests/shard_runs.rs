@@ -75,9 +75,16 @@ fn three_shards_at_900_per_s_merge_to_900_per_s() {
     let m = read(&merged);
     assert_schema_valid(&m);
     let rate = m["total"]["iops"].as_f64().unwrap();
-    assert!((rate - 900.0).abs() <= 18.0, "merged rate {rate}, not 900 ± 2%");
+    assert!(
+        (rate - 900.0).abs() <= 18.0,
+        "merged rate {rate}, not 900 ± 2%"
+    );
     let sum: u64 = (0..3)
-        .map(|i| read(&dir.path().join(format!("shard{i}.json")))["total"]["ops"].as_u64().unwrap())
+        .map(|i| {
+            read(&dir.path().join(format!("shard{i}.json")))["total"]["ops"]
+                .as_u64()
+                .unwrap()
+        })
         .sum();
     assert_eq!(m["total"]["ops"].as_u64().unwrap(), sum);
     assert_eq!(m["http"]["connections"], 9);
@@ -118,7 +125,11 @@ fn a_result_merged_with_itself_doubles_counts_and_keeps_percentiles() {
     let m = read(&merged);
     assert_schema_valid(&m);
     for f in ["ops", "bytes"] {
-        assert_eq!(m["total"][f].as_u64().unwrap(), 2 * a["total"][f].as_u64().unwrap(), "{f}");
+        assert_eq!(
+            m["total"][f].as_u64().unwrap(),
+            2 * a["total"][f].as_u64().unwrap(),
+            "{f}"
+        );
         assert_eq!(
             m["total"]["read"][f].as_u64().unwrap(),
             2 * a["total"]["read"][f].as_u64().unwrap()
@@ -126,7 +137,10 @@ fn a_result_merged_with_itself_doubles_counts_and_keeps_percentiles() {
     }
     for p in ["min", "p50", "p90", "p99", "p99_9", "p99_99", "max"] {
         assert_eq!(m["total"]["lat_ns"][p], a["total"]["lat_ns"][p], "{p}");
-        assert_eq!(m["total"]["read"]["lat_ns"][p], a["total"]["read"]["lat_ns"][p], "{p}");
+        assert_eq!(
+            m["total"]["read"]["lat_ns"][p], a["total"]["read"]["lat_ns"][p],
+            "{p}"
+        );
     }
     let intervals = |r: &Value| r["intervals"].as_array().map_or(0, Vec::len);
     assert_eq!(intervals(&m), intervals(&a));
@@ -151,7 +165,11 @@ fn shards_of_different_experiments_are_refused() {
         assert_ok(&out);
     }
     let out = ringlab(&format!("merge {} -o -", dir.path().display()));
-    assert_fails(&out, 2, &["not shards of one run", "config.connections: 2", "--force"]);
+    assert_fails(
+        &out,
+        2,
+        &["not shards of one run", "config.connections: 2", "--force"],
+    );
     // --force merges and records the difference.
     let out = ringlab(&format!("merge {} --force --quiet", dir.path().display()));
     assert_ok(&out);
