@@ -405,10 +405,11 @@ pub fn merge(inputs: Vec<Input>, opts: MergeOptions) -> Result<RunResult> {
             kernels.into_iter().collect::<Vec<_>>().join(", ")
         ));
     }
-    let http = match first.result.http {
-        Some(_) => Some(merge_http(&inputs, &lat, uncorrected.as_ref(), &total)),
-        None => None,
-    };
+    let http = first
+        .result
+        .http
+        .as_ref()
+        .map(|_| merge_http(&inputs, &lat, uncorrected.as_ref(), &total));
     let (intervals, interval_hists) = merge_intervals(&inputs)?;
     Ok(RunResult {
         schema_version: SCHEMA_VERSION,

@@ -502,6 +502,49 @@ pub fn build_request(method: &str, t: &Target, headers: &[String], body: Option<
 mod tests {
     use super::*;
 
+    fn plan_of(line: &str) -> HttpPlan {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            http: HttpArgs,
+        }
+        use clap::Parser;
+        let args = Cli::parse_from(std::iter::once("http").chain(line.split_whitespace()));
+        HttpPlan::from_args(&args.http).unwrap()
+    }
+
+    #[test]
+    fn shards_schedules_interleave_into_one_evenly_spaced_rate() {
+        // 3 shards of -R 900, each -t 2 -c 3: every due time of the first
+        // two seconds, all shards together, is a multiple of 1/900 s, once.
+        let mut due = Vec::new();
+        for s in 0..3 {
+            let p = plan_of(&format!(
+                "http://127.0.0.1:1/ -t 2 -c 3 -R 900 --shard {s}/3"
+            ));
+            assert_eq!(p.shard_rate(), Some(300.0));
+            let interval = (p.connections as f64 / p.shard_rate().unwrap() * 1e9) as u64;
+            for t in 0..p.threads {
+                for i in 0..p.connections_of(t) {
+                    let mut at = p.first_due_ns(t, i);
+                    while at < 2_000_000_000 {
+                        due.push(at);
+                        at += interval;
+                    }
+                }
+            }
+        }
+        due.sort_unstable();
+        assert_eq!(due.len(), 1800);
+        for (k, at) in due.iter().enumerate() {
+            let want = k as f64 * 1e9 / 900.0;
+            assert!(
+                (*at as f64 - want).abs() < 2.0,
+                "request {k} due at {at}, want {want}"
+            );
+        }
+    }
+
     #[test]
     fn urls_split_into_host_port_path() {
         let t = parse_url("http://127.0.0.1:8080/a/b?x=1").unwrap();
