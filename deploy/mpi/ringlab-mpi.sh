@@ -14,7 +14,7 @@ NP=${NP:-4}
 RINGLAB=${RINGLAB:-ringlab}
 OUT=${RINGLAB_RESULTS:-$PWD/ringlab-mpi-$(date -u +%Y%m%dT%H%M%SZ)}
 mkdir -p "$OUT/shards"
-START=$(date -u -d '+15 seconds' +%FT%TZ)
+START=$(date -u -d "+${RINGLAB_START_IN:-15} seconds" +%FT%TZ)
 
 args=(--oversubscribe -np "$NP")
 [ -n "${HOSTFILE:-}" ] && args+=(--hostfile "$HOSTFILE" --map-by node)

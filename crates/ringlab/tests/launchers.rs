@@ -300,6 +300,24 @@ fn slurm_srun_runs_four_http_shards_that_merge() {
     let rate = m["total"]["iops"].as_f64().unwrap();
     assert!((rate - 800.0).abs() <= 800.0 * 0.03, "merged rate {rate}");
     assert_eq!(m["http"]["connections"], 8);
+
+    // The sbatch script of deploy/slurm, as a user submits it (4 tasks on
+    // this machine's CPUs: --overcommit), with its merge step.
+    let out = dir.path().join("sbatch");
+    let mut sbatch = slurm.command("sbatch");
+    sbatch
+        .current_dir(dir.path())
+        .args(["--wait", "--ntasks=4", "--cpus-per-task=1", "--overcommit"])
+        .arg(Path::new(REPO).join("deploy/slurm/ringlab-http.sbatch"))
+        .args([server.url().as_str(), "400", "1s"])
+        .env("RINGLAB", BIN)
+        .env("RINGLAB_RESULTS", &out)
+        .env("RINGLAB_START_IN", "4");
+    run_ok(sbatch, "sbatch deploy/slurm/ringlab-http.sbatch");
+    let m = read(&out.join("merged.json"));
+    assert_schema_valid(&m);
+    assert_eq!(m["merged"]["shards"].as_array().unwrap().len(), 4);
+    assert_eq!(m["config"]["rate"], 400.0);
 }
 
 #[test]
@@ -380,6 +398,26 @@ fn mpirun_runs_http_and_io_shards_that_merge() {
     assert_eq!(halves, vec![0, 2 << 20]);
     let m = merge(dir.path(), 2);
     assert!(m["total"]["read"]["lat_ns"]["p99"].as_u64().unwrap() > 0);
+
+    // The wrapper of deploy/mpi, as a user runs it.
+    let out = dir.path().join("wrapper");
+    let mut script = Command::new("bash");
+    script
+        .arg(Path::new(REPO).join("deploy/mpi/ringlab-mpi.sh"))
+        .args(argv(&format!(
+            "http {} -t 1 -c 1 -d 500ms -R 200 --no-kstat",
+            server.url()
+        )))
+        .env("NP", "2")
+        .env("RINGLAB", BIN)
+        .env("RINGLAB_RESULTS", &out)
+        .env("RINGLAB_START_IN", "3")
+        .env("OMPI_MCA_btl", "self,tcp")
+        .env("OMPI_MCA_btl_tcp_if_include", "lo")
+        .env("OMPI_MCA_oob_tcp_if_include", "lo");
+    run_ok(script, "deploy/mpi/ringlab-mpi.sh");
+    let m = read(&out.join("merged.json"));
+    assert_eq!(m["merged"]["shards"].as_array().unwrap().len(), 2);
 }
 
 /// The documents of a YAML file.
