@@ -7,6 +7,15 @@
 //!
 //! Launching is left to engines people already run: Slurm (`srun`), MPI
 //! (`mpirun`) or a Kubernetes Indexed Job set the variables read here.
+//!
+//! A command adopts it in one line, `#[command(flatten)] shard: ShardArgs`
+//! in its flags, then `args.shard.plan()?` into its plan: the runner calls
+//! [`ShardPlan::wait`] just before `Harness::start`, takes its share with
+//! [`ShardPlan::share`] / [`ShardPlan::span`], and puts
+//! [`ShardPlan::info`] and (if [`ShardPlan::histograms`]) the histograms in
+//! the result. `ringlab io` and `ringlab http` do; a personality that
+//! translates into their flags only passes `--shard`, `--shards`,
+//! `--start-at` and `--histograms` through.
 
 use crate::usage;
 use anyhow::Result;
