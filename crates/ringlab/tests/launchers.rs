@@ -280,7 +280,7 @@ fn slurm_srun_runs_four_http_shards_that_merge() {
         .args(argv(&format!(
             "http {} -t 1 -c 2 -d 1s -R 800 --no-kstat --shard auto --start-at {} --output-format json",
             server.url(),
-            start_in(4.0)
+            start_in(5.0)
         )));
     run_ok(srun, "srun -n 4 ringlab http");
     let mut jobs = Vec::new();
@@ -353,7 +353,7 @@ fn mpirun_runs_http_and_io_shards_that_merge() {
             &format!(
                 "http {} -t 1 -c 2 -d 1s -R 400 --no-kstat --shard auto --start-at {} --output-format json --output {}/shard-{{shard}}.json",
                 server.url(),
-                start_in(4.0),
+                start_in(5.0),
                 results.display()
             ),
         ),

@@ -38,7 +38,7 @@ fn read(p: &Path) -> Value {
 fn three_shards_at_900_per_s_merge_to_900_per_s() {
     let server = Server::start("");
     let dir = tempfile::tempdir().unwrap();
-    let at = start_in(1.0);
+    let at = start_in(2.0);
     let shards: Vec<Child> = (0..3)
         .map(|i| {
             spawn(&format!(
