@@ -236,9 +236,11 @@ fn parse_start_at(text: &str, now: SystemTime) -> Result<SystemTime> {
     let at = if let Some(at) = unix_seconds(t) {
         at
     } else {
-        match humantime::parse_rfc3339_weak(t) {
-            Ok(at) => at,
-            Err(e) => usage!("--start-at {text}: {e}; give RFC 3339 in UTC (2026-11-24T23:00:00Z, as 'date -u +%FT%TZ -d +30sec' prints) or Unix seconds ('date +%s')"),
+        let (local, offset_s) = split_utc_offset(t);
+        match humantime::parse_rfc3339_weak(local) {
+            Ok(at) if offset_s >= 0 => at - Duration::from_secs(offset_s as u64),
+            Ok(at) => at + Duration::from_secs(offset_s.unsigned_abs()),
+            Err(e) => usage!("--start-at {text}: {e}; give RFC 3339 (2026-11-24T23:00:00Z, as 'date -u +%FT%TZ -d +30sec' prints, or with an offset as 'date -Iseconds' does) or Unix seconds ('date +%s')"),
         }
     };
     if at.duration_since(now).is_ok_and(|d| d > START_AT_MAX_AHEAD) {
@@ -248,6 +250,23 @@ fn parse_start_at(text: &str, now: SystemTime) -> Result<SystemTime> {
         );
     }
     Ok(at)
+}
+
+/// `2026-11-25T01:00:00+01:00` -> (`2026-11-25T01:00:00`, 3600): the
+/// numeric offset `date -Iseconds` prints, which humantime does not read.
+fn split_utc_offset(t: &str) -> (&str, i64) {
+    let b = t.as_bytes();
+    if b.len() > 6 && t.contains('T') {
+        let (head, tail) = t.split_at(t.len() - 6);
+        let tb = tail.as_bytes();
+        if (tb[0] == b'+' || tb[0] == b'-') && tb[3] == b':' {
+            if let (Ok(h), Ok(m)) = (tail[1..3].parse::<i64>(), tail[4..6].parse::<i64>()) {
+                let secs = h * 3600 + m * 60;
+                return (head, if tb[0] == b'-' { -secs } else { secs });
+            }
+        }
+    }
+    (t, 0)
 }
 
 /// `SECONDS[.FRACTION]` exactly (no float rounding), or `None`.
@@ -509,6 +528,17 @@ mod tests {
         );
         assert!(!p.histograms(), "--start-at alone is no shard");
         let p = at("1970-01-01T00:16:40Z").unwrap();
+        assert_eq!(p.start_at.unwrap(), UNIX_EPOCH + Duration::from_secs(1000));
+        // date -Iseconds: a numeric offset.
+        for t in ["1970-01-01T01:16:40+01:00", "1970-01-01T00:16:40+00:00"] {
+            let p = at(t).unwrap();
+            assert_eq!(
+                p.start_at.unwrap(),
+                UNIX_EPOCH + Duration::from_secs(1000),
+                "{t}"
+            );
+        }
+        let p = at("1970-01-01T00:00:40-00:16").unwrap();
         assert_eq!(p.start_at.unwrap(), UNIX_EPOCH + Duration::from_secs(1000));
         assert!(at("tomorrow").is_err());
         assert!(at("9999999999").is_err(), "more than a day away");
