@@ -12,6 +12,7 @@ pub mod gate;
 pub mod harness;
 pub mod limits;
 pub mod output;
+pub mod shard;
 pub mod shell;
 pub mod uring;
 

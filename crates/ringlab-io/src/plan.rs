@@ -260,6 +260,15 @@ pub struct IoArgs {
 
     #[command(flatten)]
     pub uring: UringArgs,
+
+    #[command(flatten)]
+    pub shard: ringlab_core::shard::ShardArgs,
+
+    /// With --shard and a TARGET: `split` gives each shard its own N-th of
+    /// the region (disjoint blocks, as separate clients of one device);
+    /// `shared`: every shard roams the whole region.
+    #[arg(long, value_name = "split|shared", default_value = "split", value_parser = ["split", "shared"], help_heading = "Shards (one run over many processes or hosts)")]
+    pub shard_region: String,
 }
 
 /// The validated, fully resolved configuration of one `ringlab io` run.
@@ -321,6 +330,11 @@ pub struct IoPlan {
     pub kstat: bool,
     /// How much (--evidence).
     pub evidence: ringlab_kstat::Level,
+    /// --shard, --start-at, --histograms.
+    pub shards: ringlab_core::shard::ShardPlan,
+    /// Each shard uses its own part of a named TARGET's region
+    /// (--shard-region split); a created file is each shard's own anyway.
+    pub shard_region_split: bool,
 }
 
 /// fio's logs: the prefixes given and the averaging window.
@@ -631,6 +645,13 @@ impl IoPlan {
             },
         )?;
         check_engine_and_pattern(args)?;
+        let shards = args.shard.plan()?;
+        if args.shard_region != "split" && shards.shard.is_none() {
+            usage!(
+                "--shard-region {} says how shards share a target: add --shard",
+                args.shard_region
+            );
+        }
         Ok(IoPlan {
             target: args.target.clone(),
             engine: args.engine,
@@ -669,6 +690,8 @@ impl IoPlan {
             uring_defaults: resolved.defaults,
             kstat: !args.no_kstat,
             evidence: args.evidence,
+            shards,
+            shard_region_split: args.shard_region == "split" && args.target.is_some(),
         })
     }
 

@@ -8,7 +8,7 @@ use crate::worker::{self, Aborted, JobContext, JobOutcome, JobProgress};
 use anyhow::Result;
 use ringlab_core::harness::{Harness, JobSpec};
 use ringlab_stats::units::{format_bandwidth, format_rate};
-use ringlab_stats::{Figures, JobFigures, RunResult, ThreadMeasurements};
+use ringlab_stats::{Figures, JobFigures, ResultHistograms, RunResult, ThreadMeasurements};
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -28,6 +28,18 @@ pub struct RunOptions {
 pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     plan.engine.probe(plan)?;
     let target = Arc::new(target::prepare(plan, &opts.interrupted, opts.progress)?);
+    if plan.shard_region_split {
+        let (_, blocks) = target.shard_blocks(plan);
+        if blocks * plan.bs < plan.bs_max {
+            ringlab_core::usage!(
+                "--shard {}/{}: this shard's part of the region ({} blocks of {} bytes) is smaller than one I/O: use fewer shards, a larger --size, or --shard-region shared",
+                plan.shards.index(),
+                plan.shards.count(),
+                blocks,
+                plan.bs
+            );
+        }
+    }
     let shared = Arc::new(plan.engine.prepare(plan)?);
     // Opened before the job threads exist, so that they, and the kernel
     // threads they cause, inherit the counters.
@@ -98,6 +110,8 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             kstat_on = true;
         }
     }
+    // Every shard starts at --start-at, its jobs set up and waiting.
+    plan.shards.wait(&opts.interrupted);
     let started_at = harness.start();
     let mut line = ProgressLine::new(opts.progress);
     let mut kstat_tick = 0;
@@ -334,6 +348,26 @@ fn build_result(
         });
     }
     let total_figures: Figures = total.figures(total.elapsed_ns);
+    let mut warnings = warnings;
+    warnings.extend(plan.shards.late_warning(started_at));
+    let host = ringlab_kstat::host_info();
+    // Measuring begins after --ramp-time.
+    let measured_from = started_at + plan.ramp.unwrap_or_default();
+    let shard = plan
+        .shards
+        .info(&host.hostname, measured_from, total.elapsed_ns)
+        .map(|mut s| {
+            if plan.shard_region_split {
+                let (first, blocks) = target.shard_blocks(plan);
+                s.region_offset_bytes = Some(plan.offset + first * plan.bs);
+                s.region_bytes = Some(blocks * plan.bs);
+            }
+            s
+        });
+    let histograms = plan
+        .shards
+        .histograms()
+        .then(|| ResultHistograms::of(&total, None));
     RunResult {
         target: (plan.rw != crate::workload::Rw::Nop).then(|| target.info()),
         jobs: job_figures,
@@ -341,12 +375,8 @@ fn build_result(
         intervals: plan
             .status_interval
             .map(|_| total.intervals.iter().map(|i| i.figures()).collect()),
-        ..RunResult::new(
-            "io",
-            started_at,
-            ringlab_kstat::host_info(),
-            plan.config_map(),
-            total_figures,
-        )
+        histograms,
+        shard,
+        ..RunResult::new("io", started_at, host, plan.config_map(), total_figures)
     }
 }

@@ -95,14 +95,27 @@ impl Target {
     /// writes, jobs get disjoint slices so no job reads a block another is
     /// rewriting; otherwise every job roams the whole region, as in fio.
     pub fn job_blocks(&self, plan: &IoPlan, job: u32) -> (u64, u64) {
-        let blocks = self.region / plan.bs;
+        let (first, blocks) = self.shard_blocks(plan);
         // The region starts --offset bytes in (a whole number of blocks).
-        let base = plan.offset / plan.bs;
+        let base = plan.offset / plan.bs + first;
         if plan.verify && plan.writes() && plan.numjobs > 1 {
             let per_job = blocks / plan.numjobs as u64;
             (base + job as u64 * per_job, per_job)
         } else {
             (base, blocks)
+        }
+    }
+}
+
+impl Target {
+    /// The blocks of the region this shard uses, `(first, count)` from
+    /// --offset: its own N-th with --shard-region split, else all of it.
+    pub fn shard_blocks(&self, plan: &IoPlan) -> (u64, u64) {
+        let blocks = self.region / plan.bs;
+        if plan.shard_region_split {
+            plan.shards.span(blocks)
+        } else {
+            (0, blocks)
         }
     }
 }

@@ -11,6 +11,7 @@
 pub mod advise;
 pub mod compare;
 mod input;
+pub mod merge;
 mod metric;
 mod plan;
 mod plot;

@@ -155,6 +155,9 @@ pub struct ClientConfig {
     pub pipeline: u32,
     /// Open loop: nanoseconds between two requests of one connection.
     pub interval_ns: Option<u64>,
+    /// Open loop: when each connection's first request is due (its phase
+    /// in the run's schedule); empty: staggered evenly over one interval.
+    pub first_due_ns: Vec<u64>,
     pub timeout_ns: u64,
     /// Requests in one request string (a script's pipelined request();
     /// 1 otherwise): each write queues that many responses.
@@ -238,7 +241,10 @@ impl Client {
         if let Some(iv) = cfg.interval_ns {
             // Stagger the schedules so the connections do not fire together.
             for (i, c) in conns.iter_mut().enumerate() {
-                c.next_due_ns = iv * i as u64 / n as u64;
+                c.next_due_ns = match cfg.first_due_ns.get(i) {
+                    Some(&due) => due,
+                    None => iv * i as u64 / n as u64,
+                };
             }
         }
         let every = (cfg.timeout_ns / 10).clamp(1_000_000, 100_000_000);
@@ -775,6 +781,7 @@ mod tests {
             head_request: false,
             pipeline,
             interval_ns,
+            first_due_ns: Vec::new(),
             timeout_ns: 1_000_000_000,
             per_write: 1,
             limit: None,

@@ -96,6 +96,9 @@ pub struct HttpArgs {
     /// tracepoint and each request's time in each stage; costs more).
     #[arg(long, value_name = "LEVEL", default_value = "default")]
     pub evidence: ringlab_kstat::Level,
+
+    #[command(flatten)]
+    pub shard: ringlab_core::shard::ShardArgs,
 }
 
 /// The parts of the URL a request needs.
@@ -147,6 +150,10 @@ pub struct HttpPlan {
     /// the figures are over the measured wall time, and the text is wrk's
     /// bytes only.
     pub wrk: bool,
+    /// --shard, --start-at, --histograms. `rate`, `connections` and
+    /// `threads` stay as given: `rate` is the whole run's (this shard runs
+    /// its share), connections and threads are this shard's own.
+    pub shards: ringlab_core::shard::ShardPlan,
 }
 
 fn duration_flag(flag: &str, text: &str) -> Result<Duration> {
@@ -283,6 +290,18 @@ impl HttpPlan {
             )?),
             None => None,
         };
+        let shards = args.shard.plan()?;
+        if args.script.is_some() && shards.shard.is_some() {
+            usage!("--shard with -s: a script's requests and delays are its own, and ringlab cannot split them between shards; run the script without --shard");
+        }
+        if let (Some(n), Some(_)) = (args.requests, &shards.shard) {
+            if n < shards.count() as u64 {
+                usage!(
+                    "-n {n} is fewer than the {} shards: each needs at least one request",
+                    shards.count()
+                );
+            }
+        }
         let addr = resolve(&target)?;
         let request = build_request(&method, &target, &args.header, args.body.as_deref());
         Ok(HttpPlan {
@@ -310,7 +329,28 @@ impl HttpPlan {
             evidence: args.evidence,
             request,
             wrk: false,
+            shards,
         })
+    }
+
+    /// This process's requests per second: the whole rate over the shards.
+    pub fn shard_rate(&self) -> Option<f64> {
+        self.rate.map(|r| r / self.shards.count() as f64)
+    }
+
+    /// Open loop: when connection `i` of client thread `t` sends its first
+    /// request, in nanoseconds after the start. The connections of every
+    /// shard are numbered `g = local * shards + shard` (local: the
+    /// connection's number in this process), and connection `g` starts at
+    /// `g / rate`: each connection then sends every `connections * shards /
+    /// rate` seconds, and the union of all shards' requests is evenly
+    /// spaced at `1 / rate`.
+    pub fn first_due_ns(&self, t: u32, i: u32) -> u64 {
+        let Some(rate) = self.rate else { return 0 };
+        let before: u32 = (0..t).map(|u| self.connections_of(u)).sum();
+        let local = (before + i) as u64;
+        let g = local * self.shards.count() as u64 + self.shards.index() as u64;
+        (g as f64 * 1e9 / rate) as u64
     }
 
     /// Whether responses carry no body whatever their headers say.
@@ -492,6 +532,49 @@ pub fn build_request(method: &str, t: &Target, headers: &[String], body: Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn plan_of(line: &str) -> HttpPlan {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            http: HttpArgs,
+        }
+        use clap::Parser;
+        let args = Cli::parse_from(std::iter::once("http").chain(line.split_whitespace()));
+        HttpPlan::from_args(&args.http).unwrap()
+    }
+
+    #[test]
+    fn shards_schedules_interleave_into_one_evenly_spaced_rate() {
+        // 3 shards of -R 900, each -t 2 -c 3: every due time of the first
+        // two seconds, all shards together, is a multiple of 1/900 s, once.
+        let mut due = Vec::new();
+        for s in 0..3 {
+            let p = plan_of(&format!(
+                "http://127.0.0.1:1/ -t 2 -c 3 -R 900 --shard {s}/3"
+            ));
+            assert_eq!(p.shard_rate(), Some(300.0));
+            let interval = (p.connections as f64 / p.shard_rate().unwrap() * 1e9) as u64;
+            for t in 0..p.threads {
+                for i in 0..p.connections_of(t) {
+                    let mut at = p.first_due_ns(t, i);
+                    while at < 2_000_000_000 {
+                        due.push(at);
+                        at += interval;
+                    }
+                }
+            }
+        }
+        due.sort_unstable();
+        assert_eq!(due.len(), 1800);
+        for (k, at) in due.iter().enumerate() {
+            let want = k as f64 * 1e9 / 900.0;
+            assert!(
+                (*at as f64 - want).abs() < 2.0,
+                "request {k} due at {at}, want {want}"
+            );
+        }
+    }
 
     #[test]
     fn urls_split_into_host_port_path() {

@@ -14,8 +14,8 @@ use ringlab_core::harness::{Aborted, Harness, JobSlot, JobSpec};
 use ringlab_core::usage_error;
 use ringlab_kstat::ThreadUsage;
 use ringlab_stats::{
-    DirectionFigures, Figures, HttpFigures, JobFigures, LatencyRecorder, RateSummary, RunResult,
-    ThreadMeasurements,
+    DirectionFigures, Figures, HttpFigures, JobFigures, LatencyRecorder, RateSummary,
+    ResultHistograms, RunResult, ThreadMeasurements,
 };
 use std::collections::BTreeMap;
 use std::net::TcpStream;
@@ -201,6 +201,9 @@ pub fn run_http_with(
             threads.iter().map(|p| p.load(Ordering::Relaxed)).sum()
         }));
     }
+    // Every shard starts at --start-at: the connections are open-ready,
+    // the threads wait at the gate.
+    plan.shards.wait(&stop);
     on_start();
     let started_at = harness.start();
     let wall = std::time::Instant::now();
@@ -326,12 +329,13 @@ fn client_thread(
         request,
         per_write: th.per_write,
         limit: plan.total_requests.map(|n| {
+            let n = plan.shards.share(n);
             let k = plan.threads as u64;
             n / k + u64::from((t as u64) < n % k)
         }),
         head_request: plan.head_request(),
         pipeline: plan.pipeline,
-        interval_ns: plan.rate.map(|r| {
+        interval_ns: plan.shard_rate().map(|r| {
             // wrk2: each thread sends rate/threads, spread over the
             // connections it has (wrk's split leaves the remainder out).
             let open = if plan.wrk {
@@ -341,6 +345,7 @@ fn client_thread(
             };
             ((open / r) * 1e9).max(1.0) as u64
         }),
+        first_due_ns: (0..connections).map(|i| plan.first_due_ns(t, i)).collect(),
         timeout_ns: plan.timeout.as_nanos() as u64,
         tls: th.tls.clone(),
         wrk_timeouts: plan.wrk,
@@ -476,7 +481,7 @@ fn build(
     if interrupted {
         warnings.push("interrupted: the figures cover the run up to the interruption".to_string());
     }
-    if let Some(rate) = plan.rate {
+    if let Some(rate) = plan.shard_rate() {
         if total.iops < rate * 0.9 {
             warnings.push(format!(
                 "the run reached {:.1} requests/s of the {rate} asked for with --rate: the server or the client could not keep up (latency counts the delay)",
@@ -484,7 +489,7 @@ fn build(
             ));
         }
     }
-    if let Some(n) = plan.total_requests {
+    if let Some(n) = plan.total_requests.map(|n| plan.shards.share(n)) {
         if total.ops < n && !interrupted {
             warnings.push(format!(
                 "the run ended after {} of the {n} requests -n asked for: --duration ({}s) ran out first; raise it",
@@ -496,17 +501,29 @@ fn build(
     if total.ops == 0 {
         warnings.push(no_response(&total_s, plan));
     }
+    warnings.extend(plan.shards.late_warning(started_at));
+    let host = ringlab_kstat::host_info();
+    let shard = plan
+        .shards
+        .info(&host.hostname, started_at, total.elapsed_ns)
+        .map(|mut s| {
+            s.rate = plan.shard_rate();
+            s.phase_ns = plan.rate.map(|_| plan.first_due_ns(0, 0));
+            s
+        });
+    let histograms = plan.shards.histograms().then(|| {
+        ResultHistograms::of(
+            &total_m,
+            plan.rate.is_some().then_some(&total_s.lat_uncorrected),
+        )
+    });
     let result = RunResult {
         jobs,
         warnings,
         http: Some(http),
-        ..RunResult::new(
-            "http",
-            started_at,
-            ringlab_kstat::host_info(),
-            plan.config_map(),
-            total,
-        )
+        histograms,
+        shard,
+        ..RunResult::new("http", started_at, host, plan.config_map(), total)
     };
     let text = text::render_as(
         &result,

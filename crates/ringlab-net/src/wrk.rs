@@ -261,6 +261,7 @@ pub fn parse(args: &[OsString]) -> Result<WrkCommand> {
         ring: HttpKnobArgs::default(),
         no_kstat: true,
         evidence: ringlab_kstat::Level::Default,
+        shard: Default::default(),
     };
     let mut version = false;
     let mut ringlab_lines = false;

@@ -3,6 +3,8 @@
 //! Each worker thread owns its recorders (no sharing, no atomics on the hot
 //! path); they are merged once, after the run.
 
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
@@ -189,6 +191,98 @@ impl LatencyRecorder {
     }
 }
 
+/// How [`EncodedLatency::hdr`] is encoded, as results name it.
+pub const HISTOGRAM_ENCODING: &str = "hdrhistogram-v2-deflate-base64";
+
+/// A whole latency recorder in a result, so that results can be merged
+/// with exact counts and percentiles recomputed to the histogram's
+/// precision: HdrHistogram's standard V2 encoding with DEFLATE, in base64
+/// (what HdrHistogram's Java, C and Go libraries read), plus the exact
+/// moments the histogram only approximates.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EncodedLatency {
+    /// Values recorded (equal to the histogram's total count).
+    pub count: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// Exact sum and sum of squares of the values, in decimal: they outgrow
+    /// 64 bits (and JSON numbers) in long runs.
+    pub sum_ns: String,
+    pub sum_sq_ns: String,
+    /// The histogram: HdrHistogram V2 + DEFLATE, base64 (standard alphabet).
+    pub hdr: String,
+}
+
+/// An encoded histogram that cannot be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum HistogramError {
+    #[error("histogram is not valid base64: {0}")]
+    Base64(String),
+    #[error("histogram is not HdrHistogram V2 (+DEFLATE): {0}")]
+    Hdr(String),
+    #[error("histogram does not fit ringlab's range (1 ns to 1 h, 3 digits): {0}")]
+    Range(String),
+    #[error("histogram holds {hist} values but its count says {count}: the file was altered")]
+    Count { hist: u64, count: u64 },
+    #[error("{field} {value:?} is not a decimal number")]
+    Sum { field: &'static str, value: String },
+}
+
+impl LatencyRecorder {
+    /// The recorder as it goes into a result ([`EncodedLatency`]).
+    pub fn encode(&self) -> EncodedLatency {
+        let mut bytes = Vec::new();
+        V2DeflateSerializer::new()
+            .serialize(&self.hist, &mut bytes)
+            // Into a Vec it fails only for a histogram larger than the
+            // format's 32-bit length, which our fixed bounds cannot make.
+            .expect("a histogram of ringlab's bounds always serialises");
+        EncodedLatency {
+            count: self.count,
+            min_ns: if self.count == 0 { 0 } else { self.min_ns },
+            max_ns: self.max_ns,
+            sum_ns: self.sum_ns.to_string(),
+            sum_sq_ns: self.sum_sq_ns.to_string(),
+            hdr: base64::engine::general_purpose::STANDARD.encode(bytes),
+        }
+    }
+
+    /// A recorder read back from a result; checked against its count.
+    pub fn decode(e: &EncodedLatency) -> Result<LatencyRecorder, HistogramError> {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(e.hdr.trim())
+            .map_err(|x| HistogramError::Base64(x.to_string()))?;
+        let read: Histogram<u64> = Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|x| HistogramError::Hdr(format!("{x:?}")))?;
+        let mut r = LatencyRecorder::new();
+        r.hist
+            .add(&read)
+            .map_err(|x| HistogramError::Range(format!("{x:?}")))?;
+        if r.hist.len() != e.count {
+            return Err(HistogramError::Count {
+                hist: r.hist.len(),
+                count: e.count,
+            });
+        }
+        let sum = |field: &'static str, v: &str| {
+            v.parse::<u128>().map_err(|_| HistogramError::Sum {
+                field,
+                value: v.to_string(),
+            })
+        };
+        r.count = e.count;
+        if e.count > 0 {
+            r.min_ns = e.min_ns;
+            r.max_ns = e.max_ns;
+        }
+        r.sum_ns = sum("sum_ns", &e.sum_ns)?;
+        r.sum_sq_ns = sum("sum_sq_ns", &e.sum_sq_ns)?;
+        Ok(r)
+    }
+}
+
 /// Latency figures in nanoseconds (the unit is in the enclosing field name,
 /// `lat_ns`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -280,6 +374,35 @@ mod tests {
         a.merge(&b);
         assert_eq!(a.summary(), all.summary());
         assert_eq!(a.count(), 500);
+    }
+
+    #[test]
+    fn encoded_recorder_reads_back_the_same() {
+        let mut r = LatencyRecorder::new();
+        for v in 0..10_000u64 {
+            r.record(500 + v * v % 7_000_000);
+        }
+        r.record(LATENCY_NS_MAX_TRACKED * 2);
+        let e = r.encode();
+        let back = LatencyRecorder::decode(&e).unwrap();
+        assert_eq!(back.summary(), r.summary());
+        assert_eq!(back.recorded(), r.recorded());
+        // An empty recorder too.
+        let empty = LatencyRecorder::decode(&LatencyRecorder::new().encode()).unwrap();
+        assert!(empty.summary().is_none());
+        // Altered counts and garbage are refused.
+        let mut bad = e.clone();
+        bad.count += 1;
+        assert!(matches!(
+            LatencyRecorder::decode(&bad),
+            Err(HistogramError::Count { .. })
+        ));
+        bad = e.clone();
+        bad.hdr = "bm90IGEgaGlzdG9ncmFt".into();
+        assert!(LatencyRecorder::decode(&bad).is_err());
+        bad = e;
+        bad.hdr.truncate(bad.hdr.len() / 2);
+        assert!(LatencyRecorder::decode(&bad).is_err());
     }
 
     #[test]

@@ -13,5 +13,7 @@ pub mod result;
 pub mod spread;
 pub mod units;
 
-pub use latency::{LatencyRecorder, LatencySummary};
+pub use latency::{
+    EncodedLatency, HistogramError, LatencyRecorder, LatencySummary, HISTOGRAM_ENCODING,
+};
 pub use result::*;

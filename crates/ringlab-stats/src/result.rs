@@ -3,7 +3,7 @@
 //! Units are in field names (`elapsed_ns`, `bw_bytes_per_s`, `lat_ns`). A
 //! figure that was not measured is absent or `null`, never a made-up zero.
 
-use crate::latency::{LatencyRecorder, LatencySummary};
+use crate::latency::{EncodedLatency, LatencyRecorder, LatencySummary, HISTOGRAM_ENCODING};
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever a field changes meaning or is removed.
@@ -42,6 +42,157 @@ pub struct RunResult {
     /// absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub intervals: Option<Vec<IntervalFigures>>,
+    /// The latency histograms behind the summaries, for `ringlab merge`:
+    /// present in every shard's result and with --histograms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<ResultHistograms>,
+    /// Which shard of a sharded run this is (--shard); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+    /// A result made by `ringlab merge`: the results it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<MergeInfo>,
+}
+
+/// The latency recorders of a run, whole (see [`EncodedLatency`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResultHistograms {
+    /// `hdrhistogram-v2-deflate-base64`.
+    pub encoding: String,
+    /// Behind `total.lat_ns` (for `http -R`, corrected: from when each
+    /// request was due).
+    pub lat_ns: EncodedLatency,
+    /// Behind `total.read.lat_ns` and `total.write.lat_ns`; absent for a
+    /// direction with no timed operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_lat_ns: Option<EncodedLatency>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_lat_ns: Option<EncodedLatency>,
+    /// `http -R`: behind `http.lat_ns_uncorrected` (from when each request
+    /// was sent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat_ns_uncorrected: Option<EncodedLatency>,
+    /// --status-interval: one per entry of `intervals`, same order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervals: Option<Vec<EncodedLatency>>,
+}
+
+impl ResultHistograms {
+    /// The histograms of `total` (all jobs), with the uncorrected latency
+    /// of an open-loop HTTP run.
+    pub fn of(total: &ThreadMeasurements, uncorrected: Option<&LatencyRecorder>) -> Self {
+        let mut all = total.read.lat.clone();
+        all.merge(&total.write.lat);
+        all.merge(&total.nop.lat);
+        let timed = |d: &DirectionRecorder| (d.lat.count() > 0).then(|| d.lat.encode());
+        ResultHistograms {
+            encoding: HISTOGRAM_ENCODING.to_string(),
+            lat_ns: all.encode(),
+            read_lat_ns: timed(&total.read),
+            write_lat_ns: timed(&total.write),
+            lat_ns_uncorrected: uncorrected.map(LatencyRecorder::encode),
+            intervals: (!total.intervals.is_empty()).then(|| {
+                total
+                    .intervals
+                    .iter()
+                    .map(|i| {
+                        let mut l = i.read.lat.clone();
+                        l.merge(&i.write.lat);
+                        l.encode()
+                    })
+                    .collect()
+            }),
+        }
+    }
+}
+
+/// One shard of a sharded run: which, where, and when it started.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardInfo {
+    /// 0-based index of this shard, of `count`.
+    pub index: u32,
+    pub count: u32,
+    /// Where index and count came from (`--shard`, or the launcher's
+    /// variables: `SLURM_PROCID/SLURM_NTASKS`, ...).
+    pub source: String,
+    /// The launcher's job id where it gives one (`SLURM_JOB_ID`, ...).
+    pub job_id: Option<String>,
+    pub host: String,
+    /// --start-at, RFC 3339 with nanoseconds; `null` without it.
+    pub start_at: Option<String>,
+    /// When measuring began and ended, Unix time in nanoseconds (this
+    /// host's clock).
+    pub started_unix_ns: u64,
+    pub ended_unix_ns: u64,
+    /// With --start-at: how much later than it measuring began.
+    pub start_late_ns: Option<u64>,
+    /// Whether that is more than the tolerance (10 ms): the shards did not
+    /// all run over the same window.
+    pub late: bool,
+    /// This host's clock as the kernel's NTP discipline sees it; `null`
+    /// where adjtimex cannot be read.
+    pub clock: Option<ClockInfo>,
+    /// `io` on a shared target: the part of the region this shard used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region_offset_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region_bytes: Option<u64>,
+    /// `http -R`: this shard's share of the rate (requests/s) and the
+    /// phase of its schedule (its first request is due this long after
+    /// the start), so that the shards' requests interleave evenly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase_ns: Option<u64>,
+}
+
+/// The kernel's view of this host's clock (adjtimex): a host whose clock
+/// is off starts its shard off by as much.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockInfo {
+    /// Whether an NTP/PTP daemon keeps the clock synchronised.
+    pub synchronized: bool,
+    /// Current offset being corrected, in nanoseconds.
+    pub offset_ns: i64,
+    /// Maximum and estimated error of the clock, in nanoseconds.
+    pub maxerror_ns: u64,
+    pub esterror_ns: u64,
+}
+
+/// What `ringlab merge` put together.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MergeInfo {
+    /// The results merged, in input order.
+    pub shards: Vec<MergedShard>,
+    /// Shard indexes of the count that were not given (--allow-missing).
+    pub missing: Vec<u32>,
+    /// Differences between the inputs that --force let through.
+    pub forced: Vec<String>,
+    /// The run window: earliest start to latest end, Unix nanoseconds.
+    pub started_unix_ns: u64,
+    pub ended_unix_ns: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MergedShard {
+    /// The file it was read from.
+    pub file: String,
+    /// Its shard index and count; `null` for a result that was no shard.
+    pub index: Option<u32>,
+    pub count: Option<u32>,
+    pub host: String,
+    pub started_unix_ns: u64,
+    /// How long after the earliest shard it began measuring.
+    pub start_offset_ns: u64,
+    /// How late after --start-at it began (`null` without --start-at).
+    pub start_late_ns: Option<u64>,
+    pub late: bool,
+    pub ops: u64,
 }
 
 impl RunResult {
@@ -74,6 +225,9 @@ impl RunResult {
             http: None,
             diagnoses: Vec::new(),
             intervals: None,
+            histograms: None,
+            shard: None,
+            merged: None,
         }
     }
 }

@@ -80,6 +80,29 @@ enum Command {
     /// and DIR/index.html.
     #[command(display_order = 104)]
     Reproduce(lab::ReproduceArgs),
+    /// Add the shards of one run (--shard results, or results made with
+    /// --histograms) into one ordinary result: counts, bytes and errors
+    /// summed, histograms added, every percentile recomputed.
+    #[command(display_order = 105)]
+    Merge {
+        /// Result files, or directories whose *.json files are results.
+        #[arg(value_name = "RESULT|DIR", required = true)]
+        inputs: Vec<PathBuf>,
+        /// Where to write the merged result (JSON) ['-': standard output].
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Merge results that differ (configuration, shard count, start
+        /// time, a shard twice); the differences are recorded in the result.
+        #[arg(long)]
+        force: bool,
+        /// Merge the shards given when some of the count are missing; the
+        /// result lists the missing ones.
+        #[arg(long)]
+        allow_missing: bool,
+        /// No summary on standard error.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Storage benchmark: one workload, one engine (fio's words for options).
     #[command(after_help = ringlab_io::fio::help_text())]
     Io {
@@ -307,6 +330,13 @@ fn run(
             output_format,
         } => lab::compare(&a, &b, matches!(output_format, OutputFormat::Json)),
         Command::Advise(args) => lab::advise(&args),
+        Command::Merge {
+            inputs,
+            output,
+            force,
+            allow_missing,
+            quiet,
+        } => merge_command(&inputs, output.as_deref(), force, allow_missing, quiet),
         Command::Reproduce(args) => lab::reproduce(&args),
         Command::Io {
             io,
@@ -338,6 +368,32 @@ fn run(
     }
 }
 
+fn merge_command(
+    inputs: &[PathBuf],
+    output: Option<&Path>,
+    force: bool,
+    allow_missing: bool,
+    quiet: bool,
+) -> Result<()> {
+    use ringlab_lab::merge::{merge_paths, MergeOptions};
+    let avoid: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let out = Output::open(output, &avoid)?;
+    let merged = merge_paths(
+        inputs,
+        MergeOptions {
+            force,
+            allow_missing,
+        },
+    )?;
+    let mut text = serde_json::to_string_pretty(&merged)?;
+    text.push('\n');
+    out.finish(text.as_bytes())?;
+    if !quiet {
+        say(&ringlab_lab::merge::summary(&merged));
+    }
+    Ok(())
+}
+
 /// The output of a command: checked (and its temporary file opened) before
 /// the command runs, written whole at the end; see `ringlab_core::output`.
 fn open_output(output: &OutputArgs, avoid: &[&Path]) -> Result<Output> {
@@ -346,7 +402,8 @@ fn open_output(output: &OutputArgs, avoid: &[&Path]) -> Result<Output> {
 
 fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result<()> {
     let plan = ringlab_net::HttpPlan::from_args(args)?;
-    let out = open_output(output, &[])?;
+    let path = plan.shards.output_path(output.output.as_deref());
+    let out = Output::open(path.as_deref(), &[])?;
     let interrupted = ringlab_core::interrupt_flag()?;
     let outcome = ringlab_net::run::run_http(&plan, interrupted)?;
     let rendered = match output.format() {
@@ -404,7 +461,8 @@ fn run_io_command(
     // Check the output before the run, so a bad path fails in a second,
     // not after the whole runtime, and never names the target.
     let target: Vec<&Path> = plan.target.as_deref().into_iter().collect();
-    let out = Output::open(output.output.as_deref(), &target)?;
+    let path = plan.shards.output_path(output.output.as_deref());
+    let out = Output::open(path.as_deref(), &target)?;
     let interrupted = ringlab_core::interrupt_flag()?;
     let opts = RunOptions {
         progress: std::io::stdout().is_terminal(),

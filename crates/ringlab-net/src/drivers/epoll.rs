@@ -286,6 +286,7 @@ mod tests {
             head_request: false,
             pipeline: 1,
             interval_ns: None,
+            first_due_ns: Vec::new(),
             timeout_ns: 1_000_000_000,
             per_write: 1,
             limit: None,
