@@ -13,7 +13,7 @@ use crate::store::{read_index, Status};
 use crate::sweep::{run_sweep, Interrupted, SweepOptions};
 use anyhow::{anyhow, Context, Result};
 use machine::Machine;
-use recipe::{Recipe, Scale, Vars};
+use recipe::{Recipe, Scale, SweepSpec, Vars};
 use ringlab_core::usage_error;
 use rustix::process::{kill_process, set_parent_process_death_signal, Pid, Signal};
 use rustix::thread::{sched_setaffinity, CpuSet};
@@ -119,12 +119,54 @@ pub struct ReproduceOptions {
     /// Judge the runs already stored in the output directory again (after a
     /// rule was edited); run nothing.
     pub judge_only: bool,
+    /// Wall time the whole invocation may take; further rounds of repeats
+    /// (adaptive repetition) run only while it lasts. `None`: the scale's
+    /// default ([`default_budget`]).
+    pub budget: Option<Duration>,
+}
+
+/// The default `--budget`: 8 minutes under --quick (the whole of
+/// `reproduce all --quick` stays under 10), 90 minutes at the default
+/// scale, none in tests (no further rounds).
+pub fn default_budget(scale: Scale) -> Duration {
+    match scale {
+        Scale::Default => Duration::from_secs(90 * 60),
+        Scale::Quick => Duration::from_secs(8 * 60),
+        Scale::Tiny(_) => Duration::ZERO,
+    }
+}
+
+/// Seconds the first round of a recipe takes, roughly: runs x (runtime +
+/// half a second of start and evidence).
+fn estimate_s(r: &Recipe, scale: Scale) -> f64 {
+    let runtime = match scale {
+        Scale::Default => &r.runtime.default,
+        _ => &r.runtime.quick,
+    };
+    let secs = ringlab_stats::units::parse_duration(runtime)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(1.0);
+    r.sweep
+        .iter()
+        .map(|s| {
+            let axes = match (&s.quick_axes, scale) {
+                (Some(q), Scale::Quick | Scale::Tiny(_)) => q,
+                _ => &s.axes,
+            };
+            let combos: usize = axes
+                .values()
+                .map(|v| v.as_array().map_or(1, Vec::len))
+                .product();
+            combos as f64 * f64::from(r.repeats(s, scale)) * (secs + 0.5)
+        })
+        .sum()
 }
 
 /// What `reproduce` did: verdict per recipe, and the recipes that could not
 /// run (named ones that cannot run here, or whose runs failed).
 pub struct Summary {
-    pub verdicts: Vec<(String, Verdict, String)>,
+    /// Name, verdict, reason, and the headline figure with its interval.
+    pub verdicts: Vec<(String, Verdict, String, String)>,
     pub failed: Vec<(String, String)>,
     pub index_html: PathBuf,
 }
@@ -179,7 +221,25 @@ pub fn reproduce(names: &[String], opts: &ReproduceOptions) -> Result<Summary> {
         index_html: opts.output.join("index.html"),
     };
     let started = Instant::now();
-    for r in &recipes {
+    let budget = opts.budget.unwrap_or_else(|| default_budget(opts.scale));
+    // Each recipe may run further rounds until its share of the budget
+    // (by the estimated length of its first round) is spent; time an
+    // earlier recipe left unused carries over.
+    let estimates: Vec<f64> = recipes
+        .iter()
+        .map(|r| {
+            if r.unsupported.is_some() {
+                0.0
+            } else {
+                estimate_s(r, opts.scale)
+            }
+        })
+        .collect();
+    let total_estimate: f64 = estimates.iter().sum::<f64>().max(1.0);
+    let mut cumulative = 0.0;
+    for (r, est) in recipes.iter().zip(&estimates) {
+        cumulative += est;
+        let deadline = started + budget.mul_f64(cumulative / total_estimate);
         if opts.interrupted.load(Ordering::Relaxed) {
             break;
         }
@@ -198,7 +258,7 @@ pub fn reproduce(names: &[String], opts: &ReproduceOptions) -> Result<Summary> {
             let outcome = if opts.judge_only {
                 judge_stored(r, &dir, &machine)
             } else {
-                run_recipe(r, &dir, opts, &machine, &mut files)
+                run_recipe(r, &dir, opts, &machine, &mut files, deadline)
             };
             match outcome {
                 Ok(v) => v,
@@ -230,11 +290,13 @@ pub fn reproduce(names: &[String], opts: &ReproduceOptions) -> Result<Summary> {
         write_json(&dir.join("verdict.json"), &v)?;
         let verdict = match word.as_str() {
             "reproduced" => Verdict::Reproduced,
-            "not-reproduced" => Verdict::NotReproduced,
+            "inconclusive" => Verdict::Inconclusive,
             "contradicted" => Verdict::Contradicted,
             _ => Verdict::CannotRun,
         };
-        summary.verdicts.push((r.name.clone(), verdict, reason));
+        summary
+            .verdicts
+            .push((r.name.clone(), verdict, reason, page::figure_text(&v["measured"])));
     }
     files.remove();
     page::write_index(&opts.output)?;
@@ -596,6 +658,7 @@ fn run_recipe(
     opts: &ReproduceOptions,
     machine: &Machine,
     files: &mut Files,
+    deadline: Instant,
 ) -> Result<Json> {
     let mut vars = Vars::new();
     let uses = |what: &str| r.sweep.iter().any(|s| s.file.as_deref() == Some(what));
@@ -630,51 +693,168 @@ fn run_recipe(
     vars.insert("other_cpu".into(), other.to_string());
     vars.insert("two_cpus".into(), format!("{other},{irq_cpu}"));
     let bg = start_background(r, dir, opts, machine, &mut vars)?;
-
-    for s in &r.sweep {
-        let mut spec = s.clone();
-        let file = match s.file.as_deref() {
-            Some("scratch") => vars.get("scratch").cloned(),
-            Some("tmpfs") => vars.get("tmpfs").cloned(),
-            Some("none") => None,
-            _ if s.command == "io" => vars.get("target").cloned(),
-            _ => None,
-        };
-        if let Some(f) = file {
-            spec.options.insert("target".into(), f.into());
+    let mut quiet = Vec::new();
+    let mut round = 0u32;
+    let mut todo: Vec<&SweepSpec> = r.sweep.iter().collect();
+    let mut verdict = loop {
+        let t0 = Instant::now();
+        for s in &todo {
+            run_round(r, s, round, dir, opts, &vars, machine, &mut quiet)?;
         }
-        if s.command == "rocksdb"
-            && matches!(opts.scale, Scale::Tiny(_))
-            && !spec.options.contains_key("db")
-        {
-            // Tests: a database of their own, gone with the results.
-            let db = dir.join(format!(".rocksdb-{}", s.name));
-            spec.options
-                .insert("db".into(), db.display().to_string().into());
+        let round_time = t0.elapsed();
+        let points = load_points(r, dir)?;
+        let outcomes = outcomes(r, machine, &points);
+        todo = sweeps_to_repeat(r, &outcomes);
+        let next_fits = Instant::now() + round_time <= deadline;
+        if todo.is_empty() || round >= MAX_EXTRA_ROUNDS || !next_fits {
+            let server = bg.as_ref().map(|b| b.what.clone());
+            break judge_outcomes(r, machine, &points, outcomes, &vars, server);
         }
-        let plan = r.plan(&spec, opts.scale, &vars)?;
-        let sweep_dir = dir.join(&s.name);
-        let cpus = match &s.cpus {
-            Some(c) => Some(ringlab_core::cpus::parse_cpu_list(&subst(c, &vars))?),
-            None => None,
-        };
-        let sopts = SweepOptions {
-            exe: opts.exe.clone(),
-            interrupted: opts.interrupted.clone(),
-            progress_bar: opts.progress_bar,
-        };
-        with_affinity(cpus.as_deref(), || run_sweep(&plan, &sweep_dir, &sopts))?
-            .with_context(|| format!("sweep {} of recipe {}", s.name, r.name))?;
-    }
+        round += 1;
+        eprintln!(
+            "ringlab reproduce: {}: {} undecided or flagged; round {} ({} more repeat(s) of {})",
+            r.name,
+            undecided_names(r, &outcomes_names(&todo)),
+            round + 1,
+            recipe::ROUND_REPEATS,
+            todo.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+        );
+    };
     let server = bg.as_ref().map(|b| b.what.clone());
     drop(bg);
+    attach_quietness(&mut verdict, &quiet);
     write_json(
         &dir.join("setup.json"),
-        &json!({"vars": vars, "background": server}),
+        &json!({"vars": vars, "background": server, "quietness": quiet}),
     )?;
+    Ok(verdict)
+}
 
-    let points = load_points(r, dir)?;
-    Ok(judge(r, machine, &points, &vars, server))
+/// Further rounds of repeats a recipe may run while a check is undecided.
+const MAX_EXTRA_ROUNDS: u32 = 3;
+
+fn outcomes_names(todo: &[&SweepSpec]) -> Vec<String> {
+    todo.iter().map(|s| s.name.clone()).collect()
+}
+
+fn undecided_names(_r: &Recipe, sweeps: &[String]) -> String {
+    format!("checks on sweep(s) {}", sweeps.join(", "))
+}
+
+/// The sweeps whose series feed a check that is inconclusive or flagged a
+/// run or an outlier: another round of repeats may decide it.
+fn sweeps_to_repeat<'a>(r: &'a Recipe, outcomes: &[verdict::CheckOutcome]) -> Vec<&'a SweepSpec> {
+    let mut names: Vec<&str> = Vec::new();
+    for (c, o) in r.check.iter().zip(outcomes) {
+        let undecided = o.verdict == Verdict::Inconclusive
+            || (o.verdict != Verdict::CannotRun && !o.flagged.is_empty());
+        if !undecided {
+            continue;
+        }
+        for series in std::iter::once(&c.a).chain(c.b.iter()) {
+            if let Some(spec) = r.series.get(series) {
+                if !names.contains(&spec.sweep.as_str()) {
+                    names.push(&spec.sweep);
+                }
+            }
+        }
+    }
+    r.sweep
+        .iter()
+        .filter(|s| names.contains(&s.name.as_str()))
+        .collect()
+}
+
+/// DIR/NAME/SWEEP for the first round, DIR/NAME/SWEEP.roundN after.
+fn round_dir(dir: &Path, sweep: &str, round: u32) -> PathBuf {
+    if round == 0 {
+        dir.join(sweep)
+    } else {
+        dir.join(format!("{sweep}.round{}", round + 1))
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_round(
+    r: &Recipe,
+    s: &SweepSpec,
+    round: u32,
+    dir: &Path,
+    opts: &ReproduceOptions,
+    vars: &Vars,
+    machine: &Machine,
+    quiet: &mut Vec<Json>,
+) -> Result<()> {
+    let mut spec = s.clone();
+    let file = match s.file.as_deref() {
+        Some("scratch") => vars.get("scratch").cloned(),
+        Some("tmpfs") => vars.get("tmpfs").cloned(),
+        Some("none") => None,
+        _ if s.command == "io" => vars.get("target").cloned(),
+        _ => None,
+    };
+    if let Some(f) = file {
+        spec.options.insert("target".into(), f.into());
+    }
+    if s.command == "rocksdb"
+        && matches!(opts.scale, Scale::Tiny(_))
+        && !spec.options.contains_key("db")
+    {
+        // Tests: a database of their own, gone with the results.
+        let db = dir.join(format!(".rocksdb-{}", s.name));
+        spec.options
+            .insert("db".into(), db.display().to_string().into());
+    }
+    let plan = r.plan(&spec, opts.scale, vars, round)?;
+    let sweep_dir = round_dir(dir, &s.name, round);
+    let cpus = match &s.cpus {
+        Some(c) => Some(ringlab_core::cpus::parse_cpu_list(&subst(c, vars))?),
+        None => None,
+    };
+    let sopts = SweepOptions {
+        exe: opts.exe.clone(),
+        interrupted: opts.interrupted.clone(),
+        progress_bar: opts.progress_bar,
+    };
+    let before = machine::ProcSample::take();
+    with_affinity(cpus.as_deref(), || run_sweep(&plan, &sweep_dir, &sopts))?
+        .with_context(|| format!("sweep {} of recipe {}", s.name, r.name))?;
+    let after = machine::ProcSample::take();
+    let name = sweep_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    quiet.push(machine::quietness(&name, &before, &after, machine.cpus.len()));
+    Ok(())
+}
+
+/// verdict.json gets the quietness of every sweep, and its warnings.
+fn attach_quietness(verdict: &mut Json, quiet: &[Json]) {
+    let warnings: Vec<String> = quiet
+        .iter()
+        .flat_map(|q| {
+            let sweep = q["sweep"].as_str().unwrap_or("").to_string();
+            q["warnings"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(move |w| Some(format!("{sweep}: {}", w.as_str()?)))
+        })
+        .collect();
+    if let Some(o) = verdict.as_object_mut() {
+        if !warnings.is_empty() {
+            let reason = o["reason"].as_str().unwrap_or("").to_string();
+            o.insert(
+                "reason".into(),
+                json!(format!(
+                    "{reason} The machine was busy: {}.",
+                    warnings.join("; ")
+                )),
+            );
+        }
+        o.insert("quietness".into(), json!(quiet));
+    }
 }
 
 /// The verdict of the runs stored in `dir`, with the setup they ran with.
@@ -699,14 +879,25 @@ fn judge_stored(r: &Recipe, dir: &Path, machine: &Machine) -> Result<Json> {
             dir.display()
         ));
     }
-    Ok(judge(r, machine, &points, &vars, server))
+    let mut v = judge(r, machine, &points, &vars, server);
+    let quiet = setup["quietness"].as_array().cloned().unwrap_or_default();
+    attach_quietness(&mut v, &quiet);
+    Ok(v)
 }
 
-/// Every stored result of the recipe's sweeps.
+/// Every stored result of the recipe's sweeps, every round of repeats.
 pub fn load_points(r: &Recipe, dir: &Path) -> Result<Vec<Point>> {
     let mut points = Vec::new();
     for s in &r.sweep {
-        let sdir = dir.join(&s.name);
+        let mut dirs = vec![dir.join(&s.name)];
+        for round in 1.. {
+            let d = round_dir(dir, &s.name, round);
+            if !d.join("index.json").exists() {
+                break;
+            }
+            dirs.push(d);
+        }
+        for sdir in dirs {
         let index = read_index(&sdir)?;
         for e in index.runs.iter().filter(|e| e.status == Status::Done) {
             let path = sdir.join(&e.result);
@@ -721,6 +912,7 @@ pub fn load_points(r: &Recipe, dir: &Path) -> Result<Vec<Point>> {
             });
         }
     }
+        }
     Ok(points)
 }
 
@@ -743,6 +935,18 @@ pub const EVIDENCE: [(&str, &str); 12] = [
     ("iou-* threads", "kstat.helper_threads_count"),
 ];
 
+/// Every check of the recipe judged on the stored runs.
+pub fn outcomes(r: &Recipe, machine: &Machine, points: &[Point]) -> Vec<verdict::CheckOutcome> {
+    let limits = Limits {
+        tick_ns: machine.tick_ns(),
+        hz: machine.hz.as_ref().ok().copied(),
+    };
+    r.check
+        .iter()
+        .map(|c| verdict::evaluate(r, c, points, &limits))
+        .collect()
+}
+
 /// verdict.json of a recipe whose runs are stored.
 pub fn judge(
     r: &Recipe,
@@ -751,39 +955,80 @@ pub fn judge(
     vars: &Vars,
     server: Option<String>,
 ) -> Json {
-    let limits = Limits {
-        tick_ns: machine.tick_ns(),
-        hz: machine.hz.as_ref().ok().copied(),
-    };
-    let outcomes: Vec<verdict::CheckOutcome> = r
-        .check
-        .iter()
-        .map(|c| verdict::evaluate(r, c, points, &limits))
-        .collect();
-    let v = verdict::combine(&outcomes);
-    let measured = r.figure.as_ref().and_then(|f| {
-        let o = outcomes.get(f.check - 1)?;
+    let o = outcomes(r, machine, points);
+    judge_outcomes(r, machine, points, o, vars, server)
+}
+
+/// The headline figure: the recipe's figure when the check it reads
+/// decided the verdict, else the deciding check's own ratio (or value).
+fn headline(r: &Recipe, o: &verdict::CheckOutcome, index: usize) -> Option<Json> {
+    let iv = o.interval;
+    if let Some(f) = r.figure.as_ref().filter(|f| f.check == index + 1) {
+        let map = |x: f64| match f.measure.as_str() {
+            "a" => x * f.scale,
+            "ratio" => x,
+            _ => (x - 1.0) * 100.0,
+        };
         let value = match f.measure.as_str() {
             "a" => o.a_reduced? * f.scale,
-            "ratio" => o.measured?,
-            _ => (o.measured? - 1.0) * 100.0,
+            _ => map(o.measured?),
         };
-        Some(json!({"value": value, "unit": f.unit, "from": o.what}))
-    });
-    let decisive = outcomes
-        .iter()
-        .find(|o| o.verdict == v)
-        .or(outcomes.first());
-    let mut reason = match decisive {
-        Some(o) => format!("{}: {}.", o.what, o.reason),
+        // An interval of a alone exists for bounds only.
+        let interval = match (f.measure.as_str(), &o.expect[..]) {
+            ("a", "at-most" | "at-least") | ("ratio" | "percent", _) => {
+                iv.map(|iv| json!([map(iv.lo), map(iv.hi)]))
+            }
+            _ => None,
+        };
+        return Some(json!({"value": value, "unit": f.unit, "from": o.what, "interval": interval}));
+    }
+    let value = o.measured?;
+    let pair = matches!(o.expect.as_str(), "greater" | "less" | "equal");
+    Some(if pair {
+        json!({
+            "value": (value - 1.0) * 100.0,
+            "unit": format!("% a/b ({})", o.metric),
+            "from": o.what,
+            "interval": iv.map(|iv| json!([(iv.lo - 1.0) * 100.0, (iv.hi - 1.0) * 100.0])),
+        })
+    } else {
+        json!({
+            "value": value,
+            "unit": o.metric,
+            "from": o.what,
+            "interval": iv.map(|iv| json!([iv.lo, iv.hi])),
+        })
+    })
+}
+
+pub fn judge_outcomes(
+    r: &Recipe,
+    machine: &Machine,
+    points: &[Point],
+    outcomes: Vec<verdict::CheckOutcome>,
+    vars: &Vars,
+    server: Option<String>,
+) -> Json {
+    let preferred = r.figure.as_ref().map(|f| f.check.saturating_sub(1));
+    let (v, decisive) = verdict::combine(&outcomes, preferred);
+    let measured = decisive.and_then(|i| headline(r, outcomes.get(i)?, i));
+    let mut reason = match decisive.and_then(|i| Some((i, outcomes.get(i)?))) {
+        Some((i, o)) => format!("Decided by check {} ({}): {}.", i + 1, o.what, o.reason),
         None => "the recipe has no rule".to_string(),
     };
     if outcomes.len() > 1 {
         let counts: Vec<String> = outcomes
             .iter()
-            .map(|o| o.verdict.word().to_string())
+            .enumerate()
+            .map(|(i, o)| format!("{} {}", i + 1, o.verdict.word()))
             .collect();
         reason += &format!(" Checks: {}.", counts.join(", "));
+    }
+    let flagged: usize = outcomes.iter().map(|o| o.flagged.len()).sum();
+    if flagged > 0 {
+        reason += &format!(
+            " {flagged} run(s) or repeat(s) flagged (see each check's flagged list); left-out runs decide nothing."
+        );
     }
     if let Some(bg) = &server {
         reason += &format!(" {}{}.", bg[..1].to_uppercase(), &bg[1..]);
@@ -791,15 +1036,15 @@ pub fn judge(
     if let Some(n) = &r.scale_note {
         reason += &format!(" {n}");
     }
-    reason +=
-        " Measured on a shared machine: other processes add noise, which the tolerances allow for.";
     let mut out = header(r, machine);
     out.insert(
         "measured".into(),
-        measured
-            .unwrap_or(json!({"value": null, "unit": r.figure.as_ref().map(|f| f.unit.clone())})),
+        measured.unwrap_or(
+            json!({"value": null, "unit": r.figure.as_ref().map(|f| f.unit.clone()), "interval": null}),
+        ),
     );
     out.insert("verdict".into(), json!(v.word()));
+    out.insert("decided_by".into(), json!(decisive.map(|i| i + 1)));
     out.insert("reason".into(), json!(reason));
     out.insert(
         "checks".into(),

@@ -226,9 +226,26 @@ pub fn render_index(verdicts: &[Json]) -> Result<String> {
 }
 
 fn figure(f: &Json) -> String {
-    match f["value"].as_f64() {
-        Some(x) => format!("{} {}", num(x), esc(f["unit"].as_str().unwrap_or(""))),
-        None => "–".into(),
+    esc(&figure_text(f))
+}
+
+/// A figure with its 95% interval: `+3.1 [-2.0, +8.4] % ...`.
+pub fn figure_text(f: &Json) -> String {
+    let Some(x) = f["value"].as_f64() else {
+        return "–".into();
+    };
+    let unit = f["unit"].as_str().unwrap_or("");
+    let signed = unit.starts_with('%');
+    let n = |v: f64| {
+        if signed && v >= 0.0 {
+            format!("+{}", num(v))
+        } else {
+            num(v)
+        }
+    };
+    match f["interval"].as_array().and_then(|a| Some((a.first()?.as_f64()?, a.get(1)?.as_f64()?))) {
+        Some((lo, hi)) => format!("{} [{}, {}] {unit}", n(x), n(lo), n(hi)),
+        None => format!("{} {unit}", n(x)),
     }
 }
 

@@ -117,6 +117,10 @@ pub struct Recipe {
     pub x: Option<String>,
     #[serde(default)]
     pub runtime: Runtime,
+    /// Operations a run must complete to count [default: 100]: a run that
+    /// did fewer is left out of every verdict.
+    #[serde(default)]
+    pub min_ops: Option<f64>,
     /// How the recipe adapts to this machine, said in the verdict.
     #[serde(default)]
     pub scale_note: Option<String>,
@@ -159,9 +163,10 @@ impl Default for Runtime {
 pub struct SweepSpec {
     pub name: String,
     pub command: String,
-    /// Repeats at the default scale [default: 2; the median is used].
+    /// Repeats at the default scale [default and least: 5].
     #[serde(default)]
     pub repeats: Option<u32>,
+    /// Repeats under --quick [default and least: 3].
     #[serde(default)]
     pub quick_repeats: Option<u32>,
     /// Which file the io runs use: `target` (the laid-out file or --target),
@@ -254,11 +259,18 @@ pub struct Check {
     pub reduce: String,
     /// greater, less, equal (a vs b); at-most, at-least (a vs `size`).
     pub expect: String,
-    /// The claimed ratio (greater/less), the allowed difference (equal) or
-    /// the limit (at-most/at-least; `tick_ns` is one timer tick).
+    /// The claimed ratio (greater/less), the difference the study states
+    /// (equal) or the limit (at-most/at-least; `tick_ns` is one timer tick).
     pub size: toml::Value,
-    /// Relative tolerance for noise.
+    /// How far short of the claimed size still counts as the claim: the
+    /// threshold is size / (1 + tolerance) for greater, size x (1 +
+    /// tolerance) for less and at-most, limit / (1 + tolerance) for
+    /// at-least.
     pub tolerance: f64,
+    /// `equal` only: a/b inside 1 +- zone counts as equal (the zone of
+    /// equivalence the interval must lie in).
+    #[serde(default)]
+    pub zone: Option<f64>,
 }
 
 fn mean() -> String {
@@ -321,6 +333,14 @@ pub fn parse_recipe(text: &str, name: &str) -> Result<Recipe> {
         if !REDUCES.contains(&c.reduce.as_str()) {
             return Err(bad(format!("check '{}': reduce = {}", c.what, c.reduce)));
         }
+        if (c.expect == "equal") != c.zone.is_some() {
+            return Err(bad(format!(
+                "check '{}': expect {} {} a zone (the equivalence zone of equal claims)",
+                c.what,
+                c.expect,
+                if c.expect == "equal" { "needs" } else { "takes no" }
+            )));
+        }
         let pair = matches!(c.expect.as_str(), "greater" | "less" | "equal");
         if pair != c.b.is_some() {
             return Err(bad(format!(
@@ -369,17 +389,41 @@ pub enum Scale {
 /// Values the recipes' `@name` placeholders stand for on this machine.
 pub type Vars = IndexMap<String, String>;
 
+/// Least repeats per point at the default scale and under --quick.
+pub const MIN_REPEATS: u32 = 5;
+pub const MIN_QUICK_REPEATS: u32 = 3;
+/// Repeats each further round adds while a check is undecided.
+pub const ROUND_REPEATS: u32 = 2;
+
 impl Recipe {
-    /// The sweep's plan at `scale`, placeholders replaced.
-    pub fn plan(&self, sweep: &SweepSpec, scale: Scale, vars: &Vars) -> Result<Plan> {
+    /// Repeats of the first round of a sweep at `scale`: the recipe's
+    /// number, never below 5 (3 under --quick and in tests).
+    pub fn repeats(&self, sweep: &SweepSpec, scale: Scale) -> u32 {
+        match scale {
+            Scale::Default => sweep.repeats.unwrap_or(MIN_REPEATS).max(MIN_REPEATS),
+            _ => sweep
+                .quick_repeats
+                .unwrap_or(MIN_QUICK_REPEATS)
+                .max(MIN_QUICK_REPEATS),
+        }
+    }
+
+    /// The sweep's plan at `scale`, placeholders replaced: round 0 is the
+    /// first round; each later round (adaptive repetition) is
+    /// [`ROUND_REPEATS`] more repeats, in another shuffled order.
+    pub fn plan(&self, sweep: &SweepSpec, scale: Scale, vars: &Vars, round: u32) -> Result<Plan> {
         let mut table = toml::Table::new();
         table.insert("command".into(), sweep.command.clone().into());
-        let repeats = match scale {
-            Scale::Default => sweep.repeats.unwrap_or(2),
-            _ => sweep.quick_repeats.unwrap_or(1),
+        let repeats = if round == 0 {
+            self.repeats(sweep, scale)
+        } else {
+            ROUND_REPEATS
         };
         table.insert("repeats".into(), i64::from(repeats).into());
         table.insert("shuffle".into(), true.into());
+        if round > 0 {
+            table.insert("seed".into(), i64::from(round).into());
+        }
         let mut options = substitute_table(&sweep.options, vars)?;
         let runtime = match scale {
             Scale::Default => self.runtime.default.clone(),
@@ -465,7 +509,7 @@ mod tests {
         for r in &recipes {
             for s in &r.sweep {
                 for scale in [Scale::Default, Scale::Quick] {
-                    let plan = r.plan(s, scale, &vars).unwrap();
+                    let plan = r.plan(s, scale, &vars, 0).unwrap();
                     assert!(plan.combinations() >= 1, "{}", r.name);
                 }
             }
