@@ -183,6 +183,8 @@ pub(crate) struct Chart {
     pub(crate) series: Vec<Series>,
     /// Names of the axes that tell the series apart.
     pub(crate) legend_title: String,
+    /// What a point is, in the legend ("median of repeats").
+    pub(crate) points_note: String,
 }
 
 /// Divisor and axis description for the y values of a chart.
@@ -384,11 +386,21 @@ fn draw_legend(legend_area: &DrawingArea<SVGBackend<'_>, Shift>, c: &Chart) -> D
     }
     let note_style = (FONT, 13).into_font().color(&BLACK.mix(0.6));
     legend_area.draw(&Text::new(
-        "points: median of repeats",
+        format!("points: {}", c.points_note),
         (8, y + 10),
         note_style.clone(),
     ))?;
-    legend_area.draw(&Text::new("bars: min to max", (8, y + 28), note_style))?;
+    // The legend promises bars only where some are drawn.
+    let bars = c
+        .series
+        .iter()
+        .any(|s| s.points.iter().any(|p| p.3 > p.2));
+    let bars_note = if bars {
+        "bars: lowest to highest repeat"
+    } else {
+        "no bars: no spread (one run or equal repeats)"
+    };
+    legend_area.draw(&Text::new(bars_note, (8, y + 28), note_style))?;
     Ok(())
 }
 
@@ -451,6 +463,7 @@ mod tests {
                 },
             ],
             legend_title: "engine".into(),
+            points_note: "median of repeats".into(),
         };
         let svg = render_svg(&c).unwrap();
         let doc = roxmltree::Document::parse(&svg).expect("SVG is XML");

@@ -828,28 +828,39 @@ fn run_round(
     Ok(())
 }
 
-/// verdict.json gets the quietness of every sweep, and its warnings.
+/// verdict.json gets the quietness of every sweep; the reason gets one
+/// warning with the worst figures when the machine was busy.
 fn attach_quietness(verdict: &mut Json, quiet: &[Json]) {
-    let warnings: Vec<String> = quiet
+    let busy: Vec<&Json> = quiet
         .iter()
-        .flat_map(|q| {
-            let sweep = q["sweep"].as_str().unwrap_or("").to_string();
-            q["warnings"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-                .into_iter()
-                .filter_map(move |w| Some(format!("{sweep}: {}", w.as_str()?)))
-        })
+        .filter(|q| q["warnings"].as_array().is_some_and(|w| !w.is_empty()))
         .collect();
+    let worst = |key: &str| {
+        quiet
+            .iter()
+            .filter_map(|q| q[key].as_f64())
+            .reduce(f64::max)
+    };
     if let Some(o) = verdict.as_object_mut() {
-        if !warnings.is_empty() {
+        if !busy.is_empty() {
+            let mut parts = Vec::new();
+            if let Some(l) = worst("load1_before") {
+                parts.push(format!("load average up to {l:.1} before a sweep"));
+            }
+            if let Some(r) = worst("runnable_before").filter(|r| *r > 1.0) {
+                parts.push(format!("up to {:.0} other task(s) runnable", r - 1.0));
+            }
+            if let Some(s) = worst("steal_percent").filter(|s| *s > 2.0) {
+                parts.push(format!("up to {s:.1}% CPU steal"));
+            }
             let reason = o["reason"].as_str().unwrap_or("").to_string();
             o.insert(
                 "reason".into(),
                 json!(format!(
-                    "{reason} The machine was busy: {}.",
-                    warnings.join("; ")
+                    "{reason} Warning: the machine was busy during {} of {} sweep(s) ({}); other work widens the intervals, run again on a quiet machine.",
+                    busy.len(),
+                    quiet.len(),
+                    parts.join(", ")
                 )),
             );
         }
@@ -1027,7 +1038,7 @@ pub fn judge_outcomes(
     let flagged: usize = outcomes.iter().map(|o| o.flagged.len()).sum();
     if flagged > 0 {
         reason += &format!(
-            " {flagged} run(s) or repeat(s) flagged (see each check's flagged list); left-out runs decide nothing."
+            " {flagged} run(s) or repeat(s) left out (too few operations, cut short) or flagged as outliers: see each check's flagged list; a left-out run decides nothing."
         );
     }
     if let Some(bg) = &server {

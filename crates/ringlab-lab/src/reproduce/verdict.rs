@@ -557,13 +557,6 @@ fn evaluate_pair(
         .as_ref()
         .and_then(|m| reduce_pairs(m, &check.reduce, &check.expect));
     out.measured = ratio;
-    let Some(ratio) = ratio else {
-        out.reason = format!(
-            "{b_name} measured 0 for {}, so a/b is not defined",
-            check.metric
-        );
-        return;
-    };
     if let Some(why) = pairs
         .iter()
         .find_map(|(_, pa, pb)| too_few(&check.a, pa).or_else(|| too_few(b_name, pb)))
@@ -572,6 +565,13 @@ fn evaluate_pair(
         out.reason = why;
         return;
     }
+    let Some(ratio) = ratio else {
+        out.reason = format!(
+            "{b_name} measured 0 for {}, so a/b is not defined",
+            check.metric
+        );
+        return;
+    };
     // The p-value of the point the reduction picks (max, min), else the
     // largest over the points: every point must differ.
     let pick = match check.reduce.as_str() {
