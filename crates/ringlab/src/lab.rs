@@ -53,7 +53,7 @@ pub fn report(dir: &Path, output: Option<&Path>) -> Result<()> {
 }
 
 pub fn compare(a: &Path, b: &Path, json: bool) -> Result<()> {
-    let text = ringlab_lab::compare::compare_files(a, b, json)?;
+    let text = ringlab_lab::compare::compare_paths(a, b, json)?;
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(())
 }
