@@ -3,7 +3,7 @@
 //! repeats, ranked by the goal, and the recommendation: the simplest setup
 //! within the noise of the best.
 
-use super::{guidelines, knobs, Goal};
+use super::{knobs, Goal};
 use crate::store::{read_index, read_result, Status, INDEX_FILE};
 use anyhow::Result;
 use ringlab_core::usage_error;
@@ -119,29 +119,6 @@ pub struct Recommendation {
     pub ringlab_io: String,
     pub fio: String,
     pub liburing: String,
-}
-
-/// The advice, also the JSON of `advise --output-format json`
-/// (schema/advise.schema.json).
-#[derive(Clone, Debug, Serialize)]
-pub struct Advice {
-    pub format: &'static str,
-    pub version: u32,
-    /// `calibration` (advise ran the setups) or `results` (`--from`).
-    pub source: String,
-    /// The results directory the advice was drawn from.
-    pub results_dir: String,
-    pub goal: Goal,
-    pub noise_pct: f64,
-    pub kernel: Option<String>,
-    pub shape: serde_json::Map<String, Json>,
-    pub calibration: Option<Calibration>,
-    pub skipped: Vec<super::Skipped>,
-    /// Setups best first by the goal.
-    pub ranked: Vec<SetupFigures>,
-    pub recommendation: Recommendation,
-    pub guidelines: Vec<guidelines::Verdict>,
-    pub warnings: Vec<String>,
 }
 
 /// How the calibration sweep was run.

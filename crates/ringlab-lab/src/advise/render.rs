@@ -2,7 +2,8 @@
 //! ways: `ringlab io` flags, fio options, a liburing snippet.
 
 use super::knobs;
-use super::rank::{Advice, Range, SetupFigures};
+use super::rank::{Range, SetupFigures};
+use super::Advice;
 use super::Goal;
 use serde_json::Value as Json;
 
