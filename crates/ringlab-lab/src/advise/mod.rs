@@ -362,7 +362,7 @@ fn build(
         shape,
         calibration,
         skipped,
-        guidelines: guidelines::check(goal, &ranked),
+        guidelines: guidelines::check(&ranked),
         ranked,
         recommendation: rec,
         warnings,

@@ -87,10 +87,45 @@ pub struct SetupFigures {
     pub counters: BTreeMap<String, f64>,
     /// Diagnosis rules that fired in any repeat.
     pub diagnoses: Vec<String>,
+    /// The goal's figure against the best-ranked setup: ratio, 95%
+    /// interval over the repeats and p-value (null for the best itself).
+    pub vs_best: Option<VsBest>,
+    /// Every repeat's figures.
+    #[serde(skip)]
+    pub samples: Samples,
     #[serde(skip)]
     pub shape: String,
     #[serde(skip)]
     pub config: serde_json::Map<String, Json>,
+}
+
+/// Each repeat's figures of a setup.
+#[derive(Clone, Debug, Default)]
+pub struct Samples {
+    pub iops: Vec<f64>,
+    pub p50: Vec<f64>,
+    pub p99: Vec<f64>,
+    pub cpu: Vec<f64>,
+}
+
+impl Samples {
+    fn of(&self, goal: Goal) -> &[f64] {
+        match goal {
+            Goal::Iops => &self.iops,
+            Goal::Latency => &self.p99,
+            Goal::Cpu => &self.cpu,
+        }
+    }
+}
+
+/// A setup's goal figure against the best one's.
+#[derive(Clone, Debug, Serialize)]
+pub struct VsBest {
+    pub best: String,
+    /// This setup / the best, on the goal's figure.
+    pub ratio: f64,
+    pub interval: ringlab_stats::effect::Interval,
+    pub p_value: f64,
 }
 
 /// A counter of the recommended setup beside the baseline's.
@@ -358,6 +393,13 @@ pub fn summarise(name: &str, runs: &[Json]) -> SetupFigures {
         cpu_us_per_op: (cpu.len() == runs.len()).then(|| Range::of(&cpu)).flatten(),
         counters,
         diagnoses,
+        vs_best: None,
+        samples: Samples {
+            iops,
+            p50,
+            p99,
+            cpu,
+        },
         shape,
         config,
     }
@@ -394,6 +436,17 @@ pub fn rank(goal: Goal, mut setups: Vec<SetupFigures>) -> Vec<SetupFigures> {
         }
         .then(a.complexity.cmp(&b.complexity))
     });
+    let best = setups.first().map(|b| (b.setup.clone(), b.samples.of(goal).to_vec()));
+    if let Some((name, values)) = best {
+        for s in setups.iter_mut().skip(1) {
+            s.vs_best = ringlab_stats::effect::Effect::of(s.samples.of(goal), &values).map(|e| VsBest {
+                best: name.clone(),
+                ratio: e.ratio,
+                interval: e.interval,
+                p_value: e.p_value,
+            });
+        }
+    }
     setups
 }
 
@@ -555,6 +608,11 @@ mod tests {
             cpu_us_per_op: None,
             counters: BTreeMap::new(),
             diagnoses: vec![],
+            vs_best: None,
+            samples: Samples {
+                iops: iops.to_vec(),
+                ..Default::default()
+            },
             shape: String::new(),
             config: Default::default(),
         }
