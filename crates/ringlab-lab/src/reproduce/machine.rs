@@ -62,6 +62,13 @@ impl Machine {
                     .to_string()
             }),
             "poll-queues" => poll_queues_missing(target),
+            "raw-device" => {
+                use std::os::unix::fs::FileTypeExt;
+                let block = std::fs::metadata(target).is_ok_and(|m| m.file_type().is_block_device());
+                (!block && !Path::new("/dev/zram0").exists()).then(|| {
+                    "needs a raw block device: name one with --target (it is only read), or load zram (modprobe zram) so /dev/zram0 exists".to_string()
+                })
+            }
             "rocksdb" => find_in_path("db_bench").is_none().then(|| {
                 "needs RocksDB's db_bench (not found in PATH): apt-get install librocksdb-dev rocksdb-tools liburing-dev g++, then rebuild ringlab (cargo build) so that its RocksDB plugin is built".to_string()
             }),

@@ -360,6 +360,25 @@ struct Files {
     tmpfs_size: u64,
     scratch: Option<PathBuf>,
     tmpfs: Option<PathBuf>,
+    cached: Option<PathBuf>,
+    /// The raw device, and whether this process sized it (then it is
+    /// reset at the end).
+    raw: Option<(PathBuf, bool)>,
+}
+
+/// The zram device the raw-device recipes use when --target names none.
+const ZRAM: &str = "/dev/zram0";
+
+/// Why `dev` cannot be read as a raw device now: mounted or swap.
+fn device_in_use(dev: &Path) -> Option<String> {
+    let name = dev.display().to_string();
+    for (file, what) in [("/proc/mounts", "mounted"), ("/proc/swaps", "used as swap")] {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        if text.lines().any(|l| l.split_whitespace().next() == Some(name.as_str())) {
+            return Some(format!("{name} is {what}"));
+        }
+    }
+    None
 }
 
 impl Files {
@@ -375,7 +394,70 @@ impl Files {
             tmpfs_size,
             scratch: None,
             tmpfs: None,
+            cached: None,
+            raw: None,
         }
+    }
+
+    /// A file on the results' file system that stays in the page cache:
+    /// read through before every sweep that uses it, so every read of the
+    /// runs is a cache hit (unlike tmpfs, io_uring serves them inline).
+    fn cached(&mut self) -> Result<PathBuf> {
+        if let Some(p) = &self.cached {
+            return Ok(p.clone());
+        }
+        let p = self
+            .dir
+            .join(format!(".reproduce-cached-{}.dat", std::process::id()));
+        lay_out(&p, self.tmpfs_size)?;
+        self.cached = Some(p.clone());
+        Ok(p)
+    }
+
+    /// A raw block device: --target when it is one, else zram (sized and
+    /// filled here when nobody set it up, read as it is otherwise). Only
+    /// read by the recipes.
+    fn raw(&mut self, target: Option<&Path>) -> Result<PathBuf> {
+        if let Some((p, _)) = &self.raw {
+            return Ok(p.clone());
+        }
+        use std::os::unix::fs::FileTypeExt;
+        if let Some(t) = target.filter(|t| {
+            std::fs::metadata(t).is_ok_and(|m| m.file_type().is_block_device())
+        }) {
+            self.raw = Some((t.to_path_buf(), false));
+            return Ok(t.to_path_buf());
+        }
+        let dev = PathBuf::from(ZRAM);
+        if let Some(why) = device_in_use(&dev) {
+            return Err(anyhow!(
+                "the raw-device runs need {ZRAM} unused, and {why}: name another raw device with --target (it is only read)"
+            ));
+        }
+        let disksize = "/sys/block/zram0/disksize";
+        let size: u64 = std::fs::read_to_string(disksize)
+            .map_err(|e| anyhow!("{disksize}: {e} (load the module: modprobe zram)"))?
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        let ours = size == 0;
+        if ours {
+            std::fs::write(disksize, self.tmpfs_size.to_string())
+                .with_context(|| format!("sizing {ZRAM} through {disksize}"))?;
+            // Data, not zeros: zram serves never-written pages without a
+            // decompression.
+            lay_out(&dev, self.tmpfs_size).with_context(|| format!("filling {ZRAM}"))?;
+        }
+        self.raw = Some((dev.clone(), ours));
+        Ok(dev)
+    }
+
+    /// Reads `p` through, so its pages are in the page cache.
+    fn warm(p: &Path) -> Result<()> {
+        let mut f = std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?;
+        std::io::copy(&mut f, &mut std::io::sink())
+            .with_context(|| format!("reading {} into the page cache", p.display()))?;
+        Ok(())
     }
 
     fn scratch(&mut self) -> Result<PathBuf> {
@@ -405,11 +487,15 @@ impl Files {
     }
 
     fn remove(&mut self) {
-        for p in [self.scratch.take(), self.tmpfs.take()]
+        for p in [self.scratch.take(), self.tmpfs.take(), self.cached.take()]
             .into_iter()
             .flatten()
         {
             let _ = std::fs::remove_file(p);
+        }
+        if let Some((_, true)) = self.raw.take() {
+            // Sized here: give its memory back.
+            let _ = std::fs::write("/sys/block/zram0/reset", "1");
         }
     }
 }
@@ -676,6 +762,13 @@ fn run_recipe(
     if uses("tmpfs") {
         vars.insert("tmpfs".into(), files.tmpfs()?.display().to_string());
     }
+    if uses("cached") {
+        vars.insert("cached".into(), files.cached()?.display().to_string());
+    }
+    if uses("raw") {
+        let raw = files.raw(opts.target.as_deref())?;
+        vars.insert("raw".into(), raw.display().to_string());
+    }
     let target = match &opts.target {
         Some(t) => t.display().to_string(),
         None => vars.get("scratch").cloned().unwrap_or_default(),
@@ -789,6 +882,8 @@ fn run_round(
     let file = match s.file.as_deref() {
         Some("scratch") => vars.get("scratch").cloned(),
         Some("tmpfs") => vars.get("tmpfs").cloned(),
+        Some("cached") => vars.get("cached").cloned(),
+        Some("raw") => vars.get("raw").cloned(),
         Some("none") => None,
         _ if s.command == "io" => vars.get("target").cloned(),
         _ => None,
@@ -816,6 +911,11 @@ fn run_round(
         interrupted: opts.interrupted.clone(),
         progress_bar: opts.progress_bar,
     };
+    if s.file.as_deref() == Some("cached") {
+        if let Some(p) = vars.get("cached") {
+            Files::warm(Path::new(p))?;
+        }
+    }
     let before = machine::ProcSample::take();
     with_affinity(cpus.as_deref(), || run_sweep(&plan, &sweep_dir, &sopts))?
         .with_context(|| format!("sweep {} of recipe {}", s.name, r.name))?;
