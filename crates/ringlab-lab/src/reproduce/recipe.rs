@@ -526,6 +526,20 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_quotes_every_recipe_with_its_section() {
+        let readme = include_str!("../../recipes/README.md");
+        for r in builtin().unwrap() {
+            let at = readme
+                .find(&format!("### `{}`", r.name))
+                .unwrap_or_else(|| panic!("recipes/README.md has no entry for {}", r.name));
+            let entry = &readme[at..];
+            let entry = &entry[..entry[4..].find("### ").map_or(entry.len(), |e| e + 4)];
+            assert!(entry.contains(&r.section), "{}: section not in its entry", r.name);
+            assert!(entry.contains(&r.quote), "{}: quote not in its entry", r.name);
+        }
+    }
+
+    #[test]
     fn a_series_naming_a_missing_sweep_is_refused() {
         let text = r#"
 name = "x"
