@@ -353,11 +353,7 @@ fn walk(root: &Path, dir: &Path, depth: usize, set: &mut Set) -> Result<()> {
                     p.truncate(i);
                 }
             }
-            parts.extend(
-                e.values
-                    .iter()
-                    .map(|(k, v)| format!("{k}={}", show(v))),
-            );
+            parts.extend(e.values.iter().map(|(k, v)| format!("{k}={}", show(v))));
             set.add(parts.join(" "), r);
         }
         return Ok(());
@@ -406,7 +402,9 @@ impl Side {
 
     /// `12.3k ±4%`: the median and the farthest repeat from it.
     fn text(&self, kind: Kind) -> String {
-        let far = (self.max - self.median).abs().max((self.median - self.min).abs());
+        let far = (self.max - self.median)
+            .abs()
+            .max((self.median - self.min).abs());
         if self.median == 0.0 {
             return fmt(kind, Some(self.median));
         }

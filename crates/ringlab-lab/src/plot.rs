@@ -391,10 +391,7 @@ fn draw_legend(legend_area: &DrawingArea<SVGBackend<'_>, Shift>, c: &Chart) -> D
         note_style.clone(),
     ))?;
     // The legend promises bars only where some are drawn.
-    let bars = c
-        .series
-        .iter()
-        .any(|s| s.points.iter().any(|p| p.3 > p.2));
+    let bars = c.series.iter().any(|s| s.points.iter().any(|p| p.3 > p.2));
     let bars_note = if bars {
         "bars: lowest to highest repeat"
     } else {

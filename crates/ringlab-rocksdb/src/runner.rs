@@ -159,10 +159,7 @@ pub fn run_matrix(
         Some(dir) => Some(ResultStore::create(dir, &configs, args)?),
         None => None,
     };
-    let db = args
-        .db
-        .clone()
-        .unwrap_or_else(|| default_db(args.keys));
+    let db = args.db.clone().unwrap_or_else(|| default_db(args.keys));
     let mut setup = Setup {
         device: None,
         db,

@@ -677,7 +677,14 @@ fn compare_of_a_directory_with_itself_finds_no_difference_anywhere() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("t.dat");
     assert_ok(&ringlab_args(&[
-        "io", p(&target), "--size", "8m", "--rw", "write", "--runtime", "20ms",
+        "io",
+        p(&target),
+        "--size",
+        "8m",
+        "--rw",
+        "write",
+        "--runtime",
+        "20ms",
     ]));
     let s = depth_sweep(dir.path(), &target, 4, false);
     let out = ringlab_args(&["compare", p(&s), p(&s)]);
@@ -708,7 +715,14 @@ fn compare_of_two_setups_that_truly_differ_is_significant() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("t.dat");
     assert_ok(&ringlab_args(&[
-        "io", p(&target), "--size", "8m", "--rw", "write", "--runtime", "20ms",
+        "io",
+        p(&target),
+        "--size",
+        "8m",
+        "--rw",
+        "write",
+        "--runtime",
+        "20ms",
     ]));
     // Buffered reads (any file system, tmpfs too): the difference in
     // submissions per I/O does not depend on the device.

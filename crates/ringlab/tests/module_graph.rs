@@ -108,7 +108,12 @@ fn edges(mods: &BTreeMap<String, String>) -> BTreeMap<String, BTreeSet<String>> 
                 continue;
             }
             for p in paths_at(&code[i + 7..]) {
-                named.push(p.split("::").filter(|s| !s.is_empty()).map(String::from).collect());
+                named.push(
+                    p.split("::")
+                        .filter(|s| !s.is_empty())
+                        .map(String::from)
+                        .collect(),
+                );
             }
         }
         for (i, _) in code.match_indices("super::") {
@@ -229,5 +234,9 @@ fn the_cycle_finder_finds_cycles() {
     let c = find_cycle(&edges(&mods)).expect("x::a -> x::b -> x::a");
     assert_eq!(c.len(), 2, "{c:?}");
     mods.insert("x::b".to_string(), "use super::Goal;".to_string());
-    assert_eq!(find_cycle(&edges(&mods)), None, "naming the parent is no edge");
+    assert_eq!(
+        find_cycle(&edges(&mods)),
+        None,
+        "naming the parent is no edge"
+    );
 }

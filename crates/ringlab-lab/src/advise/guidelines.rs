@@ -193,7 +193,12 @@ pub fn check(setups: &[SetupFigures]) -> Vec<Verdict> {
 fn judge(g: &Guideline, a: &SetupFigures, b: &SetupFigures, v: &mut Verdict) {
     v.metric = Some(g.about.name().to_string());
     let Some(e) = Effect::of(g.about.values(a), g.about.values(b)) else {
-        v.detail = format!("no {} figure for {} or {}", g.about.name(), a.setup, b.setup);
+        v.detail = format!(
+            "no {} figure for {} or {}",
+            g.about.name(),
+            a.setup,
+            b.setup
+        );
         return;
     };
     v.ratio = Some(e.ratio);
@@ -280,11 +285,29 @@ mod tests {
         let setups = vec![
             setup("iou", "uring", &[], &same, &lat),
             // A tie on IOPS: "no difference measured", never "confirmed".
-            setup("coop", "uring", &["coop-taskrun"], &[100.5, 99.0, 101.0, 100.0, 99.8], &lat),
+            setup(
+                "coop",
+                "uring",
+                &["coop-taskrun"],
+                &[100.5, 99.0, 101.0, 100.0, 99.8],
+                &lat,
+            ),
             // SQPOLL: more IOPS but worse latency: judged on latency.
-            setup("sqpoll", "uring", &["sqpoll"], &[150.0, 151.0, 149.0, 150.5, 149.5], &[80.0, 81.0, 79.0, 80.5, 79.5]),
+            setup(
+                "sqpoll",
+                "uring",
+                &["sqpoll"],
+                &[150.0, 151.0, 149.0, 150.5, 149.5],
+                &[80.0, 81.0, 79.0, 80.5, 79.5],
+            ),
             // linux-aio twice as fast: io_uring at -50% is no "few gains".
-            setup("aio", "libaio", &[], &[200.0, 201.0, 199.0, 200.5, 199.5], &lat),
+            setup(
+                "aio",
+                "libaio",
+                &[],
+                &[200.0, 201.0, 199.0, 200.5, 199.5],
+                &lat,
+            ),
         ];
         let v = check(&setups);
         let coop = verdict_of(&v, "coop-taskrun");

@@ -255,7 +255,6 @@ pub struct Advice {
     pub warnings: Vec<String>,
 }
 
-
 /// Advice from results already on disk (`--from DIR`): a sweep directory,
 /// advise's own saved calibration, or a `reproduce` output.
 pub fn advise_from(dir: &std::path::Path, goal: Goal) -> anyhow::Result<Advice> {

@@ -436,15 +436,18 @@ pub fn rank(goal: Goal, mut setups: Vec<SetupFigures>) -> Vec<SetupFigures> {
         }
         .then(a.complexity.cmp(&b.complexity))
     });
-    let best = setups.first().map(|b| (b.setup.clone(), b.samples.of(goal).to_vec()));
+    let best = setups
+        .first()
+        .map(|b| (b.setup.clone(), b.samples.of(goal).to_vec()));
     if let Some((name, values)) = best {
         for s in setups.iter_mut().skip(1) {
-            s.vs_best = ringlab_stats::effect::Effect::of(s.samples.of(goal), &values).map(|e| VsBest {
-                best: name.clone(),
-                ratio: e.ratio,
-                interval: e.interval,
-                p_value: e.p_value,
-            });
+            s.vs_best =
+                ringlab_stats::effect::Effect::of(s.samples.of(goal), &values).map(|e| VsBest {
+                    best: name.clone(),
+                    ratio: e.ratio,
+                    interval: e.interval,
+                    p_value: e.p_value,
+                });
         }
     }
     setups

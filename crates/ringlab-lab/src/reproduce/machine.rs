@@ -246,7 +246,12 @@ impl ProcSample {
 }
 
 /// Quietness over one sweep: the figures and the warnings they raise.
-pub fn quietness(what: &str, before: &ProcSample, after: &ProcSample, cpus: usize) -> serde_json::Value {
+pub fn quietness(
+    what: &str,
+    before: &ProcSample,
+    after: &ProcSample,
+    cpus: usize,
+) -> serde_json::Value {
     let steal_percent = match (before.steal_total, after.steal_total) {
         (Some((s0, t0)), Some((s1, t1))) if t1 > t0 => {
             Some((s1.saturating_sub(s0)) as f64 * 100.0 / (t1 - t0) as f64)
@@ -262,10 +267,7 @@ pub fn quietness(what: &str, before: &ProcSample, after: &ProcSample, cpus: usiz
         ));
     }
     if let Some(r) = before.runnable.filter(|r| *r > 1) {
-        warnings.push(format!(
-            "{} other task(s) runnable before the runs",
-            r - 1
-        ));
+        warnings.push(format!("{} other task(s) runnable before the runs", r - 1));
     }
     if let Some(s) = steal_percent.filter(|s| *s > 2.0) {
         warnings.push(format!(

@@ -294,9 +294,12 @@ pub fn reproduce(names: &[String], opts: &ReproduceOptions) -> Result<Summary> {
             "contradicted" => Verdict::Contradicted,
             _ => Verdict::CannotRun,
         };
-        summary
-            .verdicts
-            .push((r.name.clone(), verdict, reason, page::figure_text(&v["measured"])));
+        summary.verdicts.push((
+            r.name.clone(),
+            verdict,
+            reason,
+            page::figure_text(&v["measured"]),
+        ));
     }
     files.remove();
     page::write_index(&opts.output)?;
@@ -374,7 +377,10 @@ fn device_in_use(dev: &Path) -> Option<String> {
     let name = dev.display().to_string();
     for (file, what) in [("/proc/mounts", "mounted"), ("/proc/swaps", "used as swap")] {
         let text = std::fs::read_to_string(file).unwrap_or_default();
-        if text.lines().any(|l| l.split_whitespace().next() == Some(name.as_str())) {
+        if text
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(name.as_str()))
+        {
             return Some(format!("{name} is {what}"));
         }
     }
@@ -422,9 +428,9 @@ impl Files {
             return Ok(p.clone());
         }
         use std::os::unix::fs::FileTypeExt;
-        if let Some(t) = target.filter(|t| {
-            std::fs::metadata(t).is_ok_and(|m| m.file_type().is_block_device())
-        }) {
+        if let Some(t) =
+            target.filter(|t| std::fs::metadata(t).is_ok_and(|m| m.file_type().is_block_device()))
+        {
             self.raw = Some((t.to_path_buf(), false));
             return Ok(t.to_path_buf());
         }
@@ -789,22 +795,23 @@ fn run_recipe(
     let mut quiet = Vec::new();
     let mut round = 0u32;
     let mut todo: Vec<&SweepSpec> = r.sweep.iter().collect();
-    let mut verdict = loop {
-        let t0 = Instant::now();
-        for s in &todo {
-            run_round(r, s, round, dir, opts, &vars, machine, &mut quiet)?;
-        }
-        let round_time = t0.elapsed();
-        let points = load_points(r, dir)?;
-        let outcomes = outcomes(r, machine, &points);
-        todo = sweeps_to_repeat(r, &outcomes);
-        let next_fits = Instant::now() + round_time <= deadline;
-        if todo.is_empty() || round >= MAX_EXTRA_ROUNDS || !next_fits {
-            let server = bg.as_ref().map(|b| b.what.clone());
-            break judge_outcomes(r, machine, &points, outcomes, &vars, server);
-        }
-        round += 1;
-        eprintln!(
+    let mut verdict =
+        loop {
+            let t0 = Instant::now();
+            for s in &todo {
+                run_round(r, s, round, dir, opts, &vars, machine, &mut quiet)?;
+            }
+            let round_time = t0.elapsed();
+            let points = load_points(r, dir)?;
+            let outcomes = outcomes(r, machine, &points);
+            todo = sweeps_to_repeat(r, &outcomes);
+            let next_fits = Instant::now() + round_time <= deadline;
+            if todo.is_empty() || round >= MAX_EXTRA_ROUNDS || !next_fits {
+                let server = bg.as_ref().map(|b| b.what.clone());
+                break judge_outcomes(r, machine, &points, outcomes, &vars, server);
+            }
+            round += 1;
+            eprintln!(
             "ringlab reproduce: {}: {} undecided or flagged; round {} ({} more repeat(s) of {})",
             r.name,
             undecided_names(r, &outcomes_names(&todo)),
@@ -812,7 +819,7 @@ fn run_recipe(
             recipe::ROUND_REPEATS,
             todo.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
         );
-    };
+        };
     let server = bg.as_ref().map(|b| b.what.clone());
     drop(bg);
     attach_quietness(&mut verdict, &quiet);
@@ -924,7 +931,12 @@ fn run_round(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    quiet.push(machine::quietness(&name, &before, &after, machine.cpus.len()));
+    quiet.push(machine::quietness(
+        &name,
+        &before,
+        &after,
+        machine.cpus.len(),
+    ));
     Ok(())
 }
 
@@ -1009,21 +1021,21 @@ pub fn load_points(r: &Recipe, dir: &Path) -> Result<Vec<Point>> {
             dirs.push(d);
         }
         for sdir in dirs {
-        let index = read_index(&sdir)?;
-        for e in index.runs.iter().filter(|e| e.status == Status::Done) {
-            let path = sdir.join(&e.result);
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            let result: Json = serde_json::from_str(&text)
-                .with_context(|| format!("parsing {}", path.display()))?;
-            points.push(Point {
-                sweep: s.name.clone(),
-                values: e.values.clone(),
-                result,
-            });
+            let index = read_index(&sdir)?;
+            for e in index.runs.iter().filter(|e| e.status == Status::Done) {
+                let path = sdir.join(&e.result);
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                let result: Json = serde_json::from_str(&text)
+                    .with_context(|| format!("parsing {}", path.display()))?;
+                points.push(Point {
+                    sweep: s.name.clone(),
+                    values: e.values.clone(),
+                    result,
+                });
+            }
         }
     }
-        }
     Ok(points)
 }
 

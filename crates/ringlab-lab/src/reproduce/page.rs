@@ -253,7 +253,10 @@ pub fn figure_text(f: &Json) -> String {
             num(v)
         }
     };
-    match f["interval"].as_array().and_then(|a| Some((a.first()?.as_f64()?, a.get(1)?.as_f64()?))) {
+    match f["interval"]
+        .as_array()
+        .and_then(|a| Some((a.first()?.as_f64()?, a.get(1)?.as_f64()?)))
+    {
         Some((lo, hi)) => format!("{} [{}, {}] {unit}", n(x), n(lo), n(hi)),
         None => format!("{} {unit}", n(x)),
     }
@@ -283,15 +286,26 @@ fn section(v: &Json) -> Result<String> {
         h += "<table><tr><th>#</th><th class=\"l\">check</th><th class=\"l\">the paper</th><th class=\"l\">rule</th><th>measured [95% interval]</th><th>p</th><th>repeats</th><th class=\"l\">verdict</th></tr>\n";
         let decided = v["decided_by"].as_u64();
         for (i, c) in checks.iter().enumerate() {
-            let mark = if decided == Some(i as u64 + 1) { " (decided)" } else { "" };
-            let measured = match (c["measured"].as_f64(), c["interval"]["lo"].as_f64(), c["interval"]["hi"].as_f64()) {
+            let mark = if decided == Some(i as u64 + 1) {
+                " (decided)"
+            } else {
+                ""
+            };
+            let measured = match (
+                c["measured"].as_f64(),
+                c["interval"]["lo"].as_f64(),
+                c["interval"]["hi"].as_f64(),
+            ) {
                 (Some(m), Some(lo), Some(hi)) => format!("{} [{}, {}]", num(m), num(lo), num(hi)),
                 (Some(m), _, _) => num(m),
                 _ => "–".into(),
             };
             let mut notes = String::new();
             for f in c["flagged"].as_array().cloned().unwrap_or_default() {
-                notes += &format!("<br/><span class=\"note\">⚠ {}</span>", esc(f.as_str().unwrap_or("")));
+                notes += &format!(
+                    "<br/><span class=\"note\">⚠ {}</span>",
+                    esc(f.as_str().unwrap_or(""))
+                );
             }
             h += &format!(
                 "<tr><td>{}{mark}</td><td class=\"l\">{}{notes}</td><td class=\"l\">{}</td><td class=\"l\">{} ({})</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\"><span class=\"v {w}\">{w}</span></td></tr>\n",

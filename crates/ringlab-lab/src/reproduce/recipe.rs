@@ -340,7 +340,11 @@ pub fn parse_recipe(text: &str, name: &str) -> Result<Recipe> {
                 "check '{}': expect {} {} a zone (the equivalence zone of equal claims)",
                 c.what,
                 c.expect,
-                if c.expect == "equal" { "needs" } else { "takes no" }
+                if c.expect == "equal" {
+                    "needs"
+                } else {
+                    "takes no"
+                }
             )));
         }
         let pair = matches!(c.expect.as_str(), "greater" | "less" | "equal");
@@ -452,7 +456,10 @@ impl Recipe {
             _ => &sweep.axes,
         };
         let mut axes = substitute_table(axes, vars)?;
-        if sweep.command == "rocksdb" && matches!(scale, Scale::Tiny(_)) && axes.contains_key("keys") {
+        if sweep.command == "rocksdb"
+            && matches!(scale, Scale::Tiny(_))
+            && axes.contains_key("keys")
+        {
             // Tests: a database that fills in a moment.
             axes.insert("keys".into(), toml::Value::Array(vec![20000.into()]));
         }
@@ -534,8 +541,16 @@ mod tests {
                 .unwrap_or_else(|| panic!("recipes/README.md has no entry for {}", r.name));
             let entry = &readme[at..];
             let entry = &entry[..entry[4..].find("### ").map_or(entry.len(), |e| e + 4)];
-            assert!(entry.contains(&r.section), "{}: section not in its entry", r.name);
-            assert!(entry.contains(&r.quote), "{}: quote not in its entry", r.name);
+            assert!(
+                entry.contains(&r.section),
+                "{}: section not in its entry",
+                r.name
+            );
+            assert!(
+                entry.contains(&r.quote),
+                "{}: quote not in its entry",
+                r.name
+            );
         }
     }
 

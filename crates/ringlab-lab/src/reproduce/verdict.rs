@@ -487,17 +487,16 @@ fn evaluate_pair(
     b: &[XRepeats],
     out: &mut CheckOutcome,
 ) {
-    let pairs: Vec<(Json, &XRepeats, &XRepeats)> =
-        if check.a_x.is_some() || check.b_x.is_some() {
-            match (a.first(), b.first()) {
-                (Some(pa), Some(pb)) => vec![(json!([pa.x, pb.x]), pa, pb)],
-                _ => Vec::new(),
-            }
-        } else {
-            a.iter()
-                .filter_map(|pa| Some((pa.x.clone(), pa, b.iter().find(|pb| pb.label == pa.label)?)))
-                .collect()
-        };
+    let pairs: Vec<(Json, &XRepeats, &XRepeats)> = if check.a_x.is_some() || check.b_x.is_some() {
+        match (a.first(), b.first()) {
+            (Some(pa), Some(pb)) => vec![(json!([pa.x, pb.x]), pa, pb)],
+            _ => Vec::new(),
+        }
+    } else {
+        a.iter()
+            .filter_map(|pa| Some((pa.x.clone(), pa, b.iter().find(|pb| pb.label == pa.label)?)))
+            .collect()
+    };
     let tol = check.tolerance;
     let size = toml_f64(&check.size).unwrap_or(f64::NAN);
     let (lo_t, hi_t) = match check.expect.as_str() {
@@ -578,8 +577,16 @@ fn evaluate_pair(
         "max" | "min" if check.expect != "equal" => medians.as_ref().and_then(|m| {
             let key = |i: usize| m[i].0 / m[i].1;
             (0..m.len()).reduce(|i, j| {
-                let better = if check.reduce == "max" { key(j) > key(i) } else { key(j) < key(i) };
-                if better { j } else { i }
+                let better = if check.reduce == "max" {
+                    key(j) > key(i)
+                } else {
+                    key(j) < key(i)
+                };
+                if better {
+                    j
+                } else {
+                    i
+                }
             })
         }),
         _ => None,
@@ -598,7 +605,10 @@ fn evaluate_pair(
         |m| reduce_pairs(m, &how, &expect),
         effect::BOOTSTRAP_SEED,
     ) else {
-        out.reason = format!("{b_name} measured 0 for {} in most resamples, so a/b is not defined", check.metric);
+        out.reason = format!(
+            "{b_name} measured 0 for {} in most resamples, so a/b is not defined",
+            check.metric
+        );
         return;
     };
     out.interval = Some(iv);
@@ -615,7 +625,11 @@ fn evaluate_pair(
         if pairs.len() > 1 {
             format!(
                 ", {} of {} x values",
-                if check.expect == "equal" { "largest difference" } else { check.reduce.as_str() },
+                if check.expect == "equal" {
+                    "largest difference"
+                } else {
+                    check.reduce.as_str()
+                },
                 pairs.len()
             )
         } else {
@@ -625,25 +639,79 @@ fn evaluate_pair(
     let spread = iv.contains(1.0);
     let (verdict, why) = match check.expect.as_str() {
         "greater" => match Side::of(iv, lo_t) {
-            Side::Above => (Verdict::Reproduced, format!("wholly at or above the claim's threshold {}", threshold_text(lo_t, near_one))),
-            Side::Below if iv.hi < 1.0 => (Verdict::Contradicted, "wholly below 1: the opposite of the claim".to_string()),
-            Side::Below => (Verdict::Contradicted, format!("wholly below the claim's threshold {}: a smaller effect than claimed", threshold_text(lo_t, near_one))),
-            Side::Straddles if spread => (Verdict::Inconclusive, "the difference is inside the run-to-run spread".to_string()),
-            Side::Straddles => (Verdict::Inconclusive, format!("the interval holds the claim's threshold {}", threshold_text(lo_t, near_one))),
+            Side::Above => (
+                Verdict::Reproduced,
+                format!(
+                    "wholly at or above the claim's threshold {}",
+                    threshold_text(lo_t, near_one)
+                ),
+            ),
+            Side::Below if iv.hi < 1.0 => (
+                Verdict::Contradicted,
+                "wholly below 1: the opposite of the claim".to_string(),
+            ),
+            Side::Below => (
+                Verdict::Contradicted,
+                format!(
+                    "wholly below the claim's threshold {}: a smaller effect than claimed",
+                    threshold_text(lo_t, near_one)
+                ),
+            ),
+            Side::Straddles if spread => (
+                Verdict::Inconclusive,
+                "the difference is inside the run-to-run spread".to_string(),
+            ),
+            Side::Straddles => (
+                Verdict::Inconclusive,
+                format!(
+                    "the interval holds the claim's threshold {}",
+                    threshold_text(lo_t, near_one)
+                ),
+            ),
         },
         "less" => match Side::of(iv, hi_t) {
-            Side::Below => (Verdict::Reproduced, format!("wholly below the claim's threshold {}", threshold_text(hi_t, near_one))),
-            Side::Above if iv.lo > 1.0 => (Verdict::Contradicted, "wholly above 1: the opposite of the claim".to_string()),
-            Side::Above => (Verdict::Contradicted, format!("wholly at or above the claim's threshold {}: a smaller effect than claimed", threshold_text(hi_t, near_one))),
-            Side::Straddles if spread => (Verdict::Inconclusive, "the difference is inside the run-to-run spread".to_string()),
-            Side::Straddles => (Verdict::Inconclusive, format!("the interval holds the claim's threshold {}", threshold_text(hi_t, near_one))),
+            Side::Below => (
+                Verdict::Reproduced,
+                format!(
+                    "wholly below the claim's threshold {}",
+                    threshold_text(hi_t, near_one)
+                ),
+            ),
+            Side::Above if iv.lo > 1.0 => (
+                Verdict::Contradicted,
+                "wholly above 1: the opposite of the claim".to_string(),
+            ),
+            Side::Above => (
+                Verdict::Contradicted,
+                format!(
+                    "wholly at or above the claim's threshold {}: a smaller effect than claimed",
+                    threshold_text(hi_t, near_one)
+                ),
+            ),
+            Side::Straddles if spread => (
+                Verdict::Inconclusive,
+                "the difference is inside the run-to-run spread".to_string(),
+            ),
+            Side::Straddles => (
+                Verdict::Inconclusive,
+                format!(
+                    "the interval holds the claim's threshold {}",
+                    threshold_text(hi_t, near_one)
+                ),
+            ),
         },
         _ => {
             let zone = format!("[{}, {}]", effect::percent(lo_t), effect::percent(hi_t));
             if iv.lo >= lo_t && iv.hi <= hi_t {
-                (Verdict::Reproduced, format!("wholly inside the equivalence zone {zone}"))
+                (
+                    Verdict::Reproduced,
+                    format!("wholly inside the equivalence zone {zone}"),
+                )
             } else if iv.hi < lo_t || iv.lo > hi_t {
-                (Verdict::Contradicted, format!("wholly outside the equivalence zone {zone}"))
+                (
+                    Verdict::Contradicted,
+                    format!("wholly outside the equivalence zone {zone}"),
+                )
             } else {
                 (Verdict::Inconclusive, format!("the interval crosses the edge of the equivalence zone {zone}: the runs cannot tell equal from different"))
             }
@@ -715,7 +783,11 @@ pub fn combine(outcomes: &[CheckOutcome], preferred: Option<usize>) -> (Verdict,
     if outcomes.is_empty() {
         return (Verdict::CannotRun, None);
     }
-    for v in [Verdict::Contradicted, Verdict::Inconclusive, Verdict::CannotRun] {
+    for v in [
+        Verdict::Contradicted,
+        Verdict::Inconclusive,
+        Verdict::CannotRun,
+    ] {
         if let Some(i) = first(v) {
             return (v, Some(i));
         }
@@ -849,7 +921,11 @@ tolerance = 0.1
         assert!((o[0].measured.unwrap() - 1.25).abs() < 1e-9);
         let iv = o[0].interval.unwrap();
         assert!(iv.lo > 1.2 / 1.05 && iv.hi < 1.3, "{iv:?}");
-        assert!(o[0].rule.contains("wholly at or above +14%"), "{}", o[0].rule);
+        assert!(
+            o[0].rule.contains("wholly at or above +14%"),
+            "{}",
+            o[0].rule
+        );
         assert_eq!(o[0].repeats, 5);
         assert!(o[0].p_value.unwrap() < 0.05);
         assert_eq!(o[1].verdict, Verdict::Reproduced, "{}", o[1].reason);
@@ -881,7 +957,11 @@ tolerance = 0.1
         let slow = [100.0, 101.0, 99.0, 100.5, 99.5];
         let o = run(&points_with(&fast, &slow, 3e6, &[]), Some(4e6));
         assert_eq!(o[0].verdict, Verdict::Inconclusive, "{}", o[0].reason);
-        assert!(o[0].reason.contains("holds the claim's threshold"), "{}", o[0].reason);
+        assert!(
+            o[0].reason.contains("holds the claim's threshold"),
+            "{}",
+            o[0].reason
+        );
     }
 
     #[test]
@@ -889,12 +969,20 @@ tolerance = 0.1
         // +5%, tight: real, but a quarter of the claimed size.
         let o = run(&points(105.0, 100.0, 9e6), Some(4e6));
         assert_eq!(o[0].verdict, Verdict::Contradicted, "{}", o[0].reason);
-        assert!(o[0].reason.contains("smaller effect than claimed"), "{}", o[0].reason);
+        assert!(
+            o[0].reason.contains("smaller effect than claimed"),
+            "{}",
+            o[0].reason
+        );
         assert_eq!(o[1].verdict, Verdict::Contradicted, "{}", o[1].reason);
         // The opposite direction.
         let o = run(&points(80.0, 100.0, 1e6), Some(4e6));
         assert_eq!(o[0].verdict, Verdict::Contradicted, "{}", o[0].reason);
-        assert!(o[0].reason.contains("opposite of the claim"), "{}", o[0].reason);
+        assert!(
+            o[0].reason.contains("opposite of the claim"),
+            "{}",
+            o[0].reason
+        );
         assert_eq!(combine(&o, Some(1)), (Verdict::Contradicted, Some(0)));
     }
 
@@ -921,14 +1009,21 @@ tolerance = 0.1
         // Three repeats, the second did one I/O: two sane ones cannot decide.
         let fast = [125.0, 9000.0, 126.0];
         let slow = [100.0, 101.0, 99.0];
-        let o = run(&points_with(&fast, &slow, 3e6, &[50_000, 1, 50_000]), Some(4e6));
+        let o = run(
+            &points_with(&fast, &slow, 3e6, &[50_000, 1, 50_000]),
+            Some(4e6),
+        );
         assert!(
             o[0].flagged.iter().any(|f| f.contains("did 1 operation")),
             "{:?}",
             o[0].flagged
         );
         assert_eq!(o[0].verdict, Verdict::Inconclusive, "{}", o[0].reason);
-        assert!(o[0].reason.contains("2 sane repeat(s) of 3"), "{}", o[0].reason);
+        assert!(
+            o[0].reason.contains("2 sane repeat(s) of 3"),
+            "{}",
+            o[0].reason
+        );
     }
 
     #[test]
@@ -951,7 +1046,10 @@ tolerance = 0.1
             "expect = \"equal\"\nsize = 0.05\ntolerance = 0.05\nzone = 0.1",
         );
         let r = parse_recipe(&text, "t").unwrap();
-        let limits = Limits { tick_ns: Some(4e6), hz: None };
+        let limits = Limits {
+            tick_ns: Some(4e6),
+            hz: None,
+        };
         let judge = |a: f64, b: f64| evaluate(&r, &r.check[0], &points(a, b, 1e6), &limits);
         assert_eq!(judge(102.0, 100.0).verdict, Verdict::Reproduced);
         assert_eq!(judge(130.0, 100.0).verdict, Verdict::Contradicted);
