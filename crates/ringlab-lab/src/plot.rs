@@ -478,4 +478,35 @@ mod tests {
             assert!(texts.iter().any(|t| t == want), "{want} not in {texts:?}");
         }
     }
+
+    #[test]
+    fn the_legend_promises_bars_only_where_they_are_drawn() {
+        let chart = |points: Vec<(f64, f64, f64, f64)>| Chart {
+            title: "t".into(),
+            x: Axis { desc: "x".into() },
+            y_unit: Unit::PerSecond,
+            y_title: "IOPS".into(),
+            throughput_word: "IOPS".into(),
+            scale: XScale::for_values(&[1.0, 4.0]),
+            series: vec![Series {
+                name: "s".into(),
+                points,
+            }],
+            legend_title: String::new(),
+            points_note: "median of repeats".into(),
+        };
+        let lines = |svg: &str| svg.matches("<polyline").count() + svg.matches("<path").count();
+        let with = render_svg(&chart(vec![(1.0, 2e3, 1e3, 3e3), (4.0, 5e3, 4e3, 6e3)])).unwrap();
+        let without = render_svg(&chart(vec![(1.0, 2e3, 2e3, 2e3), (4.0, 5e3, 5e3, 5e3)])).unwrap();
+        assert!(with.contains("bars: lowest to highest repeat"));
+        assert!(without.contains("no bars: no spread"), "{without}");
+        assert!(!without.contains("bars: lowest"));
+        // Two bars, each with two end ticks, are drawn as extra lines.
+        assert!(
+            lines(&with) >= lines(&without) + 2,
+            "{} vs {}",
+            lines(&with),
+            lines(&without)
+        );
+    }
 }
