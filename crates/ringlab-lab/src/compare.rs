@@ -290,8 +290,11 @@ pub fn compare_files(a_path: &Path, b_path: &Path, as_json: bool) -> Result<Stri
 
 /// Results of one side, by configuration (the sweep directory relative to
 /// the named one and the run's axis values; "" for loose files).
+/// One configuration's results.
+type Group = (String, Vec<Json>);
+
 struct Set {
-    groups: Vec<(String, Vec<Json>)>,
+    groups: Vec<Group>,
     count: usize,
 }
 
@@ -418,7 +421,7 @@ impl Side {
 
 /// The configurations compared: the same keys on both sides, or the one
 /// configuration of each when each side has one.
-fn pairs<'a>(a: &'a Set, b: &'a Set) -> Vec<(&'a (String, Vec<Json>), &'a (String, Vec<Json>))> {
+fn pairs<'a>(a: &'a Set, b: &'a Set) -> Vec<(&'a Group, &'a Group)> {
     let common: Vec<_> = a
         .groups
         .iter()
@@ -494,8 +497,8 @@ fn compare_sets(a_path: &Path, b_path: &Path, as_json: bool) -> Result<String> {
         let w = names.iter().map(|n| n.0.len()).max().unwrap_or(10).max(6);
         let _ = writeln!(
             out,
-            "\n{:<w$}  {:>18}  {:>18}  {:>26}  {}",
-            "figure", "A (median ±)", "B (median ±)", "B/A [95% interval]", "p"
+            "\n{:<w$}  {:>18}  {:>18}  {:>26}  p",
+            "figure", "A (median ±)", "B (median ±)", "B/A [95% interval]"
         );
         let mut figs = Vec::new();
         for (name, kind) in &names {

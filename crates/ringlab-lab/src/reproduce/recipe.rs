@@ -117,7 +117,7 @@ pub struct Recipe {
     pub x: Option<String>,
     #[serde(default)]
     pub runtime: Runtime,
-    /// Operations a run must complete to count [default: 100]: a run that
+    /// Operations a run must complete to count [default: 20]: a run that
     /// did fewer is left out of every verdict.
     #[serde(default)]
     pub min_ops: Option<f64>,

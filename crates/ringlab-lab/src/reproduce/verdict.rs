@@ -149,8 +149,10 @@ impl XRepeats {
     }
 }
 
-/// Operations a run needs to count when the recipe states no `min_ops`.
-pub const DEFAULT_MIN_OPS: f64 = 100.0;
+/// Operations a run needs to count when the recipe states no `min_ops`:
+/// enough for a median and a p99 to mean something, few enough that a
+/// setup the claim says collapses (SQPOLL on its own CPU) still counts.
+pub const DEFAULT_MIN_OPS: f64 = 20.0;
 /// Sane repeats each side needs at each point before a check decides.
 pub const MIN_REPEATS_TO_DECIDE: usize = 3;
 
