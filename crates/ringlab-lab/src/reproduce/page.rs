@@ -246,12 +246,10 @@ pub fn figure_text(f: &Json) -> String {
     };
     let unit = f["unit"].as_str().unwrap_or("");
     let signed = unit.starts_with('%');
-    let n = |v: f64| {
-        if signed && v.abs() < 1000.0 {
-            format!("{v:+.1}")
-        } else {
-            num(v)
-        }
+    let n = |v: f64| match (signed, v.abs() < 100.0) {
+        (true, true) => format!("{v:+.1}"),
+        (true, false) => format!("{v:+.0}"),
+        _ => num(v),
     };
     match f["interval"]
         .as_array()

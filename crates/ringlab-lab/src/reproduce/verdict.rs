@@ -639,13 +639,15 @@ fn evaluate_pair(
         }
     );
     let spread = iv.contains(1.0);
+    // Thresholds in the figure's own form (a percentage or a factor).
+    let pct = iv.lo >= 0.5 && iv.hi <= 2.0;
     let (verdict, why) = match check.expect.as_str() {
         "greater" => match Side::of(iv, lo_t) {
             Side::Above => (
                 Verdict::Reproduced,
                 format!(
                     "wholly at or above the claim's threshold {}",
-                    threshold_text(lo_t, near_one)
+                    threshold_text(lo_t, pct)
                 ),
             ),
             Side::Below if iv.hi < 1.0 => (
@@ -656,7 +658,7 @@ fn evaluate_pair(
                 Verdict::Contradicted,
                 format!(
                     "wholly below the claim's threshold {}: a smaller effect than claimed",
-                    threshold_text(lo_t, near_one)
+                    threshold_text(lo_t, pct)
                 ),
             ),
             Side::Straddles if spread => (
@@ -667,7 +669,7 @@ fn evaluate_pair(
                 Verdict::Inconclusive,
                 format!(
                     "the interval holds the claim's threshold {}",
-                    threshold_text(lo_t, near_one)
+                    threshold_text(lo_t, pct)
                 ),
             ),
         },
@@ -676,7 +678,7 @@ fn evaluate_pair(
                 Verdict::Reproduced,
                 format!(
                     "wholly below the claim's threshold {}",
-                    threshold_text(hi_t, near_one)
+                    threshold_text(hi_t, pct)
                 ),
             ),
             Side::Above if iv.lo > 1.0 => (
@@ -687,7 +689,7 @@ fn evaluate_pair(
                 Verdict::Contradicted,
                 format!(
                     "wholly at or above the claim's threshold {}: a smaller effect than claimed",
-                    threshold_text(hi_t, near_one)
+                    threshold_text(hi_t, pct)
                 ),
             ),
             Side::Straddles if spread => (
@@ -698,7 +700,7 @@ fn evaluate_pair(
                 Verdict::Inconclusive,
                 format!(
                     "the interval holds the claim's threshold {}",
-                    threshold_text(hi_t, near_one)
+                    threshold_text(hi_t, pct)
                 ),
             ),
         },
