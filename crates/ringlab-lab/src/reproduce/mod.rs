@@ -794,32 +794,43 @@ fn run_recipe(
     let bg = start_background(r, dir, opts, machine, &mut vars)?;
     let mut quiet = Vec::new();
     let mut round = 0u32;
-    let mut todo: Vec<&SweepSpec> = r.sweep.iter().collect();
-    let mut verdict =
-        loop {
-            let t0 = Instant::now();
-            for s in &todo {
-                run_round(r, s, round, dir, opts, &vars, machine, &mut quiet)?;
-            }
-            let round_time = t0.elapsed();
-            let points = load_points(r, dir)?;
-            let outcomes = outcomes(r, machine, &points);
-            todo = sweeps_to_repeat(r, &outcomes);
-            let next_fits = Instant::now() + round_time <= deadline;
-            if todo.is_empty() || round >= MAX_EXTRA_ROUNDS || !next_fits {
-                let server = bg.as_ref().map(|b| b.what.clone());
-                break judge_outcomes(r, machine, &points, outcomes, &vars, server);
-            }
-            round += 1;
-            eprintln!(
-            "ringlab reproduce: {}: {} undecided or flagged; round {} ({} more repeat(s) of {})",
-            r.name,
-            undecided_names(r, &outcomes_names(&todo)),
-            round + 1,
-            recipe::ROUND_REPEATS,
-            todo.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+    let mut todo: Vec<SweepSpec> = r.sweep.clone();
+    let mut verdict = loop {
+        let t0 = Instant::now();
+        for s in &todo {
+            run_round(r, s, round, dir, opts, &vars, machine, &mut quiet)?;
+        }
+        let round_time = t0.elapsed();
+        let ran = runs_in(
+            &todo,
+            opts.scale,
+            if round == 0 {
+                None
+            } else {
+                Some(recipe::ROUND_REPEATS)
+            },
+            r,
         );
-        };
+        let points = load_points(r, dir)?;
+        let outcomes = outcomes(r, machine, &points);
+        todo = sweeps_to_repeat(r, &outcomes);
+        // The next round's time, scaled from this one's by its runs.
+        let next = runs_in(&todo, opts.scale, Some(recipe::ROUND_REPEATS), r);
+        let next_time = round_time.mul_f64(next as f64 / ran.max(1) as f64);
+        let next_fits = Instant::now() + next_time <= deadline;
+        if todo.is_empty() || round >= MAX_EXTRA_ROUNDS || !next_fits {
+            let server = bg.as_ref().map(|b| b.what.clone());
+            break judge_outcomes(r, machine, &points, outcomes, &vars, server);
+        }
+        round += 1;
+        eprintln!(
+                "ringlab reproduce: {}: a check is undecided or flagged a run; round {} ({} more repeat(s) of {})",
+                r.name,
+                round + 1,
+                recipe::ROUND_REPEATS,
+                todo.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+            );
+    };
     let server = bg.as_ref().map(|b| b.what.clone());
     drop(bg);
     attach_quietness(&mut verdict, &quiet);
@@ -833,36 +844,92 @@ fn run_recipe(
 /// Further rounds of repeats a recipe may run while a check is undecided.
 const MAX_EXTRA_ROUNDS: u32 = 3;
 
-fn outcomes_names(todo: &[&SweepSpec]) -> Vec<String> {
-    todo.iter().map(|s| s.name.clone()).collect()
-}
-
-fn undecided_names(_r: &Recipe, sweeps: &[String]) -> String {
-    format!("checks on sweep(s) {}", sweeps.join(", "))
+/// Runs a round of `sweeps` makes: points x repeats (`None`: the first
+/// round's).
+fn runs_in(sweeps: &[SweepSpec], scale: Scale, repeats: Option<u32>, r: &Recipe) -> usize {
+    sweeps
+        .iter()
+        .map(|s| {
+            let axes = match (&s.quick_axes, scale) {
+                (Some(q), Scale::Quick | Scale::Tiny(_)) => q,
+                _ => &s.axes,
+            };
+            let points: usize = axes
+                .values()
+                .map(|v| v.as_array().map_or(1, Vec::len))
+                .product();
+            points * repeats.unwrap_or_else(|| r.repeats(s, scale)) as usize
+        })
+        .sum()
 }
 
 /// The sweeps whose series feed a check that is inconclusive or flagged a
-/// run or an outlier: another round of repeats may decide it.
-fn sweeps_to_repeat<'a>(r: &'a Recipe, outcomes: &[verdict::CheckOutcome]) -> Vec<&'a SweepSpec> {
-    let mut names: Vec<&str> = Vec::new();
+/// run or an outlier: another round of repeats may decide it. Each comes
+/// back narrowed to the x values those checks compare (`at`, `a_x`,
+/// `b_x`), when every one of them names its values.
+fn sweeps_to_repeat(r: &Recipe, outcomes: &[verdict::CheckOutcome]) -> Vec<SweepSpec> {
+    // Sweep name -> (x axis, the x values needed; None: all of them).
+    let mut need: Vec<(String, String, Option<Vec<String>>)> = Vec::new();
     for (c, o) in r.check.iter().zip(outcomes) {
         let undecided = o.verdict == Verdict::Inconclusive
             || (o.verdict != Verdict::CannotRun && !o.flagged.is_empty());
         if !undecided {
             continue;
         }
-        for series in std::iter::once(&c.a).chain(c.b.iter()) {
-            if let Some(spec) = r.series.get(series) {
-                if !names.contains(&spec.sweep.as_str()) {
-                    names.push(&spec.sweep);
+        let sides = std::iter::once((&c.a, &c.a_x)).chain(c.b.iter().map(|b| (b, &c.b_x)));
+        for (series, only) in sides {
+            let Some(spec) = r.series.get(series) else {
+                continue;
+            };
+            let axis = spec.x.clone().or_else(|| r.x.clone()).unwrap_or_default();
+            let values: Option<Vec<String>> = match (only, &c.at) {
+                (Some(x), _) => Some(vec![toml_text(x)]),
+                (None, Some(at)) => Some(at.iter().map(toml_text).collect()),
+                (None, None) => None,
+            };
+            match need.iter_mut().find(|n| n.0 == spec.sweep) {
+                Some(n) => {
+                    n.2 = match (n.2.take(), values) {
+                        (Some(mut a), Some(b)) if n.1 == axis => {
+                            a.extend(b);
+                            Some(a)
+                        }
+                        _ => None,
+                    }
                 }
+                None => need.push((spec.sweep.clone(), axis, values)),
             }
         }
     }
     r.sweep
         .iter()
-        .filter(|s| names.contains(&s.name.as_str()))
+        .filter_map(|s| {
+            let (_, axis, values) = need.iter().find(|n| n.0 == s.name)?;
+            let mut s = s.clone();
+            if let Some(values) = values {
+                for table in std::iter::once(&mut s.axes).chain(s.quick_axes.iter_mut()) {
+                    if let Some(toml::Value::Array(list)) = table.get_mut(axis.as_str()) {
+                        let kept: Vec<toml::Value> = list
+                            .iter()
+                            .filter(|v| values.contains(&toml_text(v)))
+                            .cloned()
+                            .collect();
+                        if !kept.is_empty() {
+                            *list = kept;
+                        }
+                    }
+                }
+            }
+            Some(s)
+        })
         .collect()
+}
+
+fn toml_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// DIR/NAME/SWEEP for the first round, DIR/NAME/SWEEP.roundN after.
@@ -907,8 +974,14 @@ fn run_round(
         spec.options
             .insert("db".into(), db.display().to_string().into());
     }
-    let plan = r.plan(&spec, opts.scale, vars, round)?;
-    let sweep_dir = round_dir(dir, &s.name, round);
+    // A further round goes to the first round directory not made yet: one
+    // from an earlier invocation keeps its own plan and runs.
+    let mut n = round;
+    while n > 0 && round_dir(dir, &s.name, n).exists() {
+        n += 1;
+    }
+    let plan = r.plan(&spec, opts.scale, vars, n)?;
+    let sweep_dir = round_dir(dir, &s.name, n);
     let cpus = match &s.cpus {
         Some(c) => Some(ringlab_core::cpus::parse_cpu_list(&subst(c, vars))?),
         None => None,
@@ -1214,4 +1287,39 @@ fn evidence(r: &Recipe, points: &[Point]) -> Json {
         }
     }
     Json::Array(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_further_round_repeats_only_the_points_of_undecided_checks() {
+        let r = builtin()
+            .unwrap()
+            .into_iter()
+            .find(|r| r.name == "sqpoll-vs-two-threads")
+            .unwrap();
+        let m = Machine::probe();
+        let mut o = outcomes(&r, &m, &[]);
+        for c in &mut o {
+            c.verdict = Verdict::Reproduced;
+        }
+        assert!(sweeps_to_repeat(&r, &o).is_empty(), "all decided");
+        // The latency check (at = [64, 128]) is undecided.
+        o[0].verdict = Verdict::Inconclusive;
+        let todo = sweeps_to_repeat(&r, &o);
+        let names: Vec<&str> = todo.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["sqpoll", "two-threads"]);
+        assert_eq!(
+            todo[0].axes["iodepth"],
+            toml::Value::Array(vec![64.into(), 128.into()])
+        );
+        let quick = todo[0].quick_axes.as_ref().unwrap();
+        assert_eq!(quick["iodepth"], toml::Value::Array(vec![64.into()]));
+        assert!(
+            runs_in(&todo, Scale::Quick, Some(2), &r)
+                < runs_in(&r.sweep, Scale::Quick, Some(2), &r)
+        );
+    }
 }
