@@ -225,7 +225,7 @@ pub struct ReproduceArgs {
     judge_only: bool,
     /// Wall time the whole reproduce may take: while a check is
     /// inconclusive (its interval holds the claim's threshold) or a run was
-    /// flagged, its sweeps are repeated (2 more repeats a round, shuffled,
+    /// flagged, the points it compares are repeated (2 more repeats a round, shuffled,
     /// at most 3 rounds) until it decides or the budget is spent [default:
     /// 8m with --quick, 90m without].
     #[arg(long, value_name = "TIME")]
