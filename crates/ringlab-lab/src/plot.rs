@@ -183,6 +183,8 @@ pub(crate) struct Chart {
     pub(crate) series: Vec<Series>,
     /// Names of the axes that tell the series apart.
     pub(crate) legend_title: String,
+    /// What a point is, in the legend ("median of repeats").
+    pub(crate) points_note: String,
 }
 
 /// Divisor and axis description for the y values of a chart.
@@ -384,11 +386,18 @@ fn draw_legend(legend_area: &DrawingArea<SVGBackend<'_>, Shift>, c: &Chart) -> D
     }
     let note_style = (FONT, 13).into_font().color(&BLACK.mix(0.6));
     legend_area.draw(&Text::new(
-        "points: median of repeats",
+        format!("points: {}", c.points_note),
         (8, y + 10),
         note_style.clone(),
     ))?;
-    legend_area.draw(&Text::new("bars: min to max", (8, y + 28), note_style))?;
+    // The legend promises bars only where some are drawn.
+    let bars = c.series.iter().any(|s| s.points.iter().any(|p| p.3 > p.2));
+    let bars_note = if bars {
+        "bars: lowest to highest repeat"
+    } else {
+        "no bars: no spread (one run or equal repeats)"
+    };
+    legend_area.draw(&Text::new(bars_note, (8, y + 28), note_style))?;
     Ok(())
 }
 
@@ -451,6 +460,7 @@ mod tests {
                 },
             ],
             legend_title: "engine".into(),
+            points_note: "median of repeats".into(),
         };
         let svg = render_svg(&c).unwrap();
         let doc = roxmltree::Document::parse(&svg).expect("SVG is XML");
@@ -467,5 +477,36 @@ mod tests {
         ] {
             assert!(texts.iter().any(|t| t == want), "{want} not in {texts:?}");
         }
+    }
+
+    #[test]
+    fn the_legend_promises_bars_only_where_they_are_drawn() {
+        let chart = |points: Vec<(f64, f64, f64, f64)>| Chart {
+            title: "t".into(),
+            x: Axis { desc: "x".into() },
+            y_unit: Unit::PerSecond,
+            y_title: "IOPS".into(),
+            throughput_word: "IOPS".into(),
+            scale: XScale::for_values(&[1.0, 4.0]),
+            series: vec![Series {
+                name: "s".into(),
+                points,
+            }],
+            legend_title: String::new(),
+            points_note: "median of repeats".into(),
+        };
+        let lines = |svg: &str| svg.matches("<polyline").count() + svg.matches("<path").count();
+        let with = render_svg(&chart(vec![(1.0, 2e3, 1e3, 3e3), (4.0, 5e3, 4e3, 6e3)])).unwrap();
+        let without = render_svg(&chart(vec![(1.0, 2e3, 2e3, 2e3), (4.0, 5e3, 5e3, 5e3)])).unwrap();
+        assert!(with.contains("bars: lowest to highest repeat"));
+        assert!(without.contains("no bars: no spread"), "{without}");
+        assert!(!without.contains("bars: lowest"));
+        // Two bars, each with two end ticks, are drawn as extra lines.
+        assert!(
+            lines(&with) >= lines(&without) + 2,
+            "{} vs {}",
+            lines(&with),
+            lines(&without)
+        );
     }
 }

@@ -28,7 +28,8 @@ const SEED: u64 = 123_456_789;
 pub struct RocksdbArgs {
     /// Database directory: reused if `ringlab rocksdb` made it with the same
     /// --keys, created (fillrandom) if missing or empty
-    /// [default: /var/tmp/ringlab-rocksdb-KEYS].
+    /// [default: /var/tmp/ringlab-rocksdb-UID-KEYS, one per user: another
+    /// user's database there is never read or written].
     #[arg(long, value_name = "DIR")]
     pub db: Option<PathBuf>,
     /// Keys in the database (100-byte keys, 100-byte values; the study used
@@ -158,10 +159,7 @@ pub fn run_matrix(
         Some(dir) => Some(ResultStore::create(dir, &configs, args)?),
         None => None,
     };
-    let db = args
-        .db
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("/var/tmp/ringlab-rocksdb-{}", args.keys)));
+    let db = args.db.clone().unwrap_or_else(|| default_db(args.keys));
     let mut setup = Setup {
         device: None,
         db,
@@ -383,6 +381,17 @@ fn prepare_db(setup: &Setup, w: &mut dyn Write) -> Result<()> {
         started.elapsed().as_secs_f64()
     )?;
     Ok(())
+}
+
+/// The default database directory: per user (by uid) and key count, in
+/// /var/tmp (kept across reboots, as a database worth reusing).
+fn default_db(keys: u64) -> PathBuf {
+    use std::os::unix::fs::MetadataExt;
+    // The uid of this process, without unsafe: the owner of /proc/self.
+    let uid = std::fs::metadata("/proc/self")
+        .map(|m| m.uid().to_string())
+        .unwrap_or_else(|_| "unknown-user".into());
+    PathBuf::from(format!("/var/tmp/ringlab-rocksdb-{uid}-{keys}"))
 }
 
 pub fn fill_args(db: &Path, keys: u64) -> Vec<String> {

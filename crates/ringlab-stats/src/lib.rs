@@ -5,9 +5,12 @@
 //! - [`latency`]: the per-thread latency recorder (HDR histogram plus exact
 //!   moments) and its summary.
 //! - [`spread`]: min, median and max over repeats.
+//! - [`effect`]: two sets of repeats compared: a ratio with its bootstrap
+//!   interval, a Mann-Whitney p-value, outliers, runs too small to count.
 //! - [`result`]: `RunResult`, serialised as JSON following
 //!   `schema/result.schema.json`.
 
+pub mod effect;
 pub mod latency;
 pub mod result;
 pub mod spread;

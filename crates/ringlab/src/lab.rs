@@ -53,7 +53,7 @@ pub fn report(dir: &Path, output: Option<&Path>) -> Result<()> {
 }
 
 pub fn compare(a: &Path, b: &Path, json: bool) -> Result<()> {
-    let text = ringlab_lab::compare::compare_files(a, b, json)?;
+    let text = ringlab_lab::compare::compare_paths(a, b, json)?;
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(())
 }
@@ -223,6 +223,13 @@ pub struct ReproduceArgs {
     /// rule); run nothing.
     #[arg(long)]
     judge_only: bool,
+    /// Wall time the whole reproduce may take: while a check is
+    /// inconclusive (its interval holds the claim's threshold) or a run was
+    /// flagged, the points it compares are repeated (2 more repeats a round, shuffled,
+    /// at most 3 rounds) until it decides or the budget is spent [default:
+    /// 8m with --quick, 90m without].
+    #[arg(long, value_name = "TIME")]
+    budget: Option<String>,
     /// Every run this long, with the quick axes and small files (tests).
     #[arg(long, value_name = "TIME", hide = true)]
     run_time: Option<String>,
@@ -262,11 +269,18 @@ pub fn reproduce(args: &ReproduceArgs) -> Result<()> {
         interrupted: ringlab_core::interrupt_flag()?,
         progress_bar: false,
         judge_only: args.judge_only,
+        budget: match &args.budget {
+            Some(b) => Some(
+                ringlab_stats::units::parse_duration(b)
+                    .map_err(|e| usage_error(format!("--budget {b}: {e}")))?,
+            ),
+            None => None,
+        },
     };
     let s = reproduce::reproduce(&args.names, &opts)?;
     let mut out = String::new();
-    for (name, verdict, _) in &s.verdicts {
-        out += &format!("{name:<32} {}\n", verdict.word());
+    for (name, verdict, _, figure) in &s.verdicts {
+        out += &format!("{name:<32} {:<13} {figure}\n", verdict.word());
     }
     out += &format!(
         "ringlab reproduce: {} recipe(s); verdicts in {}/NAME/verdict.json; open {}\n",

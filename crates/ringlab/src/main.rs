@@ -57,14 +57,16 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         output: Option<PathBuf>,
     },
-    /// Two results side by side with their ratios (B/A).
+    /// Two results or two sets of repeats side by side: B/A with its 95%
+    /// interval and p-value, `~` where no significant difference was found.
     #[command(display_order = 102)]
     Compare {
-        /// The baseline result (JSON, from --output-format json).
-        #[arg(value_name = "A.json")]
+        /// The baseline: a result (JSON, from --output-format json), or a
+        /// directory of repeats (a sweep, or result files).
+        #[arg(value_name = "A")]
         a: PathBuf,
-        /// The result compared with it.
-        #[arg(value_name = "B.json")]
+        /// The result or directory compared with it.
+        #[arg(value_name = "B")]
         b: PathBuf,
         /// text for people, json for programs.
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]

@@ -655,3 +655,94 @@ fn http_sweep_against_serve_reports_requests_per_second() {
     assert!(texts.iter().any(|t| t.contains("connections")), "{texts:?}");
     assert!(texts.iter().any(|t| t == "io=uring"), "{texts:?}");
 }
+
+/// A sweep of `repeats` runs of uring at `depth` on `target`.
+fn depth_sweep(dir: &Path, target: &Path, depth: u32, direct: bool) -> PathBuf {
+    let plan = dir.join(format!("depth{depth}.toml"));
+    std::fs::write(
+        &plan,
+        format!(
+            "command = \"io\"\nrepeats = 5\nshuffle = true\n[options]\ntarget = \"{}\"\nsize = \"8m\"\nengine = \"uring\"\nrw = \"randread\"\ndirect = {direct}\nruntime = \"100ms\"\niodepth = {depth}\n",
+            target.display()
+        ),
+    )
+    .unwrap();
+    let out = dir.join(format!("depth{depth}"));
+    assert_ok(&ringlab_args(&["sweep", p(&plan), "--output", p(&out)]));
+    out
+}
+
+#[test]
+fn compare_of_a_directory_with_itself_finds_no_difference_anywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("t.dat");
+    assert_ok(&ringlab_args(&[
+        "io",
+        p(&target),
+        "--size",
+        "8m",
+        "--rw",
+        "write",
+        "--runtime",
+        "20ms",
+    ]));
+    let s = depth_sweep(dir.path(), &target, 4, false);
+    let out = ringlab_args(&["compare", p(&s), p(&s)]);
+    assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("figure"))
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(rows.len() > 5, "{text}");
+    for r in rows {
+        assert!(r.contains(" ~  p=1.000 n=5+5"), "not ~: {r}\n{text}");
+    }
+    let j = ringlab_args(&["compare", p(&s), p(&s), "--output-format", "json"]);
+    let v: Value = serde_json::from_slice(&j.stdout).unwrap();
+    for f in v["comparisons"][0]["figures"].as_array().unwrap() {
+        assert_eq!(f["significant"], false, "{f}");
+    }
+}
+
+#[test]
+fn compare_of_two_setups_that_truly_differ_is_significant() {
+    // uring at depth 1 against depth 32: 32 requests share one
+    // io_uring_enter, so submissions per I/O differ by design, and so does
+    // throughput on any device that serves requests in parallel.
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("t.dat");
+    assert_ok(&ringlab_args(&[
+        "io",
+        p(&target),
+        "--size",
+        "8m",
+        "--rw",
+        "write",
+        "--runtime",
+        "20ms",
+    ]));
+    // Buffered reads (any file system, tmpfs too): the difference in
+    // submissions per I/O does not depend on the device.
+    let a = depth_sweep(dir.path(), &target, 1, false);
+    let b = depth_sweep(dir.path(), &target, 32, false);
+    let out = ringlab_args(&["compare", p(&a), p(&b)]);
+    assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    // io_uring_enter per I/O where the tracepoints are counted (root),
+    // else the CPU per I/O from rusage: 32 requests per enter either way.
+    let row = ["kstat io_uring_enter_per_op", "CPU per operation"]
+        .iter()
+        .find_map(|name| text.lines().find(|l| l.starts_with(name)))
+        .expect("a per-operation row");
+    assert!(!row.contains(" ~ "), "{row}\n{text}");
+    assert!(row.contains("p=0.008 n=5+5"), "{row}");
+    // Two single files still compare, with the note.
+    let one = |d: &Path| d.join("runs").join("0000.json");
+    let out = ringlab_args(&["compare", p(&one(&a)), p(&one(&b))]);
+    assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("one run each cannot show"), "{text}");
+}

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const VERDICTS: [&str; 4] = ["reproduced", "not-reproduced", "contradicted", "cannot-run"];
+const VERDICTS: [&str; 4] = ["reproduced", "inconclusive", "contradicted", "cannot-run"];
 
 fn list() -> Vec<Value> {
     let out = ringlab("reproduce --list --output-format json");

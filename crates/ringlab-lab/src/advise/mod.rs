@@ -232,9 +232,32 @@ pub fn choose_setups(shape: &Shape, cpus: &[u32], probe: &Probe) -> (Vec<Setup>,
     (take, skip)
 }
 
+/// The advice, also the JSON of `advise --output-format json`
+/// (schema/advise.schema.json).
+#[derive(Clone, Debug, Serialize)]
+pub struct Advice {
+    pub format: &'static str,
+    pub version: u32,
+    /// `calibration` (advise ran the setups) or `results` (`--from`).
+    pub source: String,
+    /// The results directory the advice was drawn from.
+    pub results_dir: String,
+    pub goal: Goal,
+    pub noise_pct: f64,
+    pub kernel: Option<String>,
+    pub shape: serde_json::Map<String, serde_json::Value>,
+    pub calibration: Option<rank::Calibration>,
+    pub skipped: Vec<Skipped>,
+    /// Setups best first by the goal.
+    pub ranked: Vec<rank::SetupFigures>,
+    pub recommendation: rank::Recommendation,
+    pub guidelines: Vec<guidelines::Verdict>,
+    pub warnings: Vec<String>,
+}
+
 /// Advice from results already on disk (`--from DIR`): a sweep directory,
 /// advise's own saved calibration, or a `reproduce` output.
-pub fn advise_from(dir: &std::path::Path, goal: Goal) -> anyhow::Result<rank::Advice> {
+pub fn advise_from(dir: &std::path::Path, goal: Goal) -> anyhow::Result<Advice> {
     let dir = rank::find_results_dir(dir)?;
     // A calibration saved with --save keeps what it skipped and how it ran.
     let saved: serde_json::Value = crate::input::read_limited(&dir.join(SAVED_ADVICE), 16 << 20)
@@ -266,7 +289,7 @@ pub fn advise_calibrated(
     probe: &Probe,
     goal: Goal,
     opts: &crate::sweep::SweepOptions,
-) -> anyhow::Result<rank::Advice> {
+) -> anyhow::Result<Advice> {
     let c = calibrate::calibrate(req, probe, opts)?;
     let shown_target = if c._cleanup.file.is_some() {
         // The file advise created is gone when the advice is read.
@@ -299,7 +322,7 @@ fn build(
     calibration: Option<rank::Calibration>,
     mut warnings: Vec<String>,
     shown_target: Option<String>,
-) -> anyhow::Result<rank::Advice> {
+) -> anyhow::Result<Advice> {
     let (groups, load_warnings) = rank::load_groups(dir)?;
     warnings.extend(load_warnings);
     let first = groups[0].1[0].clone();
@@ -327,7 +350,7 @@ fn build(
     for k in ["rw", "bs", "iodepth", "numjobs", "direct"] {
         shape.insert(k.to_string(), first["config"][k].clone());
     }
-    Ok(rank::Advice {
+    Ok(Advice {
         format: "ringlab-advise",
         version: 1,
         source: source.to_string(),
@@ -338,7 +361,7 @@ fn build(
         shape,
         calibration,
         skipped,
-        guidelines: guidelines::check(goal, &ranked),
+        guidelines: guidelines::check(&ranked),
         ranked,
         recommendation: rec,
         warnings,

@@ -3,7 +3,7 @@
 //! repeats, ranked by the goal, and the recommendation: the simplest setup
 //! within the noise of the best.
 
-use super::{guidelines, knobs, Goal};
+use super::{knobs, Goal};
 use crate::store::{read_index, read_result, Status, INDEX_FILE};
 use anyhow::Result;
 use ringlab_core::usage_error;
@@ -87,10 +87,45 @@ pub struct SetupFigures {
     pub counters: BTreeMap<String, f64>,
     /// Diagnosis rules that fired in any repeat.
     pub diagnoses: Vec<String>,
+    /// The goal's figure against the best-ranked setup: ratio, 95%
+    /// interval over the repeats and p-value (null for the best itself).
+    pub vs_best: Option<VsBest>,
+    /// Every repeat's figures.
+    #[serde(skip)]
+    pub samples: Samples,
     #[serde(skip)]
     pub shape: String,
     #[serde(skip)]
     pub config: serde_json::Map<String, Json>,
+}
+
+/// Each repeat's figures of a setup.
+#[derive(Clone, Debug, Default)]
+pub struct Samples {
+    pub iops: Vec<f64>,
+    pub p50: Vec<f64>,
+    pub p99: Vec<f64>,
+    pub cpu: Vec<f64>,
+}
+
+impl Samples {
+    fn of(&self, goal: Goal) -> &[f64] {
+        match goal {
+            Goal::Iops => &self.iops,
+            Goal::Latency => &self.p99,
+            Goal::Cpu => &self.cpu,
+        }
+    }
+}
+
+/// A setup's goal figure against the best one's.
+#[derive(Clone, Debug, Serialize)]
+pub struct VsBest {
+    pub best: String,
+    /// This setup / the best, on the goal's figure.
+    pub ratio: f64,
+    pub interval: ringlab_stats::effect::Interval,
+    pub p_value: f64,
 }
 
 /// A counter of the recommended setup beside the baseline's.
@@ -119,29 +154,6 @@ pub struct Recommendation {
     pub ringlab_io: String,
     pub fio: String,
     pub liburing: String,
-}
-
-/// The advice, also the JSON of `advise --output-format json`
-/// (schema/advise.schema.json).
-#[derive(Clone, Debug, Serialize)]
-pub struct Advice {
-    pub format: &'static str,
-    pub version: u32,
-    /// `calibration` (advise ran the setups) or `results` (`--from`).
-    pub source: String,
-    /// The results directory the advice was drawn from.
-    pub results_dir: String,
-    pub goal: Goal,
-    pub noise_pct: f64,
-    pub kernel: Option<String>,
-    pub shape: serde_json::Map<String, Json>,
-    pub calibration: Option<Calibration>,
-    pub skipped: Vec<super::Skipped>,
-    /// Setups best first by the goal.
-    pub ranked: Vec<SetupFigures>,
-    pub recommendation: Recommendation,
-    pub guidelines: Vec<guidelines::Verdict>,
-    pub warnings: Vec<String>,
 }
 
 /// How the calibration sweep was run.
@@ -381,6 +393,13 @@ pub fn summarise(name: &str, runs: &[Json]) -> SetupFigures {
         cpu_us_per_op: (cpu.len() == runs.len()).then(|| Range::of(&cpu)).flatten(),
         counters,
         diagnoses,
+        vs_best: None,
+        samples: Samples {
+            iops,
+            p50,
+            p99,
+            cpu,
+        },
         shape,
         config,
     }
@@ -417,6 +436,20 @@ pub fn rank(goal: Goal, mut setups: Vec<SetupFigures>) -> Vec<SetupFigures> {
         }
         .then(a.complexity.cmp(&b.complexity))
     });
+    let best = setups
+        .first()
+        .map(|b| (b.setup.clone(), b.samples.of(goal).to_vec()));
+    if let Some((name, values)) = best {
+        for s in setups.iter_mut().skip(1) {
+            s.vs_best =
+                ringlab_stats::effect::Effect::of(s.samples.of(goal), &values).map(|e| VsBest {
+                    best: name.clone(),
+                    ratio: e.ratio,
+                    interval: e.interval,
+                    p_value: e.p_value,
+                });
+        }
+    }
     setups
 }
 
@@ -578,6 +611,11 @@ mod tests {
             cpu_us_per_op: None,
             counters: BTreeMap::new(),
             diagnoses: vec![],
+            vs_best: None,
+            samples: Samples {
+                iops: iops.to_vec(),
+                ..Default::default()
+            },
             shape: String::new(),
             config: Default::default(),
         }

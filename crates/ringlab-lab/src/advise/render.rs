@@ -2,7 +2,8 @@
 //! ways: `ringlab io` flags, fio options, a liburing snippet.
 
 use super::knobs;
-use super::rank::{Advice, Range, SetupFigures};
+use super::rank::{Range, SetupFigures};
+use super::Advice;
 use super::Goal;
 use serde_json::Value as Json;
 
@@ -216,21 +217,34 @@ pub fn text(a: &Advice) -> String {
         }
     ));
     s.push_str(&format!(
-        "  {:<3} {:<16} {:>26} {:>24} {:>24} {:>22}  flags\n",
-        "#", "setup", "IOPS", "p50 µs", "p99 µs", "CPU µs/I/O"
+        "  {:<3} {:<16} {:>26} {:>24} {:>24} {:>22}  {:>30}  flags\n",
+        "#", "setup", "IOPS", "p50 µs", "p99 µs", "CPU µs/I/O", "vs #1 [95% interval]"
     ));
     for (i, r) in a.ranked.iter().enumerate() {
+        let vs = match &r.vs_best {
+            Some(v) if v.p_value < ringlab_stats::effect::ALPHA => {
+                ringlab_stats::effect::percent_with_interval(v.ratio, v.interval)
+            }
+            Some(v) => format!(
+                "~ {}",
+                ringlab_stats::effect::percent_with_interval(v.ratio, v.interval)
+            ),
+            None if i == 0 => "(best)".to_string(),
+            None => "n/a".to_string(),
+        };
         s.push_str(&format!(
-            "  {:<3} {:<16} {:>26} {:>24} {:>24} {:>22}  {}\n",
+            "  {:<3} {:<16} {:>26} {:>24} {:>24} {:>22}  {:>30}  {}\n",
             i + 1,
             r.setup,
             fmt_range(Some(r.iops), 1.0, 0),
             fmt_range(r.lat_ns_p50, 1e3, 1),
             fmt_range(r.lat_ns_p99, 1e3, 1),
             fmt_range(r.cpu_us_per_op, 1.0, 2),
+            vs,
             r.flags.join(" ")
         ));
     }
+    s.push_str("  vs #1: the goal's figure against the best setup's, with its 95% bootstrap interval over the repeats; ~ marks no significant difference (Mann-Whitney U, p >= 0.05)\n");
     let rec = &a.recommendation;
     s.push_str(&format!(
         "\nrecommended: {}\n  why: {}\n",

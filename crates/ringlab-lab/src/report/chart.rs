@@ -105,6 +105,7 @@ impl Report {
                 .map(|s| s.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
+            points_note: "median of repeats".into(),
         }
     }
 

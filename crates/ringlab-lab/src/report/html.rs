@@ -18,7 +18,8 @@ pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
 .tablewrap { overflow-x: auto; }
 ";
 
-const CAPTION: &str = "Points are the median of the repeats; bars span min to max.";
+const CAPTION: &str =
+    "Points are the median of the repeats; bars span the lowest to the highest repeat (none where a point has one run or equal repeats).";
 
 /// `report.html`: title and status, the summary table, the throughput and
 /// latency plots, the kernel evidence (table and plots), the plan.

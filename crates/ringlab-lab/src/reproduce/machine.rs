@@ -62,6 +62,13 @@ impl Machine {
                     .to_string()
             }),
             "poll-queues" => poll_queues_missing(target),
+            "raw-device" => {
+                use std::os::unix::fs::FileTypeExt;
+                let block = std::fs::metadata(target).is_ok_and(|m| m.file_type().is_block_device());
+                (!block && !Path::new("/dev/zram0").exists()).then(|| {
+                    "needs a raw block device: name one with --target (it is only read), or load zram (modprobe zram) so /dev/zram0 exists".to_string()
+                })
+            }
             "rocksdb" => find_in_path("db_bench").is_none().then(|| {
                 "needs RocksDB's db_bench (not found in PATH): apt-get install librocksdb-dev rocksdb-tools liburing-dev g++, then rebuild ringlab (cargo build) so that its RocksDB plugin is built".to_string()
             }),
@@ -195,6 +202,86 @@ pub fn block_irq_cpu() -> Option<u32> {
     }
     let (i, &n) = per_cpu.iter().enumerate().max_by_key(|(_, n)| **n)?;
     (n > 0).then(|| header[i])
+}
+
+/// How quiet the machine was: load average, runnable tasks and CPU steal,
+/// read from /proc before and after each sweep of a recipe.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProcSample {
+    pub load1: Option<f64>,
+    /// Tasks runnable right now (procs_running of /proc/stat), this reader
+    /// included.
+    pub runnable: Option<u64>,
+    /// (steal, all) jiffies summed over CPUs since boot.
+    steal_total: Option<(u64, u64)>,
+}
+
+impl ProcSample {
+    pub fn take() -> ProcSample {
+        let load1 = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|t| t.split_whitespace().next()?.parse().ok());
+        let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+        let runnable = stat
+            .lines()
+            .find_map(|l| l.strip_prefix("procs_running "))
+            .and_then(|v| v.trim().parse().ok());
+        let steal_total = stat.lines().find(|l| l.starts_with("cpu ")).and_then(|l| {
+            let f: Vec<u64> = l
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            // user nice system idle iowait irq softirq steal [guest...]:
+            // guest time is already inside user.
+            let all: u64 = f.iter().take(8).sum();
+            Some((*f.get(7)?, all))
+        });
+        ProcSample {
+            load1,
+            runnable,
+            steal_total,
+        }
+    }
+}
+
+/// Quietness over one sweep: the figures and the warnings they raise.
+pub fn quietness(
+    what: &str,
+    before: &ProcSample,
+    after: &ProcSample,
+    cpus: usize,
+) -> serde_json::Value {
+    let steal_percent = match (before.steal_total, after.steal_total) {
+        (Some((s0, t0)), Some((s1, t1))) if t1 > t0 => {
+            Some((s1.saturating_sub(s0)) as f64 * 100.0 / (t1 - t0) as f64)
+        }
+        _ => None,
+    };
+    let mut warnings = Vec::new();
+    // Before a sweep nothing of ours runs but this process: any load is
+    // someone else's.
+    if let Some(l) = before.load1.filter(|l| *l > 0.5 * cpus as f64) {
+        warnings.push(format!(
+            "load average {l:.2} on {cpus} CPU(s) before the runs: other work was running"
+        ));
+    }
+    if let Some(r) = before.runnable.filter(|r| *r > 1) {
+        warnings.push(format!("{} other task(s) runnable before the runs", r - 1));
+    }
+    if let Some(s) = steal_percent.filter(|s| *s > 2.0) {
+        warnings.push(format!(
+            "the hypervisor took {s:.1}% of CPU time (steal) during the runs"
+        ));
+    }
+    serde_json::json!({
+        "sweep": what,
+        "load1_before": before.load1,
+        "load1_after": after.load1,
+        "runnable_before": before.runnable,
+        "steal_percent": steal_percent,
+        "warnings": warnings,
+    })
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::store::{read_index, Status};
 use crate::sweep::{run_sweep, Interrupted, SweepOptions};
 use anyhow::{anyhow, Context, Result};
 use machine::Machine;
-use recipe::{Recipe, Scale, Vars};
+use recipe::{Recipe, Scale, SweepSpec, Vars};
 use ringlab_core::usage_error;
 use rustix::process::{kill_process, set_parent_process_death_signal, Pid, Signal};
 use rustix::thread::{sched_setaffinity, CpuSet};
@@ -119,12 +119,54 @@ pub struct ReproduceOptions {
     /// Judge the runs already stored in the output directory again (after a
     /// rule was edited); run nothing.
     pub judge_only: bool,
+    /// Wall time the whole invocation may take; further rounds of repeats
+    /// (adaptive repetition) run only while it lasts. `None`: the scale's
+    /// default ([`default_budget`]).
+    pub budget: Option<Duration>,
+}
+
+/// The default `--budget`: 8 minutes under --quick (the whole of
+/// `reproduce all --quick` stays under 10), 90 minutes at the default
+/// scale, none in tests (no further rounds).
+pub fn default_budget(scale: Scale) -> Duration {
+    match scale {
+        Scale::Default => Duration::from_secs(90 * 60),
+        Scale::Quick => Duration::from_secs(8 * 60),
+        Scale::Tiny(_) => Duration::ZERO,
+    }
+}
+
+/// Seconds the first round of a recipe takes, roughly: runs x (runtime +
+/// half a second of start and evidence).
+fn estimate_s(r: &Recipe, scale: Scale) -> f64 {
+    let runtime = match scale {
+        Scale::Default => &r.runtime.default,
+        _ => &r.runtime.quick,
+    };
+    let secs = ringlab_stats::units::parse_duration(runtime)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(1.0);
+    r.sweep
+        .iter()
+        .map(|s| {
+            let axes = match (&s.quick_axes, scale) {
+                (Some(q), Scale::Quick | Scale::Tiny(_)) => q,
+                _ => &s.axes,
+            };
+            let combos: usize = axes
+                .values()
+                .map(|v| v.as_array().map_or(1, Vec::len))
+                .product();
+            combos as f64 * f64::from(r.repeats(s, scale)) * (secs + 0.5)
+        })
+        .sum()
 }
 
 /// What `reproduce` did: verdict per recipe, and the recipes that could not
 /// run (named ones that cannot run here, or whose runs failed).
 pub struct Summary {
-    pub verdicts: Vec<(String, Verdict, String)>,
+    /// Name, verdict, reason, and the headline figure with its interval.
+    pub verdicts: Vec<(String, Verdict, String, String)>,
     pub failed: Vec<(String, String)>,
     pub index_html: PathBuf,
 }
@@ -179,7 +221,25 @@ pub fn reproduce(names: &[String], opts: &ReproduceOptions) -> Result<Summary> {
         index_html: opts.output.join("index.html"),
     };
     let started = Instant::now();
-    for r in &recipes {
+    let budget = opts.budget.unwrap_or_else(|| default_budget(opts.scale));
+    // Each recipe may run further rounds until its share of the budget
+    // (by the estimated length of its first round) is spent; time an
+    // earlier recipe left unused carries over.
+    let estimates: Vec<f64> = recipes
+        .iter()
+        .map(|r| {
+            if r.unsupported.is_some() {
+                0.0
+            } else {
+                estimate_s(r, opts.scale)
+            }
+        })
+        .collect();
+    let total_estimate: f64 = estimates.iter().sum::<f64>().max(1.0);
+    let mut cumulative = 0.0;
+    for (r, est) in recipes.iter().zip(&estimates) {
+        cumulative += est;
+        let deadline = started + budget.mul_f64(cumulative / total_estimate);
         if opts.interrupted.load(Ordering::Relaxed) {
             break;
         }
@@ -198,7 +258,7 @@ pub fn reproduce(names: &[String], opts: &ReproduceOptions) -> Result<Summary> {
             let outcome = if opts.judge_only {
                 judge_stored(r, &dir, &machine)
             } else {
-                run_recipe(r, &dir, opts, &machine, &mut files)
+                run_recipe(r, &dir, opts, &machine, &mut files, deadline)
             };
             match outcome {
                 Ok(v) => v,
@@ -230,11 +290,16 @@ pub fn reproduce(names: &[String], opts: &ReproduceOptions) -> Result<Summary> {
         write_json(&dir.join("verdict.json"), &v)?;
         let verdict = match word.as_str() {
             "reproduced" => Verdict::Reproduced,
-            "not-reproduced" => Verdict::NotReproduced,
+            "inconclusive" => Verdict::Inconclusive,
             "contradicted" => Verdict::Contradicted,
             _ => Verdict::CannotRun,
         };
-        summary.verdicts.push((r.name.clone(), verdict, reason));
+        summary.verdicts.push((
+            r.name.clone(),
+            verdict,
+            reason,
+            page::figure_text(&v["measured"]),
+        ));
     }
     files.remove();
     page::write_index(&opts.output)?;
@@ -298,6 +363,28 @@ struct Files {
     tmpfs_size: u64,
     scratch: Option<PathBuf>,
     tmpfs: Option<PathBuf>,
+    cached: Option<PathBuf>,
+    /// The raw device, and whether this process sized it (then it is
+    /// reset at the end).
+    raw: Option<(PathBuf, bool)>,
+}
+
+/// The zram device the raw-device recipes use when --target names none.
+const ZRAM: &str = "/dev/zram0";
+
+/// Why `dev` cannot be read as a raw device now: mounted or swap.
+fn device_in_use(dev: &Path) -> Option<String> {
+    let name = dev.display().to_string();
+    for (file, what) in [("/proc/mounts", "mounted"), ("/proc/swaps", "used as swap")] {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        if text
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(name.as_str()))
+        {
+            return Some(format!("{name} is {what}"));
+        }
+    }
+    None
 }
 
 impl Files {
@@ -313,7 +400,70 @@ impl Files {
             tmpfs_size,
             scratch: None,
             tmpfs: None,
+            cached: None,
+            raw: None,
         }
+    }
+
+    /// A file on the results' file system that stays in the page cache:
+    /// read through before every sweep that uses it, so every read of the
+    /// runs is a cache hit (unlike tmpfs, io_uring serves them inline).
+    fn cached(&mut self) -> Result<PathBuf> {
+        if let Some(p) = &self.cached {
+            return Ok(p.clone());
+        }
+        let p = self
+            .dir
+            .join(format!(".reproduce-cached-{}.dat", std::process::id()));
+        lay_out(&p, self.tmpfs_size)?;
+        self.cached = Some(p.clone());
+        Ok(p)
+    }
+
+    /// A raw block device: --target when it is one, else zram (sized and
+    /// filled here when nobody set it up, read as it is otherwise). Only
+    /// read by the recipes.
+    fn raw(&mut self, target: Option<&Path>) -> Result<PathBuf> {
+        if let Some((p, _)) = &self.raw {
+            return Ok(p.clone());
+        }
+        use std::os::unix::fs::FileTypeExt;
+        if let Some(t) =
+            target.filter(|t| std::fs::metadata(t).is_ok_and(|m| m.file_type().is_block_device()))
+        {
+            self.raw = Some((t.to_path_buf(), false));
+            return Ok(t.to_path_buf());
+        }
+        let dev = PathBuf::from(ZRAM);
+        if let Some(why) = device_in_use(&dev) {
+            return Err(anyhow!(
+                "the raw-device runs need {ZRAM} unused, and {why}: name another raw device with --target (it is only read)"
+            ));
+        }
+        let disksize = "/sys/block/zram0/disksize";
+        let size: u64 = std::fs::read_to_string(disksize)
+            .map_err(|e| anyhow!("{disksize}: {e} (load the module: modprobe zram)"))?
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        let ours = size == 0;
+        if ours {
+            std::fs::write(disksize, self.tmpfs_size.to_string())
+                .with_context(|| format!("sizing {ZRAM} through {disksize}"))?;
+            // Data, not zeros: zram serves never-written pages without a
+            // decompression.
+            lay_out(&dev, self.tmpfs_size).with_context(|| format!("filling {ZRAM}"))?;
+        }
+        self.raw = Some((dev.clone(), ours));
+        Ok(dev)
+    }
+
+    /// Reads `p` through, so its pages are in the page cache.
+    fn warm(p: &Path) -> Result<()> {
+        let mut f = std::fs::File::open(p).with_context(|| format!("opening {}", p.display()))?;
+        std::io::copy(&mut f, &mut std::io::sink())
+            .with_context(|| format!("reading {} into the page cache", p.display()))?;
+        Ok(())
     }
 
     fn scratch(&mut self) -> Result<PathBuf> {
@@ -343,11 +493,15 @@ impl Files {
     }
 
     fn remove(&mut self) {
-        for p in [self.scratch.take(), self.tmpfs.take()]
+        for p in [self.scratch.take(), self.tmpfs.take(), self.cached.take()]
             .into_iter()
             .flatten()
         {
             let _ = std::fs::remove_file(p);
+        }
+        if let Some((_, true)) = self.raw.take() {
+            // Sized here: give its memory back.
+            let _ = std::fs::write("/sys/block/zram0/reset", "1");
         }
     }
 }
@@ -596,6 +750,7 @@ fn run_recipe(
     opts: &ReproduceOptions,
     machine: &Machine,
     files: &mut Files,
+    deadline: Instant,
 ) -> Result<Json> {
     let mut vars = Vars::new();
     let uses = |what: &str| r.sweep.iter().any(|s| s.file.as_deref() == Some(what));
@@ -612,6 +767,13 @@ fn run_recipe(
     }
     if uses("tmpfs") {
         vars.insert("tmpfs".into(), files.tmpfs()?.display().to_string());
+    }
+    if uses("cached") {
+        vars.insert("cached".into(), files.cached()?.display().to_string());
+    }
+    if uses("raw") {
+        let raw = files.raw(opts.target.as_deref())?;
+        vars.insert("raw".into(), raw.display().to_string());
     }
     let target = match &opts.target {
         Some(t) => t.display().to_string(),
@@ -630,51 +792,265 @@ fn run_recipe(
     vars.insert("other_cpu".into(), other.to_string());
     vars.insert("two_cpus".into(), format!("{other},{irq_cpu}"));
     let bg = start_background(r, dir, opts, machine, &mut vars)?;
-
-    for s in &r.sweep {
-        let mut spec = s.clone();
-        let file = match s.file.as_deref() {
-            Some("scratch") => vars.get("scratch").cloned(),
-            Some("tmpfs") => vars.get("tmpfs").cloned(),
-            Some("none") => None,
-            _ if s.command == "io" => vars.get("target").cloned(),
-            _ => None,
-        };
-        if let Some(f) = file {
-            spec.options.insert("target".into(), f.into());
+    let mut quiet = Vec::new();
+    let mut round = 0u32;
+    let mut todo: Vec<SweepSpec> = r.sweep.clone();
+    let mut verdict = loop {
+        let t0 = Instant::now();
+        for s in &todo {
+            run_round(r, s, round, dir, opts, &vars, machine, &mut quiet)?;
         }
-        if s.command == "rocksdb"
-            && matches!(opts.scale, Scale::Tiny(_))
-            && !spec.options.contains_key("db")
-        {
-            // Tests: a database of their own, gone with the results.
-            let db = dir.join(format!(".rocksdb-{}", s.name));
-            spec.options
-                .insert("db".into(), db.display().to_string().into());
+        let round_time = t0.elapsed();
+        let ran = runs_in(
+            &todo,
+            opts.scale,
+            if round == 0 {
+                None
+            } else {
+                Some(recipe::ROUND_REPEATS)
+            },
+            r,
+        );
+        let points = load_points(r, dir)?;
+        let outcomes = outcomes(r, machine, &points);
+        todo = sweeps_to_repeat(r, &outcomes);
+        // The next round's time, scaled from this one's by its runs.
+        let next = runs_in(&todo, opts.scale, Some(recipe::ROUND_REPEATS), r);
+        let next_time = round_time.mul_f64(next as f64 / ran.max(1) as f64);
+        let next_fits = Instant::now() + next_time <= deadline;
+        if todo.is_empty() || round >= MAX_EXTRA_ROUNDS || !next_fits {
+            let server = bg.as_ref().map(|b| b.what.clone());
+            break judge_outcomes(r, machine, &points, outcomes, &vars, server);
         }
-        let plan = r.plan(&spec, opts.scale, &vars)?;
-        let sweep_dir = dir.join(&s.name);
-        let cpus = match &s.cpus {
-            Some(c) => Some(ringlab_core::cpus::parse_cpu_list(&subst(c, &vars))?),
-            None => None,
-        };
-        let sopts = SweepOptions {
-            exe: opts.exe.clone(),
-            interrupted: opts.interrupted.clone(),
-            progress_bar: opts.progress_bar,
-        };
-        with_affinity(cpus.as_deref(), || run_sweep(&plan, &sweep_dir, &sopts))?
-            .with_context(|| format!("sweep {} of recipe {}", s.name, r.name))?;
-    }
+        round += 1;
+        eprintln!(
+                "ringlab reproduce: {}: a check is undecided or flagged a run; round {} ({} more repeat(s) of {})",
+                r.name,
+                round + 1,
+                recipe::ROUND_REPEATS,
+                todo.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+            );
+    };
     let server = bg.as_ref().map(|b| b.what.clone());
     drop(bg);
+    attach_quietness(&mut verdict, &quiet);
     write_json(
         &dir.join("setup.json"),
-        &json!({"vars": vars, "background": server}),
+        &json!({"vars": vars, "background": server, "quietness": quiet}),
     )?;
+    Ok(verdict)
+}
 
-    let points = load_points(r, dir)?;
-    Ok(judge(r, machine, &points, &vars, server))
+/// Further rounds of repeats a recipe may run while a check is undecided.
+const MAX_EXTRA_ROUNDS: u32 = 3;
+
+/// Runs a round of `sweeps` makes: points x repeats (`None`: the first
+/// round's).
+fn runs_in(sweeps: &[SweepSpec], scale: Scale, repeats: Option<u32>, r: &Recipe) -> usize {
+    sweeps
+        .iter()
+        .map(|s| {
+            let axes = match (&s.quick_axes, scale) {
+                (Some(q), Scale::Quick | Scale::Tiny(_)) => q,
+                _ => &s.axes,
+            };
+            let points: usize = axes
+                .values()
+                .map(|v| v.as_array().map_or(1, Vec::len))
+                .product();
+            points * repeats.unwrap_or_else(|| r.repeats(s, scale)) as usize
+        })
+        .sum()
+}
+
+/// The sweeps whose series feed a check that is inconclusive or flagged a
+/// run or an outlier: another round of repeats may decide it. Each comes
+/// back narrowed to the x values those checks compare (`at`, `a_x`,
+/// `b_x`), when every one of them names its values.
+fn sweeps_to_repeat(r: &Recipe, outcomes: &[verdict::CheckOutcome]) -> Vec<SweepSpec> {
+    // Sweep name -> (x axis, the x values needed; None: all of them).
+    let mut need: Vec<(String, String, Option<Vec<String>>)> = Vec::new();
+    for (c, o) in r.check.iter().zip(outcomes) {
+        let undecided = o.verdict == Verdict::Inconclusive
+            || (o.verdict != Verdict::CannotRun && !o.flagged.is_empty());
+        if !undecided {
+            continue;
+        }
+        let sides = std::iter::once((&c.a, &c.a_x)).chain(c.b.iter().map(|b| (b, &c.b_x)));
+        for (series, only) in sides {
+            let Some(spec) = r.series.get(series) else {
+                continue;
+            };
+            let axis = spec.x.clone().or_else(|| r.x.clone()).unwrap_or_default();
+            let values: Option<Vec<String>> = match (only, &c.at) {
+                (Some(x), _) => Some(vec![toml_text(x)]),
+                (None, Some(at)) => Some(at.iter().map(toml_text).collect()),
+                (None, None) => None,
+            };
+            match need.iter_mut().find(|n| n.0 == spec.sweep) {
+                Some(n) => {
+                    n.2 = match (n.2.take(), values) {
+                        (Some(mut a), Some(b)) if n.1 == axis => {
+                            a.extend(b);
+                            Some(a)
+                        }
+                        _ => None,
+                    }
+                }
+                None => need.push((spec.sweep.clone(), axis, values)),
+            }
+        }
+    }
+    r.sweep
+        .iter()
+        .filter_map(|s| {
+            let (_, axis, values) = need.iter().find(|n| n.0 == s.name)?;
+            let mut s = s.clone();
+            if let Some(values) = values {
+                for table in std::iter::once(&mut s.axes).chain(s.quick_axes.iter_mut()) {
+                    if let Some(toml::Value::Array(list)) = table.get_mut(axis.as_str()) {
+                        let kept: Vec<toml::Value> = list
+                            .iter()
+                            .filter(|v| values.contains(&toml_text(v)))
+                            .cloned()
+                            .collect();
+                        if !kept.is_empty() {
+                            *list = kept;
+                        }
+                    }
+                }
+            }
+            Some(s)
+        })
+        .collect()
+}
+
+fn toml_text(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// DIR/NAME/SWEEP for the first round, DIR/NAME/SWEEP.roundN after.
+fn round_dir(dir: &Path, sweep: &str, round: u32) -> PathBuf {
+    if round == 0 {
+        dir.join(sweep)
+    } else {
+        dir.join(format!("{sweep}.round{}", round + 1))
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_round(
+    r: &Recipe,
+    s: &SweepSpec,
+    round: u32,
+    dir: &Path,
+    opts: &ReproduceOptions,
+    vars: &Vars,
+    machine: &Machine,
+    quiet: &mut Vec<Json>,
+) -> Result<()> {
+    let mut spec = s.clone();
+    let file = match s.file.as_deref() {
+        Some("scratch") => vars.get("scratch").cloned(),
+        Some("tmpfs") => vars.get("tmpfs").cloned(),
+        Some("cached") => vars.get("cached").cloned(),
+        Some("raw") => vars.get("raw").cloned(),
+        Some("none") => None,
+        _ if s.command == "io" => vars.get("target").cloned(),
+        _ => None,
+    };
+    if let Some(f) = file {
+        spec.options.insert("target".into(), f.into());
+    }
+    if s.command == "rocksdb"
+        && matches!(opts.scale, Scale::Tiny(_))
+        && !spec.options.contains_key("db")
+    {
+        // Tests: a database of their own, gone with the results.
+        let db = dir.join(format!(".rocksdb-{}", s.name));
+        spec.options
+            .insert("db".into(), db.display().to_string().into());
+    }
+    // A further round goes to the first round directory not made yet: one
+    // from an earlier invocation keeps its own plan and runs.
+    let mut n = round;
+    while n > 0 && round_dir(dir, &s.name, n).exists() {
+        n += 1;
+    }
+    let plan = r.plan(&spec, opts.scale, vars, n)?;
+    let sweep_dir = round_dir(dir, &s.name, n);
+    let cpus = match &s.cpus {
+        Some(c) => Some(ringlab_core::cpus::parse_cpu_list(&subst(c, vars))?),
+        None => None,
+    };
+    let sopts = SweepOptions {
+        exe: opts.exe.clone(),
+        interrupted: opts.interrupted.clone(),
+        progress_bar: opts.progress_bar,
+    };
+    if s.file.as_deref() == Some("cached") {
+        if let Some(p) = vars.get("cached") {
+            Files::warm(Path::new(p))?;
+        }
+    }
+    let before = machine::ProcSample::take();
+    with_affinity(cpus.as_deref(), || run_sweep(&plan, &sweep_dir, &sopts))?
+        .with_context(|| format!("sweep {} of recipe {}", s.name, r.name))?;
+    let after = machine::ProcSample::take();
+    let name = sweep_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    quiet.push(machine::quietness(
+        &name,
+        &before,
+        &after,
+        machine.cpus.len(),
+    ));
+    Ok(())
+}
+
+/// verdict.json gets the quietness of every sweep; the reason gets one
+/// warning with the worst figures when the machine was busy.
+fn attach_quietness(verdict: &mut Json, quiet: &[Json]) {
+    let busy: Vec<&Json> = quiet
+        .iter()
+        .filter(|q| q["warnings"].as_array().is_some_and(|w| !w.is_empty()))
+        .collect();
+    let worst = |key: &str| {
+        quiet
+            .iter()
+            .filter_map(|q| q[key].as_f64())
+            .reduce(f64::max)
+    };
+    if let Some(o) = verdict.as_object_mut() {
+        if !busy.is_empty() {
+            let mut parts = Vec::new();
+            if let Some(l) = worst("load1_before") {
+                parts.push(format!("load average up to {l:.1} before a sweep"));
+            }
+            if let Some(r) = worst("runnable_before").filter(|r| *r > 1.0) {
+                parts.push(format!("up to {:.0} other task(s) runnable", r - 1.0));
+            }
+            if let Some(s) = worst("steal_percent").filter(|s| *s > 2.0) {
+                parts.push(format!("up to {s:.1}% CPU steal"));
+            }
+            let reason = o["reason"].as_str().unwrap_or("").to_string();
+            o.insert(
+                "reason".into(),
+                json!(format!(
+                    "{reason} Warning: the machine was busy during {} of {} sweep(s) ({}); other work widens the intervals, run again on a quiet machine.",
+                    busy.len(),
+                    quiet.len(),
+                    parts.join(", ")
+                )),
+            );
+        }
+        o.insert("quietness".into(), json!(quiet));
+    }
 }
 
 /// The verdict of the runs stored in `dir`, with the setup they ran with.
@@ -699,26 +1075,38 @@ fn judge_stored(r: &Recipe, dir: &Path, machine: &Machine) -> Result<Json> {
             dir.display()
         ));
     }
-    Ok(judge(r, machine, &points, &vars, server))
+    let mut v = judge(r, machine, &points, &vars, server);
+    let quiet = setup["quietness"].as_array().cloned().unwrap_or_default();
+    attach_quietness(&mut v, &quiet);
+    Ok(v)
 }
 
-/// Every stored result of the recipe's sweeps.
+/// Every stored result of the recipe's sweeps, every round of repeats.
 pub fn load_points(r: &Recipe, dir: &Path) -> Result<Vec<Point>> {
     let mut points = Vec::new();
     for s in &r.sweep {
-        let sdir = dir.join(&s.name);
-        let index = read_index(&sdir)?;
-        for e in index.runs.iter().filter(|e| e.status == Status::Done) {
-            let path = sdir.join(&e.result);
-            let text = std::fs::read_to_string(&path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            let result: Json = serde_json::from_str(&text)
-                .with_context(|| format!("parsing {}", path.display()))?;
-            points.push(Point {
-                sweep: s.name.clone(),
-                values: e.values.clone(),
-                result,
-            });
+        let mut dirs = vec![dir.join(&s.name)];
+        for round in 1.. {
+            let d = round_dir(dir, &s.name, round);
+            if !d.join("index.json").exists() {
+                break;
+            }
+            dirs.push(d);
+        }
+        for sdir in dirs {
+            let index = read_index(&sdir)?;
+            for e in index.runs.iter().filter(|e| e.status == Status::Done) {
+                let path = sdir.join(&e.result);
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                let result: Json = serde_json::from_str(&text)
+                    .with_context(|| format!("parsing {}", path.display()))?;
+                points.push(Point {
+                    sweep: s.name.clone(),
+                    values: e.values.clone(),
+                    result,
+                });
+            }
         }
     }
     Ok(points)
@@ -743,6 +1131,18 @@ pub const EVIDENCE: [(&str, &str); 12] = [
     ("iou-* threads", "kstat.helper_threads_count"),
 ];
 
+/// Every check of the recipe judged on the stored runs.
+pub fn outcomes(r: &Recipe, machine: &Machine, points: &[Point]) -> Vec<verdict::CheckOutcome> {
+    let limits = Limits {
+        tick_ns: machine.tick_ns(),
+        hz: machine.hz.as_ref().ok().copied(),
+    };
+    r.check
+        .iter()
+        .map(|c| verdict::evaluate(r, c, points, &limits))
+        .collect()
+}
+
 /// verdict.json of a recipe whose runs are stored.
 pub fn judge(
     r: &Recipe,
@@ -751,39 +1151,80 @@ pub fn judge(
     vars: &Vars,
     server: Option<String>,
 ) -> Json {
-    let limits = Limits {
-        tick_ns: machine.tick_ns(),
-        hz: machine.hz.as_ref().ok().copied(),
-    };
-    let outcomes: Vec<verdict::CheckOutcome> = r
-        .check
-        .iter()
-        .map(|c| verdict::evaluate(r, c, points, &limits))
-        .collect();
-    let v = verdict::combine(&outcomes);
-    let measured = r.figure.as_ref().and_then(|f| {
-        let o = outcomes.get(f.check - 1)?;
+    let o = outcomes(r, machine, points);
+    judge_outcomes(r, machine, points, o, vars, server)
+}
+
+/// The headline figure: the recipe's figure when the check it reads
+/// decided the verdict, else the deciding check's own ratio (or value).
+fn headline(r: &Recipe, o: &verdict::CheckOutcome, index: usize) -> Option<Json> {
+    let iv = o.interval;
+    if let Some(f) = r.figure.as_ref().filter(|f| f.check == index + 1) {
+        let map = |x: f64| match f.measure.as_str() {
+            "a" => x * f.scale,
+            "ratio" => x,
+            _ => (x - 1.0) * 100.0,
+        };
         let value = match f.measure.as_str() {
             "a" => o.a_reduced? * f.scale,
-            "ratio" => o.measured?,
-            _ => (o.measured? - 1.0) * 100.0,
+            _ => map(o.measured?),
         };
-        Some(json!({"value": value, "unit": f.unit, "from": o.what}))
-    });
-    let decisive = outcomes
-        .iter()
-        .find(|o| o.verdict == v)
-        .or(outcomes.first());
-    let mut reason = match decisive {
-        Some(o) => format!("{}: {}.", o.what, o.reason),
+        // An interval of a alone exists for bounds only.
+        let interval = match (f.measure.as_str(), &o.expect[..]) {
+            ("a", "at-most" | "at-least") | ("ratio" | "percent", _) => {
+                iv.map(|iv| json!([map(iv.lo), map(iv.hi)]))
+            }
+            _ => None,
+        };
+        return Some(json!({"value": value, "unit": f.unit, "from": o.what, "interval": interval}));
+    }
+    let value = o.measured?;
+    let pair = matches!(o.expect.as_str(), "greater" | "less" | "equal");
+    Some(if pair {
+        json!({
+            "value": (value - 1.0) * 100.0,
+            "unit": format!("% a/b ({})", o.metric),
+            "from": o.what,
+            "interval": iv.map(|iv| json!([(iv.lo - 1.0) * 100.0, (iv.hi - 1.0) * 100.0])),
+        })
+    } else {
+        json!({
+            "value": value,
+            "unit": o.metric,
+            "from": o.what,
+            "interval": iv.map(|iv| json!([iv.lo, iv.hi])),
+        })
+    })
+}
+
+pub fn judge_outcomes(
+    r: &Recipe,
+    machine: &Machine,
+    points: &[Point],
+    outcomes: Vec<verdict::CheckOutcome>,
+    vars: &Vars,
+    server: Option<String>,
+) -> Json {
+    let preferred = r.figure.as_ref().map(|f| f.check.saturating_sub(1));
+    let (v, decisive) = verdict::combine(&outcomes, preferred);
+    let measured = decisive.and_then(|i| headline(r, outcomes.get(i)?, i));
+    let mut reason = match decisive.and_then(|i| Some((i, outcomes.get(i)?))) {
+        Some((i, o)) => format!("Decided by check {} ({}): {}.", i + 1, o.what, o.reason),
         None => "the recipe has no rule".to_string(),
     };
     if outcomes.len() > 1 {
         let counts: Vec<String> = outcomes
             .iter()
-            .map(|o| o.verdict.word().to_string())
+            .enumerate()
+            .map(|(i, o)| format!("{} {}", i + 1, o.verdict.word()))
             .collect();
         reason += &format!(" Checks: {}.", counts.join(", "));
+    }
+    let flagged: usize = outcomes.iter().map(|o| o.flagged.len()).sum();
+    if flagged > 0 {
+        reason += &format!(
+            " {flagged} run(s) or repeat(s) left out (too few operations, cut short) or flagged as outliers: see each check's flagged list; a left-out run decides nothing."
+        );
     }
     if let Some(bg) = &server {
         reason += &format!(" {}{}.", bg[..1].to_uppercase(), &bg[1..]);
@@ -791,15 +1232,15 @@ pub fn judge(
     if let Some(n) = &r.scale_note {
         reason += &format!(" {n}");
     }
-    reason +=
-        " Measured on a shared machine: other processes add noise, which the tolerances allow for.";
     let mut out = header(r, machine);
     out.insert(
         "measured".into(),
-        measured
-            .unwrap_or(json!({"value": null, "unit": r.figure.as_ref().map(|f| f.unit.clone())})),
+        measured.unwrap_or(
+            json!({"value": null, "unit": r.figure.as_ref().map(|f| f.unit.clone()), "interval": null}),
+        ),
     );
     out.insert("verdict".into(), json!(v.word()));
+    out.insert("decided_by".into(), json!(decisive.map(|i| i + 1)));
     out.insert("reason".into(), json!(reason));
     out.insert(
         "checks".into(),
@@ -846,4 +1287,39 @@ fn evidence(r: &Recipe, points: &[Point]) -> Json {
         }
     }
     Json::Array(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_further_round_repeats_only_the_points_of_undecided_checks() {
+        let r = builtin()
+            .unwrap()
+            .into_iter()
+            .find(|r| r.name == "sqpoll-vs-two-threads")
+            .unwrap();
+        let m = Machine::probe();
+        let mut o = outcomes(&r, &m, &[]);
+        for c in &mut o {
+            c.verdict = Verdict::Reproduced;
+        }
+        assert!(sweeps_to_repeat(&r, &o).is_empty(), "all decided");
+        // The latency check (at = [64, 128]) is undecided.
+        o[0].verdict = Verdict::Inconclusive;
+        let todo = sweeps_to_repeat(&r, &o);
+        let names: Vec<&str> = todo.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["sqpoll", "two-threads"]);
+        assert_eq!(
+            todo[0].axes["iodepth"],
+            toml::Value::Array(vec![64.into(), 128.into()])
+        );
+        let quick = todo[0].quick_axes.as_ref().unwrap();
+        assert_eq!(quick["iodepth"], toml::Value::Array(vec![64.into()]));
+        assert!(
+            runs_in(&todo, Scale::Quick, Some(2), &r)
+                < runs_in(&r.sweep, Scale::Quick, Some(2), &r)
+        );
+    }
 }

@@ -3,7 +3,7 @@
 //! from the `verdict.json` files alone, so it can be rebuilt any time.
 
 use super::recipe::{Recipe, BUILTIN};
-use super::verdict::{num, series_points, value_text, Point};
+use super::verdict::{num, series_repeats, value_text, Point};
 use super::EVIDENCE;
 use crate::metric::Unit;
 use crate::plot::{render_svg, Axis, Chart, Series, XScale};
@@ -20,11 +20,14 @@ pub fn plot_data(r: &Recipe, points: &[Point]) -> Json {
         .series
         .iter()
         .map(|name| {
-            let pts: Vec<Json> = series_points(r, name, &p.metric, points)
+            // [x, median, lowest, highest] over the sane repeats.
+            let pts: Vec<Json> = series_repeats(r, name, &p.metric, points)
                 .into_iter()
-                .filter_map(|(_, x, y)| {
-                    let x = if x.is_null() { json!(name) } else { x };
-                    Some(json!([x, y?]))
+                .filter_map(|rep| {
+                    let y = rep.median()?;
+                    let (lo, hi) = rep.range()?;
+                    let x = if rep.x.is_null() { json!(name) } else { rep.x };
+                    Some(json!([x, y, lo, hi]))
                 })
                 .collect();
             json!({"label": name, "points": pts})
@@ -119,7 +122,9 @@ pub fn plot_svgs(plot: &Json) -> Result<Vec<String>> {
                     .filter_map(|p| {
                         let x = scale.position(&p[0])?;
                         let y = p[1].as_f64()?;
-                        Some((x, y, y, y))
+                        let lo = p.get(2).and_then(Json::as_f64).unwrap_or(y);
+                        let hi = p.get(3).and_then(Json::as_f64).unwrap_or(y);
+                        Some((x, y, lo, hi))
                     })
                     .collect();
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -144,6 +149,11 @@ pub fn plot_svgs(plot: &Json) -> Result<Vec<String>> {
             scale: scale.clone(),
             series,
             legend_title: "series".into(),
+            points_note: if key == "paper" {
+                "the study's values".into()
+            } else {
+                "median of repeats".into()
+            },
         };
         out.push(render_svg(&chart)?);
     }
@@ -172,7 +182,7 @@ td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}\
 td.l,th.l{text-align:left}\
 blockquote{border-left:4px solid #bbb;margin:8px 0;padding:4px 12px;color:#444;font-style:italic}\
 .v{display:inline-block;padding:2px 10px;border-radius:10px;color:#fff;font-weight:bold}\
-.reproduced{background:#2a7d2a}.not-reproduced{background:#b07a00}\
+.reproduced{background:#2a7d2a}.inconclusive{background:#b07a00}\
 .contradicted{background:#b02020}.cannot-run{background:#777}\
 .plots{display:flex;gap:8px}.plots>div{flex:0 0 49%;min-width:0}.note{color:#666;font-size:13px}.plots svg{width:100%;height:auto}";
 
@@ -197,7 +207,7 @@ pub fn render_index(verdicts: &[Json]) -> Result<String> {
     h += "<h1>ringlab reproduce: the seeds' findings on this machine</h1>\n";
     if let Some(k) = verdicts.first().map(|v| &v["kernel"]) {
         h += &format!(
-            "<p>Kernel {} on CPUs {}, CONFIG_HZ {}, {} NUMA node(s). Measured on a shared machine: other processes add noise, which each rule's tolerance allows for.</p>\n",
+            "<p>Kernel {} on CPUs {}, CONFIG_HZ {}, {} NUMA node(s). Each check compares repeated runs: its figure is the ratio of medians with a 95% bootstrap interval over the repeats; a verdict is reproduced or contradicted only when that interval lies wholly on one side of the claim's threshold, inconclusive when it holds it.</p>\n",
             esc(k["release"].as_str().unwrap_or("?")),
             esc(k["cpus"].as_str().unwrap_or("?")),
             k["config_hz"].as_u64().map(|x| x.to_string()).unwrap_or_else(|| format!("unavailable ({})", k["config_hz_unavailable"].as_str().unwrap_or("?"))),
@@ -226,9 +236,27 @@ pub fn render_index(verdicts: &[Json]) -> Result<String> {
 }
 
 fn figure(f: &Json) -> String {
-    match f["value"].as_f64() {
-        Some(x) => format!("{} {}", num(x), esc(f["unit"].as_str().unwrap_or(""))),
-        None => "–".into(),
+    esc(&figure_text(f))
+}
+
+/// A figure with its 95% interval: `+3.1 [-2.0, +8.4] % ...`.
+pub fn figure_text(f: &Json) -> String {
+    let Some(x) = f["value"].as_f64() else {
+        return "–".into();
+    };
+    let unit = f["unit"].as_str().unwrap_or("");
+    let signed = unit.starts_with('%');
+    let n = |v: f64| match (signed, v.abs() < 100.0) {
+        (true, true) => format!("{v:+.1}"),
+        (true, false) => format!("{v:+.0}"),
+        _ => num(v),
+    };
+    match f["interval"]
+        .as_array()
+        .and_then(|a| Some((a.first()?.as_f64()?, a.get(1)?.as_f64()?)))
+    {
+        Some((lo, hi)) => format!("{} [{}, {}] {unit}", n(x), n(lo), n(hi)),
+        None => format!("{} {unit}", n(x)),
     }
 }
 
@@ -253,17 +281,40 @@ fn section(v: &Json) -> Result<String> {
     }
     let checks = v["checks"].as_array().cloned().unwrap_or_default();
     if !checks.is_empty() {
-        h += "<table><tr><th class=\"l\">check</th><th class=\"l\">the paper</th><th class=\"l\">rule</th><th>measured</th><th class=\"l\">verdict</th></tr>\n";
-        for c in &checks {
+        h += "<table><tr><th>#</th><th class=\"l\">check</th><th class=\"l\">the paper</th><th class=\"l\">rule</th><th>measured [95% interval]</th><th>p</th><th>repeats</th><th class=\"l\">verdict</th></tr>\n";
+        let decided = v["decided_by"].as_u64();
+        for (i, c) in checks.iter().enumerate() {
+            let mark = if decided == Some(i as u64 + 1) {
+                " (decided)"
+            } else {
+                ""
+            };
+            let measured = match (
+                c["measured"].as_f64(),
+                c["interval"]["lo"].as_f64(),
+                c["interval"]["hi"].as_f64(),
+            ) {
+                (Some(m), Some(lo), Some(hi)) => format!("{} [{}, {}]", num(m), num(lo), num(hi)),
+                (Some(m), _, _) => num(m),
+                _ => "–".into(),
+            };
+            let mut notes = String::new();
+            for f in c["flagged"].as_array().cloned().unwrap_or_default() {
+                notes += &format!(
+                    "<br/><span class=\"note\">⚠ {}</span>",
+                    esc(f.as_str().unwrap_or(""))
+                );
+            }
             h += &format!(
-                "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{} {} ({}), tolerance {:.0}%</td><td>{}</td><td class=\"l\"><span class=\"v {w}\">{w}</span></td></tr>\n",
+                "<tr><td>{}{mark}</td><td class=\"l\">{}{notes}</td><td class=\"l\">{}</td><td class=\"l\">{} ({})</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\"><span class=\"v {w}\">{w}</span></td></tr>\n",
+                i + 1,
                 esc(c["what"].as_str().unwrap_or("")),
                 esc(c["paper"].as_str().unwrap_or("")),
-                esc(c["expect"].as_str().unwrap_or("")),
-                esc(&value_text(&c["size"])),
+                esc(c["rule"].as_str().unwrap_or("")),
                 esc(c["metric"].as_str().unwrap_or("")),
-                c["tolerance"].as_f64().unwrap_or(0.0) * 100.0,
-                c["measured"].as_f64().map(num).unwrap_or_else(|| "–".into()),
+                measured,
+                c["p_value"].as_f64().map(num).unwrap_or_else(|| "–".into()),
+                c["repeats"],
                 w = esc(c["verdict"].as_str().unwrap_or("")),
             );
         }

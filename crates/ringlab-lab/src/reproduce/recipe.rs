@@ -117,6 +117,10 @@ pub struct Recipe {
     pub x: Option<String>,
     #[serde(default)]
     pub runtime: Runtime,
+    /// Operations a run must complete to count [default: 20]: a run that
+    /// did fewer is left out of every verdict.
+    #[serde(default)]
+    pub min_ops: Option<f64>,
     /// How the recipe adapts to this machine, said in the verdict.
     #[serde(default)]
     pub scale_note: Option<String>,
@@ -159,14 +163,17 @@ impl Default for Runtime {
 pub struct SweepSpec {
     pub name: String,
     pub command: String,
-    /// Repeats at the default scale [default: 2; the median is used].
+    /// Repeats at the default scale [default and least: 5].
     #[serde(default)]
     pub repeats: Option<u32>,
+    /// Repeats under --quick [default and least: 3].
     #[serde(default)]
     pub quick_repeats: Option<u32>,
     /// Which file the io runs use: `target` (the laid-out file or --target),
     /// `scratch` (always the laid-out file: the runs write), `tmpfs` (a file
-    /// in /dev/shm: every read is a page-cache hit).
+    /// in /dev/shm), `cached` (a file on the results' file system, read into
+    /// the page cache before each sweep: a hot cache), `raw` (a raw block
+    /// device: --target when it is one, else /dev/zram0; only read).
     #[serde(default)]
     pub file: Option<String>,
     /// CPUs the sweep's children run on (their affinity is inherited).
@@ -254,11 +261,18 @@ pub struct Check {
     pub reduce: String,
     /// greater, less, equal (a vs b); at-most, at-least (a vs `size`).
     pub expect: String,
-    /// The claimed ratio (greater/less), the allowed difference (equal) or
-    /// the limit (at-most/at-least; `tick_ns` is one timer tick).
+    /// The claimed ratio (greater/less), the difference the study states
+    /// (equal) or the limit (at-most/at-least; `tick_ns` is one timer tick).
     pub size: toml::Value,
-    /// Relative tolerance for noise.
+    /// How far short of the claimed size still counts as the claim: the
+    /// threshold is size / (1 + tolerance) for greater, size x (1 +
+    /// tolerance) for less and at-most, limit / (1 + tolerance) for
+    /// at-least.
     pub tolerance: f64,
+    /// `equal` only: a/b inside 1 +- zone counts as equal (the zone of
+    /// equivalence the interval must lie in).
+    #[serde(default)]
+    pub zone: Option<f64>,
 }
 
 fn mean() -> String {
@@ -321,6 +335,18 @@ pub fn parse_recipe(text: &str, name: &str) -> Result<Recipe> {
         if !REDUCES.contains(&c.reduce.as_str()) {
             return Err(bad(format!("check '{}': reduce = {}", c.what, c.reduce)));
         }
+        if (c.expect == "equal") != c.zone.is_some() {
+            return Err(bad(format!(
+                "check '{}': expect {} {} a zone (the equivalence zone of equal claims)",
+                c.what,
+                c.expect,
+                if c.expect == "equal" {
+                    "needs"
+                } else {
+                    "takes no"
+                }
+            )));
+        }
         let pair = matches!(c.expect.as_str(), "greater" | "less" | "equal");
         if pair != c.b.is_some() {
             return Err(bad(format!(
@@ -369,17 +395,41 @@ pub enum Scale {
 /// Values the recipes' `@name` placeholders stand for on this machine.
 pub type Vars = IndexMap<String, String>;
 
+/// Least repeats per point at the default scale and under --quick.
+pub const MIN_REPEATS: u32 = 5;
+pub const MIN_QUICK_REPEATS: u32 = 3;
+/// Repeats each further round adds while a check is undecided.
+pub const ROUND_REPEATS: u32 = 2;
+
 impl Recipe {
-    /// The sweep's plan at `scale`, placeholders replaced.
-    pub fn plan(&self, sweep: &SweepSpec, scale: Scale, vars: &Vars) -> Result<Plan> {
+    /// Repeats of the first round of a sweep at `scale`: the recipe's
+    /// number, never below 5 (3 under --quick and in tests).
+    pub fn repeats(&self, sweep: &SweepSpec, scale: Scale) -> u32 {
+        match scale {
+            Scale::Default => sweep.repeats.unwrap_or(MIN_REPEATS).max(MIN_REPEATS),
+            _ => sweep
+                .quick_repeats
+                .unwrap_or(MIN_QUICK_REPEATS)
+                .max(MIN_QUICK_REPEATS),
+        }
+    }
+
+    /// The sweep's plan at `scale`, placeholders replaced: round 0 is the
+    /// first round; each later round (adaptive repetition) is
+    /// [`ROUND_REPEATS`] more repeats, in another shuffled order.
+    pub fn plan(&self, sweep: &SweepSpec, scale: Scale, vars: &Vars, round: u32) -> Result<Plan> {
         let mut table = toml::Table::new();
         table.insert("command".into(), sweep.command.clone().into());
-        let repeats = match scale {
-            Scale::Default => sweep.repeats.unwrap_or(2),
-            _ => sweep.quick_repeats.unwrap_or(1),
+        let repeats = if round == 0 {
+            self.repeats(sweep, scale)
+        } else {
+            ROUND_REPEATS
         };
         table.insert("repeats".into(), i64::from(repeats).into());
         table.insert("shuffle".into(), true.into());
+        if round > 0 {
+            table.insert("seed".into(), i64::from(round).into());
+        }
         let mut options = substitute_table(&sweep.options, vars)?;
         let runtime = match scale {
             Scale::Default => self.runtime.default.clone(),
@@ -405,7 +455,14 @@ impl Recipe {
             (Some(q), Scale::Quick | Scale::Tiny(_)) => q,
             _ => &sweep.axes,
         };
-        let axes = substitute_table(axes, vars)?;
+        let mut axes = substitute_table(axes, vars)?;
+        if sweep.command == "rocksdb"
+            && matches!(scale, Scale::Tiny(_))
+            && axes.contains_key("keys")
+        {
+            // Tests: a database that fills in a moment.
+            axes.insert("keys".into(), toml::Value::Array(vec![20000.into()]));
+        }
         table.insert("options".into(), options.into());
         table.insert("axes".into(), axes.into());
         let text = format!(
@@ -455,7 +512,7 @@ mod tests {
         let recipes = builtin().unwrap();
         assert_eq!(recipes.len(), BUILTIN.len());
         let mut vars = Vars::new();
-        for k in ["target", "scratch", "tmpfs", "url"] {
+        for k in ["target", "scratch", "tmpfs", "cached", "raw", "url"] {
             vars.insert(k.into(), format!("/x/{k}"));
         }
         vars.insert("two_cpus".into(), "0,1".into());
@@ -465,13 +522,35 @@ mod tests {
         for r in &recipes {
             for s in &r.sweep {
                 for scale in [Scale::Default, Scale::Quick] {
-                    let plan = r.plan(s, scale, &vars).unwrap();
+                    let plan = r.plan(s, scale, &vars, 0).unwrap();
                     assert!(plan.combinations() >= 1, "{}", r.name);
                 }
             }
             for c in &r.check {
                 assert!(c.tolerance > 0.0, "{}: a tolerance is stated", r.name);
             }
+        }
+    }
+
+    #[test]
+    fn the_readme_quotes_every_recipe_with_its_section() {
+        let readme = include_str!("../../recipes/README.md");
+        for r in builtin().unwrap() {
+            let at = readme
+                .find(&format!("### `{}`", r.name))
+                .unwrap_or_else(|| panic!("recipes/README.md has no entry for {}", r.name));
+            let entry = &readme[at..];
+            let entry = &entry[..entry[4..].find("### ").map_or(entry.len(), |e| e + 4)];
+            assert!(
+                entry.contains(&r.section),
+                "{}: section not in its entry",
+                r.name
+            );
+            assert!(
+                entry.contains(&r.quote),
+                "{}: quote not in its entry",
+                r.name
+            );
         }
     }
 
