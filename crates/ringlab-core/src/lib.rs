@@ -8,6 +8,7 @@
 
 pub mod cpus;
 pub mod error;
+pub mod files;
 pub mod gate;
 pub mod harness;
 pub mod limits;

@@ -26,6 +26,10 @@ mod lab;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Replace existing files ringlab did not write (results, logs, report
+    /// pages); without it ringlab refuses to, as the file may be yours.
+    #[arg(long, global = true)]
+    overwrite_files: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -277,6 +281,7 @@ fn run(
     fio_words: &ringlab_io::fio::options::Translated,
     translated: &[String],
 ) -> Result<()> {
+    ringlab_core::files::allow_overwrite(cli.overwrite_files);
     match cli.command {
         Command::Sweep {
             plan,
