@@ -118,8 +118,13 @@ pub fn check_dest(named: &Path, opt: &str, avoid: &[&Path]) -> Result<PathBuf> {
     let ft = meta.file_type();
     let refuse = |what: &str| {
         Err(usage_error(format!(
-            "{opt} {}: refusing to write over {what}: name a regular file{}",
+            "{opt} {}: refusing to write {} over {what}: name a regular file{}",
             named.display(),
+            if opt.starts_with("--write-") {
+                "the log"
+            } else {
+                "the result"
+            },
             if opt == "--output" {
                 " (or - for standard output)"
             } else {

@@ -6,6 +6,7 @@
 //! ([`uring`]), the run harness that starts, supervises and collects job
 //! threads ([`harness`]), and command lines quoted for a shell ([`shell`]).
 
+pub mod child;
 pub mod cpus;
 pub mod error;
 pub mod files;

@@ -521,18 +521,9 @@ fn spawn_counted(
         }
     }
     let cpu = setup.cpu;
-    // SAFETY: the closure runs in the forked child before exec and only
-    // makes the async-signal-safe sched_setaffinity system call.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu as usize, &mut set);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    // db_bench gets SIGTERM when ringlab dies (even by SIGKILL), and runs
+    // on its CPU.
+    ringlab_core::child::die_with_parent(&mut cmd, &[cpu]);
     let mut child = cmd
         .spawn()
         .with_context(|| format!("starting {}", setup.db_bench.display()))?;

@@ -53,8 +53,14 @@ pub enum Parsed {
 
 /// Translates fio's spellings on the command line; runs a job file.
 pub fn preprocess() -> Result<Parsed> {
-    let io = Cli::command();
-    let io = io
+    let mut cli = Cli::command();
+    // Built, so that the io subcommand holds the global options too.
+    cli.build();
+    // --overwrite-files holds for a job file run from here too.
+    ringlab_core::files::allow_overwrite(
+        std::env::args_os().any(|a| a == "--overwrite-files"),
+    );
+    let io = cli
         .find_subcommand("io")
         .context("the io subcommand is defined")?;
     match ringlab_io::fio::cli::preprocess(std::env::args_os().collect(), io)? {

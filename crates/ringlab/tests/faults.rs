@@ -314,7 +314,11 @@ fn interrupt_during_layout_exits_130_and_leaves_nothing() {
         for _ in 0..signals {
             signal(&child, libc::SIGINT);
         }
-        let out = finish(child, "interrupted layout");
+        let mut out = finish(child, "interrupted layout");
+        // A layout this large is announced before it starts.
+        let err = stderr(&out);
+        assert!(err.starts_with("ringlab: laying out 3 GiB at "), "{err}");
+        out.stderr = err.lines().skip(1).map(|l| format!("{l}\n")).collect::<String>().into_bytes();
         eprintln!(
             "layout x{signals}: {:?} {}",
             out.status.code(),
@@ -430,7 +434,7 @@ fn sigkill_leaves_nothing_behind() {
     let out_file = dir.path().join("out.json");
     fs::write(&out_file, "old").unwrap();
     let child = spawn(&format!(
-        "io --directory {} --size 4m --runtime 60s --no-kstat --output {}",
+        "io --directory {} --size 4m --runtime 60s --no-kstat --output {} --overwrite-files",
         dir.path().display(),
         out_file.display()
     ));
@@ -489,10 +493,15 @@ fn output_never_destroys_data() {
     // was, and no temporary file.
     let out_file = d.join("out.json");
     fs::write(&out_file, "old").unwrap();
+    // A file ringlab did not write is refused before the run, unless
+    // --overwrite-files.
+    let out = run(&format!("{io} --output {}", out_file.display()));
+    assert_fails(&out, 2, &["ringlab did not write", "--overwrite-files"]);
+    assert_eq!(fs::read_to_string(&out_file).unwrap(), "old");
     let zeros = d.join("zeros.dat");
     fs::write(&zeros, vec![0u8; 64 << 10]).unwrap();
     let out = run(&format!(
-        "io {} --rw read --verify --runtime 10s --no-kstat --output {}",
+        "io {} --rw read --verify --runtime 10s --no-kstat --overwrite-files --output {}",
         zeros.display(),
         out_file.display()
     ));
@@ -506,7 +515,7 @@ fn output_never_destroys_data() {
     assert_eq!(listing(d), vec!["out.json", "target.dat", "zeros.dat"]);
     // A run that succeeds replaces it whole; '-' is standard output.
     let out = run(&format!(
-        "{io} --output {} --output-format json",
+        "{io} --output {} --output-format json --overwrite-files",
         out_file.display()
     ));
     assert!(out.status.success(), "{}", stderr(&out));
