@@ -172,6 +172,11 @@ impl Store {
     /// Opens DIR for `plan`: creates it, or resumes the runs of the same plan.
     /// A directory holding another plan's sweep, or other files, is refused.
     pub fn open(dir: &Path, plan: &Plan, runs: &[PlannedRun]) -> Result<Store> {
+        // Refused before anything is created in it: a refused directory is
+        // left as it was (no runs/, .scratch/ or .lock added).
+        if dir.is_dir() {
+            existing_index(dir, plan)?;
+        }
         let made = std::fs::create_dir_all(dir.join(RUNS_DIR))
             .and_then(|()| std::fs::create_dir_all(dir.join(SCRATCH_DIR)));
         made.map_err(|e| {
