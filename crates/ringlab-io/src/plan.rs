@@ -886,29 +886,23 @@ fn check_engine_and_pattern(args: &IoArgs) -> Result<()> {
 }
 
 /// Refuses buffers (bs x iodepth x numjobs) larger than half the memory
-/// available, before anything is laid out.
+/// available (the host's, or the memory cgroup's room where that is less),
+/// before anything is laid out.
 fn check_buffer_memory(bs: u64, iodepth: u32, numjobs: u32, engine: EngineKind) -> Result<()> {
     let depth = if engine.is_async() { iodepth as u64 } else { 1 };
     let slot =
         bs.div_ceil(crate::buffers::BUFFER_ALIGN as u64) * crate::buffers::BUFFER_ALIGN as u64;
     let need = slot.saturating_mul(depth).saturating_mul(numjobs as u64);
-    if let Some(avail) = mem_available() {
+    if let Some((avail, by)) = ringlab_core::limits::memory_available() {
         if need > avail / 2 {
             usage!(
-                "I/O buffers of --bs x --iodepth x --numjobs need {}, more than half the memory available ({}): lower one of them",
+                "I/O buffers of --bs x --iodepth x --numjobs need {}, more than half the memory available ({}, set by {by}): lower one of them",
                 format_bytes(need),
                 format_bytes(avail)
             );
         }
     }
     Ok(())
-}
-
-fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 fn check_cpus_allowed(cpus: &[u32]) -> Result<()> {

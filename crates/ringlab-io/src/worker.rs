@@ -229,6 +229,8 @@ pub fn run_job<E: Engine>(
             next_cut_ns: d.as_nanos() as u64,
             current: IntervalRecorder::default(),
             done: Vec::new(),
+            cap: intervals_kept(plan.numjobs),
+            dropped: 0,
         }),
         workload: Workload::with_sizes(
             plan.rw,
@@ -343,7 +345,15 @@ pub fn run_job<E: Engine>(
     }
     if let Some(iv) = job.intervals.take() {
         let now = job.now_ns();
-        job.measurements.intervals = iv.finish(now, job.measure_from_ns);
+        let (kept, dropped) = iv.finish(now, job.measure_from_ns);
+        if dropped > 0 && ctx.job == 0 {
+            warnings.push(format!(
+                "--status-interval: only the first {} intervals are in the result ({dropped} more per job were not kept): each holds latency histograms of about 1.1 MB per job, and ringlab keeps at most {} MiB of them; use a longer interval for a run this long",
+                kept.len(),
+                INTERVALS_BUDGET >> 20
+            ));
+        }
+        job.measurements.intervals = kept;
     }
     if plan.end_fsync {
         // fio's end_fsync: once, after the last write completed; outside
@@ -456,9 +466,33 @@ struct Intervals {
     next_cut_ns: u64,
     current: IntervalRecorder,
     done: Vec<IntervalRecorder>,
+    /// At most this many intervals are kept ([`intervals_kept`]); the rest
+    /// are counted in `dropped` and said in the result's warnings.
+    cap: usize,
+    dropped: u64,
+}
+
+/// The memory all jobs' intervals may hold together: each interval keeps a
+/// latency histogram per direction, about [`INTERVAL_BYTES`].
+const INTERVALS_BUDGET: u64 = 256 << 20;
+/// What one job's interval holds (measured: about 1.1 MB).
+const INTERVAL_BYTES: u64 = 1_150_000;
+
+/// How many intervals each of `numjobs` jobs keeps within
+/// [`INTERVALS_BUDGET`] (at least 8).
+fn intervals_kept(numjobs: u32) -> usize {
+    (INTERVALS_BUDGET / INTERVAL_BYTES / u64::from(numjobs.max(1))).max(8) as usize
 }
 
 impl Intervals {
+    fn keep(&mut self, iv: IntervalRecorder) {
+        if self.done.len() < self.cap {
+            self.done.push(iv);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
     /// Closes every interval that ended by `now_ns` (job clock; measuring
     /// started at `from_ns`).
     fn cut(&mut self, now_ns: u64, from_ns: u64) {
@@ -466,23 +500,23 @@ impl Intervals {
             let mut iv = std::mem::take(&mut self.current);
             iv.start_ns = self.next_cut_ns - self.period_ns - from_ns;
             iv.elapsed_ns = self.period_ns;
-            self.done.push(iv);
+            self.keep(iv);
             self.next_cut_ns += self.period_ns;
         }
     }
 
     /// The job's intervals at its end: the last one, cut short, with the
     /// time it covered.
-    fn finish(mut self, now_ns: u64, from_ns: u64) -> Vec<IntervalRecorder> {
+    fn finish(mut self, now_ns: u64, from_ns: u64) -> (Vec<IntervalRecorder>, u64) {
         self.cut(now_ns, from_ns);
         let start = self.next_cut_ns - self.period_ns;
         if now_ns > start {
-            let mut iv = self.current;
+            let mut iv = std::mem::take(&mut self.current);
             iv.start_ns = start - from_ns;
             iv.elapsed_ns = now_ns - start;
-            self.done.push(iv);
+            self.keep(iv);
         }
-        self.done
+        (self.done, self.dropped)
     }
 }
 
@@ -824,6 +858,7 @@ impl<E: Engine> Job<'_, E> {
         if let Some(iv) = &mut self.intervals {
             iv.current = IntervalRecorder::default();
             iv.done.clear();
+            iv.dropped = 0;
             iv.next_cut_ns = now_ns + iv.period_ns;
         }
     }
