@@ -328,6 +328,25 @@ fn open_output(output: &OutputArgs, avoid: &[&Path]) -> Result<Output> {
 }
 
 fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result<()> {
+    let ran = run_http_inner(args, output);
+    // os.exit in the script: the run stopped there (its results, if any,
+    // are out); ringlab exits with the script's code, saying so.
+    if let Some((code, hook)) = ringlab_net::script::watchdog::exit_requested() {
+        let _ = std::io::stdout().flush();
+        let had = if ran.is_ok() {
+            "; the results up to then are above"
+        } else {
+            ""
+        };
+        say(&format!(
+            "ringlab: the script called os.exit({code}) in {hook}: the run stopped there{had}; exit code {code}"
+        ));
+        std::process::exit(code);
+    }
+    ran
+}
+
+fn run_http_inner(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result<()> {
     let plan = ringlab_net::HttpPlan::from_args(args)?;
     let out = open_output(output, &[])?;
     let interrupted = ringlab_core::interrupt_flag()?;
