@@ -339,9 +339,22 @@ fn micros_flag(flag: &str, text: &str) -> Result<Duration> {
         let us: u64 = t
             .parse()
             .map_err(|_| usage_error(format!("--{flag} {text}: too large")))?;
-        return Ok(Duration::from_micros(us));
+        return bounded(flag, text, Duration::from_micros(us));
     }
-    parse_duration(t).map_err(|e| usage_error(format!("--{flag}: {e}")))
+    let d = parse_duration(t).map_err(|e| usage_error(format!("--{flag}: {e}")))?;
+    bounded(flag, text, d)
+}
+
+/// The longest time any option may give: a year (times are kept in u64
+/// nanoseconds, and sums of them must not overflow).
+const DURATION_MAX: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Refuses a time longer than [`DURATION_MAX`] instead of letting it wrap.
+fn bounded(flag: &str, text: &str, d: Duration) -> Result<Duration> {
+    if d > DURATION_MAX {
+        usage!("--{flag} {text}: longer than a year, the most ringlab takes (a larger figure would overflow its nanosecond clock)");
+    }
+    Ok(d)
 }
 
 /// --fsync N or --fdatasync N.
@@ -368,13 +381,17 @@ fn per_direction(
         }
         Ok(Some(v))
     };
-    match text.split_once(',') {
-        Some((r, w)) => Ok([one(r)?, one(w)?]),
+    let both = match text.split_once(',') {
+        Some((r, w)) => [one(r)?, one(w)?],
         None => {
             let v = one(text)?;
-            Ok([v, v])
+            [v, v]
         }
+    };
+    if both == [None, None] {
+        usage!("--{flag} '{text}': no limit given; write N, or R,W with one side empty for no limit on it (or drop --{flag})");
     }
+    Ok(both)
 }
 
 fn size_flag(flag: &str, text: &str) -> Result<u64> {
@@ -414,6 +431,7 @@ impl IoPlan {
         let runtime = match &args.runtime {
             Some(t) => {
                 let d = parse_duration(t).map_err(|e| usage_error(format!("--runtime: {e}")))?;
+                let d = bounded("runtime", t, d)?;
                 if d.is_zero() {
                     usage!("--runtime {t}: must be longer than zero");
                 }
@@ -445,6 +463,7 @@ impl IoPlan {
         let ramp = match &args.ramp_time {
             Some(t) => {
                 let d = parse_duration(t).map_err(|e| usage_error(format!("--ramp-time: {e}")))?;
+                let d = bounded("ramp-time", t, d)?;
                 (!d.is_zero()).then_some(d)
             }
             None => None,
@@ -494,6 +513,7 @@ impl IoPlan {
             Some(t) => {
                 let d = parse_duration(t)
                     .map_err(|e| usage_error(format!("--status-interval: {e}")))?;
+                let d = bounded("status-interval", t, d)?;
                 if d < Duration::from_millis(10) {
                     usage!("--status-interval {t}: at least 10ms");
                 }
