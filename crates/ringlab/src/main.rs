@@ -364,7 +364,20 @@ fn run_http_inner(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result<(
     };
     out.finish(rendered.as_bytes())?;
     // A script's done() writes after the report, as in wrk.
-    outcome.script_done()
+    outcome.script_done()?;
+    // A run in which not one response completed measured nothing: the
+    // report above says why, and the run failed.
+    if outcome.result.total.ops == 0 {
+        let why = outcome
+            .result
+            .warnings
+            .iter()
+            .find(|w| w.starts_with("no response completed"))
+            .cloned()
+            .unwrap_or_else(|| "no response completed".to_string());
+        anyhow::bail!("{why}: nothing was measured (the run failed)");
+    }
+    Ok(())
 }
 
 fn run_serve_command(args: &ringlab_net::ServeArgs, output: &OutputArgs) -> Result<()> {
