@@ -413,7 +413,8 @@ fn link_fd(file: &File, to: &Path) -> io::Result<()> {
 /// The table of named temporary files the signal path unlinks: one
 /// C string per slot, owned by whoever swaps it out.
 const SLOTS: usize = 256;
-static TEMPS: [AtomicPtr<libc::c_char>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+static TEMPS: [AtomicPtr<libc::c_char>; SLOTS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
 
 fn register(path: &Path) -> Option<usize> {
     let c = CString::new(path.as_os_str().as_bytes()).ok()?;
@@ -541,7 +542,10 @@ mod tests {
         let d = scratch("user");
         let f = d.join("x_bw.1.log");
         fs::write(&f, "precious").unwrap();
-        let err = format!("{:#}", NewFile::create(&f, "--write-bw-log", &[]).unwrap_err());
+        let err = format!(
+            "{:#}",
+            NewFile::create(&f, "--write-bw-log", &[]).unwrap_err()
+        );
         if written_by_ringlab(&f).is_none() {
             assert!(err.contains("keeps no extended attributes"), "{err}");
             return;

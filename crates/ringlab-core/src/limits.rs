@@ -38,13 +38,14 @@ pub fn ensure_fd_limit(need: u64, lower: &str) -> Result<()> {
 /// `memory.usage_in_bytes`, on the process's cgroup and every parent).
 /// Returns the bytes and what limits them ("the host", "the cgroup").
 pub fn memory_available() -> Option<(u64, &'static str)> {
-    let host = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| {
-            let line = t.lines().find(|l| l.starts_with("MemAvailable:"))?.to_string();
-            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-            Some(kib.saturating_mul(1024))
-        });
+    let host = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
+        let line = t
+            .lines()
+            .find(|l| l.starts_with("MemAvailable:"))?
+            .to_string();
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib.saturating_mul(1024))
+    });
     let cgroup = std::fs::read_to_string("/proc/self/cgroup")
         .ok()
         .and_then(|t| cgroup_room(&t, std::path::Path::new("/sys/fs/cgroup")));
@@ -71,7 +72,11 @@ fn cgroup_room(proc_cgroup: &str, root: &std::path::Path) -> Option<u64> {
         let (base, max, cur) = if id == "0" && ctl.is_empty() {
             (root.to_path_buf(), "memory.max", "memory.current")
         } else if ctl.split(',').any(|c| c == "memory") {
-            (root.join("memory"), "memory.limit_in_bytes", "memory.usage_in_bytes")
+            (
+                root.join("memory"),
+                "memory.limit_in_bytes",
+                "memory.usage_in_bytes",
+            )
         } else {
             continue;
         };
@@ -92,7 +97,6 @@ fn cgroup_room(proc_cgroup: &str, root: &std::path::Path) -> Option<u64> {
     }
     best
 }
-
 
 #[cfg(test)]
 mod tests {

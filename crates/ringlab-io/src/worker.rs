@@ -659,12 +659,7 @@ impl Logs {
 
 /// One averaged line of a latency log: the window's mean latency of
 /// direction `d`, stamped `t` ms.
-fn write_mean_latency(
-    w: &mut LogWriter,
-    t: u64,
-    d: usize,
-    win: &LogWindow,
-) -> std::io::Result<()> {
+fn write_mean_latency(w: &mut LogWriter, t: u64, d: usize, win: &LogWindow) -> std::io::Result<()> {
     use std::io::Write;
     writeln!(
         w,

@@ -396,7 +396,10 @@ fn prepare_db(setup: &Setup, w: &mut dyn Write, interrupted: &Arc<AtomicBool>) -
     });
     let mut signalled = false;
     let status = loop {
-        if let Some(st) = child.try_wait().context("waiting for db_bench fillrandom")? {
+        if let Some(st) = child
+            .try_wait()
+            .context("waiting for db_bench fillrandom")?
+        {
             break st;
         }
         if interrupted.load(Ordering::Relaxed) && !signalled {

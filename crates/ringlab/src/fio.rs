@@ -57,9 +57,7 @@ pub fn preprocess() -> Result<Parsed> {
     // Built, so that the io subcommand holds the global options too.
     cli.build();
     // --overwrite-files holds for a job file run from here too.
-    ringlab_core::files::allow_overwrite(
-        std::env::args_os().any(|a| a == "--overwrite-files"),
-    );
+    ringlab_core::files::allow_overwrite(std::env::args_os().any(|a| a == "--overwrite-files"));
     let io = cli
         .find_subcommand("io")
         .context("the io subcommand is defined")?;

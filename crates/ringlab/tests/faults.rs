@@ -318,7 +318,12 @@ fn interrupt_during_layout_exits_130_and_leaves_nothing() {
         // A layout this large is announced before it starts.
         let err = stderr(&out);
         assert!(err.starts_with("ringlab: laying out 3 GiB at "), "{err}");
-        out.stderr = err.lines().skip(1).map(|l| format!("{l}\n")).collect::<String>().into_bytes();
+        out.stderr = err
+            .lines()
+            .skip(1)
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+            .into_bytes();
         eprintln!(
             "layout x{signals}: {:?} {}",
             out.status.code(),
@@ -818,7 +823,11 @@ fn logs_never_destroy_data_and_a_failed_run_leaves_none() {
             zeros.display(),
             prefix.display()
         ),
-        format!("{io} --directory {} --write-bw-log {}", d.display(), prefix.display()),
+        format!(
+            "{io} --directory {} --write-bw-log {}",
+            d.display(),
+            prefix.display()
+        ),
     ] {
         let out = run(&line);
         eprintln!("user log: {:?} {}", out.status.code(), stderr(&out).trim());
@@ -846,7 +855,11 @@ fn logs_never_destroy_data_and_a_failed_run_leaves_none() {
         d.display(),
         d.join("dev").display()
     ));
-    assert_fails(&out, 2, &["refusing to write the log over a character device"]);
+    assert_fails(
+        &out,
+        2,
+        &["refusing to write the log over a character device"],
+    );
     let fifo = d.join("f_lat.1.log");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: a NUL-terminated path.
@@ -982,18 +995,12 @@ fn sighup_ends_the_run_with_its_report() {
 /// Numbers that would overflow, and empty limits, are refused.
 #[test]
 fn overflowing_and_empty_figures_are_refused() {
-    for (line, want) in [
-        (
-            "io --size 1m --runtime 100ms --thinktime 18446744073709551615",
-            "longer than a year",
-        ),
-    ] {
-        let out = run(line);
-        assert_fails(&out, 2, &[want]);
-    }
+    let out = run("io --size 1m --runtime 100ms --thinktime 18446744073709551615");
+    assert_fails(&out, 2, &["longer than a year"]);
     for flag in ["--rate-iops", "--rate"] {
         let mut cmd = Command::new(BIN);
-        cmd.args(argv("io --size 1m --runtime 100ms")).args([flag, ""]);
+        cmd.args(argv("io --size 1m --runtime 100ms"))
+            .args([flag, ""]);
         let out = run_limited(cmd);
         assert_fails(&out, 2, &["no limit given"]);
     }
@@ -1022,9 +1029,16 @@ impl Fuse {
         }
         let backing = tempfile::tempdir().unwrap();
         let mnt = tempfile::tempdir().unwrap();
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/passthrough_fuse.py");
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/passthrough_fuse.py"
+        );
         let daemon = Command::new("/usr/bin/python3")
-            .args([script, backing.path().to_str().unwrap(), mnt.path().to_str().unwrap()])
+            .args([
+                script,
+                backing.path().to_str().unwrap(),
+                mnt.path().to_str().unwrap(),
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -1050,7 +1064,10 @@ impl Fuse {
 
 impl Drop for Fuse {
     fn drop(&mut self) {
-        let _ = sh("/usr/bin/fusermount3", &["-u", "-z", self.mnt.path().to_str().unwrap()]);
+        let _ = sh(
+            "/usr/bin/fusermount3",
+            &["-u", "-z", self.mnt.path().to_str().unwrap()],
+        );
         let _ = self.daemon.kill();
         let _ = self.daemon.wait();
     }
@@ -1084,36 +1101,59 @@ fn output_on_fuse_leaves_no_temporary_file() {
         out_file.display()
     );
     let temps = |d: &Path| -> Vec<String> {
-        listing(d).into_iter().filter(|n| n.ends_with(".tmp")).collect()
+        listing(d)
+            .into_iter()
+            .filter(|n| n.ends_with(".tmp"))
+            .collect()
     };
     for signals in [1, 3] {
         let child = spawn(&line);
         let pid = child.id();
         wait_until("the job thread starts", || has_thread(pid, "ringlab-job0"));
-        assert_eq!(temps(fuse.backing.path()).len(), 1, "the named temporary file");
+        assert_eq!(
+            temps(fuse.backing.path()).len(),
+            1,
+            "the named temporary file"
+        );
         for _ in 0..signals {
             signal(&child, libc::SIGINT);
             std::thread::sleep(Duration::from_millis(2));
         }
         let out = finish(child, "interrupted run on FUSE");
         eprintln!("FUSE x{signals}: {:?}", out.status.code());
-        assert!(temps(fuse.backing.path()).is_empty(), "{:?}", listing(fuse.backing.path()));
+        assert!(
+            temps(fuse.backing.path()).is_empty(),
+            "{:?}",
+            listing(fuse.backing.path())
+        );
     }
     let child = spawn(&line);
     let pid = child.id();
     wait_until("the job thread starts", || has_thread(pid, "ringlab-job0"));
     signal(&child, libc::SIGKILL);
     let _ = finish(child, "SIGKILL on FUSE");
-    assert_eq!(temps(fuse.backing.path()).len(), 1, "SIGKILL leaves its file");
+    assert_eq!(
+        temps(fuse.backing.path()).len(),
+        1,
+        "SIGKILL leaves its file"
+    );
     let plain = format!(
         "io --directory {} --size 1m --runtime 50ms --no-kstat --output {}",
         scratch.path().display(),
         out_file.display()
     );
     let out = run(&plain);
-    assert_fails(&out, 2, &["keeps no extended attributes", "--overwrite-files"]);
+    assert_fails(
+        &out,
+        2,
+        &["keeps no extended attributes", "--overwrite-files"],
+    );
     let out = run(&format!("{plain} --overwrite-files"));
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(temps(fuse.backing.path()).is_empty(), "{:?}", listing(fuse.backing.path()));
+    assert!(
+        temps(fuse.backing.path()).is_empty(),
+        "{:?}",
+        listing(fuse.backing.path())
+    );
     assert!(out_file.is_file());
 }

@@ -284,7 +284,10 @@ fn report_never_overwrites_user_files_nor_writes_into_the_runs() {
     // Its own report is replaced on a rerun without asking.
     let own = tmp.path().join("rep");
     for _ in 0..2 {
-        assert_ok(&run_in(tmp.path(), &["report", p(&sweep), "--output", p(&own)]));
+        assert_ok(&run_in(
+            tmp.path(),
+            &["report", p(&sweep), "--output", p(&own)],
+        ));
     }
 }
 

@@ -360,13 +360,33 @@ fn scripts_that_hang_exit_or_return_nonsense_are_named() {
     let server = Server::start("");
     let dir = tempfile::tempdir().unwrap();
     let cases: [(&str, i32, &str); 7] = [
-        ("function request() while true do end end", 1, "request() has run for"),
-        ("init = function(a) while true do end end", 1, "init() has run for"),
+        (
+            "function request() while true do end end",
+            1,
+            "request() has run for",
+        ),
+        (
+            "init = function(a) while true do end end",
+            1,
+            "init() has run for",
+        ),
         ("while true do end", 1, "the script's top level has run for"),
         ("function init(a) os.exit(3) end", 3, "os.exit(3) in init()"),
-        ("function delay() return 'x' end", 1, "delay(): returned string"),
-        ("function delay() return 0/0 end", 1, "delay(): returned NaN"),
-        ("function delay() return 2^63 end", 1, "a delay is a number of milliseconds"),
+        (
+            "function delay() return 'x' end",
+            1,
+            "delay(): returned string",
+        ),
+        (
+            "function delay() return 0/0 end",
+            1,
+            "delay(): returned NaN",
+        ),
+        (
+            "function delay() return 2^63 end",
+            1,
+            "a delay is a number of milliseconds",
+        ),
     ];
     for (i, (body, code, want)) in cases.iter().enumerate() {
         let script = dir.path().join(format!("s{i}.lua"));

@@ -16,8 +16,8 @@ mod markdown;
 use aggregate::Report;
 use anyhow::{Context, Result};
 use chart::Plot;
-use ringlab_core::usage_error;
 use ringlab_core::files::NewFile;
+use ringlab_core::usage_error;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
