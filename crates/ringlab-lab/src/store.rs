@@ -305,6 +305,11 @@ pub fn parse_result(bytes: &[u8], command: &str) -> std::result::Result<Json, St
             v["command"]
         ));
     }
+    if let Some(bad) = crate::input::absurd_figure(&v) {
+        return Err(format!(
+            "{bad}, which no run measures (figures are from 0 to 1e18): not a ringlab result, or an edited one"
+        ));
+    }
     Ok(v)
 }
 

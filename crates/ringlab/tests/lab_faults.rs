@@ -309,3 +309,38 @@ fn a_refused_sweep_leaves_the_directory_as_it_was() {
     assert_fails(&out, 2, &["holds other files"]);
     assert_eq!(files_in(&d), vec!["thesis.tex".to_string()]);
 }
+
+/// `reproduce` killed (SIGINT or SIGKILL) resumes when run again: its
+/// data file has no PID in its name, so the plans are the same; the rerun
+/// reuses a whole data file and removes it at the end.
+#[test]
+fn reproduce_resumes_after_any_signal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let line = ["reproduce", "sqpoll-one-core", "--run-time", "300ms", "--output", p(&out)];
+    for sig in [libc::SIGINT, libc::SIGKILL] {
+        let _ = std::fs::remove_dir_all(&out);
+        let mut child = Command::new(BIN)
+            .args(line)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while !out.join("sqpoll-one-core").is_dir() {
+            assert!(start.elapsed() < Duration::from_secs(20), "no recipe directory");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let _ = child.wait();
+        let again = run_in(tmp.path(), &line);
+        assert_ok(&again);
+        let left: Vec<String> = files_in(&out)
+            .into_iter()
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(left.is_empty(), "after signal {sig}: {left:?}");
+    }
+}
