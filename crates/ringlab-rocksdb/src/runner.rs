@@ -410,7 +410,9 @@ fn prepare_db(setup: &Setup, w: &mut dyn Write, interrupted: &Arc<AtomicBool>) -
         std::thread::sleep(Duration::from_millis(20));
     };
     let stderr = reader.join().unwrap_or_default();
-    if signalled {
+    // A Ctrl-C reaches db_bench too (same process group): it may end
+    // before ringlab signals it.
+    if signalled || interrupted.load(Ordering::Relaxed) {
         drop(fill);
         return Err(anyhow::Error::new(ringlab_lab::Interrupted(
             "interrupted while filling the database: nothing was measured, and the partial database was removed".into(),

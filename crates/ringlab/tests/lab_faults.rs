@@ -317,7 +317,14 @@ fn a_refused_sweep_leaves_the_directory_as_it_was() {
 fn reproduce_resumes_after_any_signal() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let line = ["reproduce", "sqpoll-one-core", "--run-time", "300ms", "--output", p(&out)];
+    let line = [
+        "reproduce",
+        "sqpoll-one-core",
+        "--run-time",
+        "300ms",
+        "--output",
+        p(&out),
+    ];
     for sig in [libc::SIGINT, libc::SIGKILL] {
         let _ = std::fs::remove_dir_all(&out);
         let mut child = Command::new(BIN)
@@ -328,7 +335,10 @@ fn reproduce_resumes_after_any_signal() {
             .unwrap();
         let start = Instant::now();
         while !out.join("sqpoll-one-core").is_dir() {
-            assert!(start.elapsed() < Duration::from_secs(20), "no recipe directory");
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "no recipe directory"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         std::thread::sleep(Duration::from_millis(300));
