@@ -95,7 +95,7 @@ fn a_failed_or_killed_fill_leaves_no_database() {
         return;
     }
     let fill = |sig: i32| {
-        let mut child = Command::new(BIN)
+        let child = Command::new(BIN)
             .args([
                 "rocksdb",
                 "--configs",
