@@ -10,9 +10,10 @@
 //!   renamed over it by [`NewFile::commit`]; dropped uncommitted, it leaves
 //!   nothing.
 //! - Named temporary files are tracked in a table the signal handler reads
-//!   ([`unlink_temps`], async-signal-safe), so the third SIGINT, a SIGTERM or
-//!   a SIGHUP removes them too; a later run removes those of a process that
-//!   was killed (SIGKILL) before it opens its own.
+//!   ([`unlink_temps`], async-signal-safe): the first signals end the run,
+//!   which drops them; the third, which ends the process at once, unlinks
+//!   them first. A later run removes those of a process that was killed
+//!   (SIGKILL) before it opens its own ([`remove_stale_temps`]).
 //! - [`check_free_space`] refuses a layout or growth the file system cannot
 //!   hold.
 

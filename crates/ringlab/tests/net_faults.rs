@@ -359,6 +359,22 @@ fn closed_stdout_and_stderr_never_panic() {
 fn scripts_that_hang_exit_or_return_nonsense_are_named() {
     let server = Server::start("");
     let dir = tempfile::tempdir().unwrap();
+    // A state that allocates without end: the script's error (the limit
+    // is reached long before -d 10s ends).
+    let script = dir.path().join("alloc.lua");
+    std::fs::write(
+        &script,
+        "function request() local t = {} while true do t[#t + 1] = string.rep('x', 1e8) .. #t end end",
+    )
+    .unwrap();
+    let out = ringlab(&format!(
+        "http {} -t 1 -c 1 -d 10s -s {}",
+        server.url(),
+        script.display()
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not enough memory"), "{err}");
     let cases: [(&str, i32, &str); 7] = [
         (
             "function request() while true do end end",

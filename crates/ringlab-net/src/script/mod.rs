@@ -82,6 +82,12 @@ pub struct WrkTable {
 fn one_line(e: &mlua::Error) -> String {
     let s = match e {
         mlua::Error::CallbackError { cause, .. } => return one_line(cause),
+        mlua::Error::MemoryError(_) => {
+            return format!(
+                "not enough memory: a script's Lua state may allocate {} MiB, and this one asked for more (a table that only grows?)",
+                LUA_MEMORY_MAX >> 20
+            )
+        }
         other => other.to_string(),
     };
     s.lines()
@@ -214,8 +220,15 @@ fn connect(_: &Lua, addr: AnyUserData) -> mlua::Result<bool> {
 }
 
 /// A new state with the `wrk` table filled and the script run.
+/// The memory one Lua state may allocate: an allocation past it is the
+/// script's "not enough memory" error, not the end of the process.
+pub const LUA_MEMORY_MAX: usize = 512 << 20;
+
 fn new_state(t: &WrkTable, spec: &ScriptSpec) -> Result<Lua> {
     let lua = Lua::new();
+    // Where the Lua build keeps its own allocator the limit is not
+    // available; the watchdog still bounds the time.
+    let _ = lua.set_memory_limit(LUA_MEMORY_MAX);
     let build = || -> mlua::Result<()> {
         let wrk = lua.create_table()?;
         wrk.set("scheme", t.scheme.as_str())?;
