@@ -431,3 +431,42 @@ fn url_fragments_are_dropped_and_credentials_refused() {
     let out = ringlab("http http://user:pw@127.0.0.1:1/ -t 1 -c 1 -d 200ms");
     assert_fails(&out, 2, &["credentials", "Authorization: Basic"]);
 }
+
+/// `serve` out of file descriptors says so once and waits, instead of
+/// spinning on a listener that stays ready.
+#[test]
+fn serve_out_of_descriptors_says_so() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!("ulimit -n 24 && exec {BIN} serve --listen 127.0.0.1:{port}"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut held = Vec::new();
+    while held.len() < 40 {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => held.push(s),
+            Err(_) => {
+                assert!(start.elapsed() < Duration::from_secs(10), "serve never listened");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut err = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let _ = child.wait();
+    assert!(err.contains("cannot accept more connections"), "{err}");
+    assert_eq!(err.matches("cannot accept").count(), 1, "{err}");
+}
