@@ -98,6 +98,54 @@ fn cgroup_room(proc_cgroup: &str, root: &std::path::Path) -> Option<u64> {
     best
 }
 
+/// What limits the threads this process may start: its pids cgroup
+/// (`pids.max` and `pids.current`) and RLIMIT_NPROC.
+pub fn thread_limits() -> String {
+    let mut parts = Vec::new();
+    if let Ok(cg) = std::fs::read_to_string("/proc/self/cgroup") {
+        for line in cg.lines() {
+            let mut it = line.splitn(3, ':');
+            let (Some(_), Some(ctl), Some(path)) = (it.next(), it.next(), it.next()) else {
+                continue;
+            };
+            let base = if ctl.is_empty() {
+                std::path::PathBuf::from("/sys/fs/cgroup")
+            } else if ctl.split(',').any(|c| c == "pids") {
+                std::path::PathBuf::from("/sys/fs/cgroup/pids")
+            } else {
+                continue;
+            };
+            let dir = base.join(path.trim_start_matches('/'));
+            let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+            if let (Some(max), Some(cur)) = (read("pids.max"), read("pids.current")) {
+                if max.trim() != "max" {
+                    parts.push(format!(
+                        "the pids cgroup {} allows {} tasks ({} in use now)",
+                        dir.display(),
+                        max.trim(),
+                        cur.trim()
+                    ));
+                }
+            }
+        }
+    }
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut rl) } == 0
+        && rl.rlim_cur != libc::RLIM_INFINITY
+    {
+        parts.push(format!("RLIMIT_NPROC (ulimit -u) is {}", rl.rlim_cur));
+    }
+    if parts.is_empty() {
+        "a pids cgroup or RLIMIT_NPROC limit".to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1157,3 +1157,37 @@ fn output_on_fuse_leaves_no_temporary_file() {
     );
     assert!(out_file.is_file());
 }
+
+/// A pids cgroup too small for the job threads: the error names the
+/// cgroup's limit instead of a bare EAGAIN.
+#[test]
+fn a_pids_cgroup_limit_is_named() {
+    let name = "a_pids_cgroup_limit_is_named";
+    if skip_unless_root(name) {
+        return;
+    }
+    let base = Path::new("/sys/fs/cgroup/pids");
+    if !base.join("cgroup.procs").exists() {
+        skip(name, "no cgroup v1 pids hierarchy at /sys/fs/cgroup/pids");
+        return;
+    }
+    let cg = base.join(format!("ringlab-test-{}", std::process::id()));
+    fs::create_dir_all(&cg).unwrap();
+    fs::write(cg.join("pids.max"), "4").unwrap();
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "echo $$ > {}/cgroup.procs && exec {BIN} io --size 1m --numjobs 8 --runtime 100ms --no-kstat",
+                cg.display()
+            ),
+        ])
+        .output()
+        .unwrap();
+    let _ = fs::remove_dir(&cg);
+    assert_fails(
+        &out,
+        1,
+        &["cannot start job thread", "pids cgroup", "allows 4 tasks"],
+    );
+}

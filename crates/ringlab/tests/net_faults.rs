@@ -456,7 +456,10 @@ fn serve_out_of_descriptors_says_so() {
         match TcpStream::connect(("127.0.0.1", port)) {
             Ok(s) => held.push(s),
             Err(_) => {
-                assert!(start.elapsed() < Duration::from_secs(10), "serve never listened");
+                assert!(
+                    start.elapsed() < Duration::from_secs(10),
+                    "serve never listened"
+                );
                 std::thread::sleep(Duration::from_millis(10));
             }
         }
@@ -465,7 +468,12 @@ fn serve_out_of_descriptors_says_so() {
     // SAFETY: our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let mut err = String::new();
-    child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
     let _ = child.wait();
     assert!(err.contains("cannot accept more connections"), "{err}");
     assert_eq!(err.matches("cannot accept").count(), 1, "{err}");
