@@ -1,4 +1,5 @@
-//! Starting job threads together, and stopping them on SIGINT/SIGTERM.
+//! Starting job threads together, and stopping them on SIGINT, SIGTERM or
+//! SIGHUP (a closed terminal: handled as SIGTERM).
 
 use anyhow::{Context, Result};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -30,7 +31,7 @@ impl StartGate {
     }
 }
 
-/// Signals (SIGINT, SIGTERM) received since [`interrupt_flag`] installed
+/// Signals (SIGINT, SIGTERM, SIGHUP) received since [`interrupt_flag`] installed
 /// its handler.
 static SIGNALS: AtomicUsize = AtomicUsize::new(0);
 
@@ -45,26 +46,32 @@ pub fn signals_received() -> usize {
     SIGNALS.load(Ordering::SeqCst)
 }
 
-/// A flag SIGINT and SIGTERM set, so a run or sweep ends cleanly and still
+/// A flag SIGINT, SIGTERM and SIGHUP set, so a run or sweep ends cleanly and still
 /// reports what it measured. A second signal only makes the waits that are
 /// left give up ([`signals_received`] is 2): the run still cleans up and
 /// reports. A third ends the process at once (exit code 130); ringlab's
 /// files are unlinked as soon as they are created, so even that leaves
-/// nothing behind.
+/// nothing behind, and the named temporary files of file systems without
+/// O_TMPFILE are unlinked first ([`crate::files::unlink_temps`]).
 pub fn interrupt_flag() -> Result<Arc<AtomicBool>> {
     if let Some(flag) = FLAG.get() {
         return Ok(flag.clone());
     }
     let interrupted = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
         let flag = interrupted.clone();
-        // SAFETY: the handler only touches atomics and calls _exit (through
-        // signal_hook's exit), all async-signal-safe.
+        // SAFETY: the handler only touches atomics, unlink(2) and _exit
+        // (through signal_hook's exit), all async-signal-safe.
         unsafe {
             signal_hook::low_level::register(sig, move || {
                 let n = SIGNALS.fetch_add(1, Ordering::SeqCst) + 1;
                 flag.store(true, Ordering::SeqCst);
                 if n >= 3 {
+                    crate::files::unlink_temps();
                     signal_hook::low_level::exit(130);
                 }
             })

@@ -112,8 +112,13 @@ impl<T: Send + 'static> Harness<T> {
                     for h in handles {
                         let _ = h.join();
                     }
+                    let why = if e.raw_os_error() == Some(libc::EAGAIN) {
+                        format!(" ({})", crate::limits::thread_limits())
+                    } else {
+                        String::new()
+                    };
                     return Err(e).context(format!(
-                        "cannot start {} {index}: lower {}",
+                        "cannot start {} {index}{why}: lower {}",
                         spec.what, spec.fewer
                     ));
                 }

@@ -6,8 +6,10 @@
 //! ([`uring`]), the run harness that starts, supervises and collects job
 //! threads ([`harness`]), and command lines quoted for a shell ([`shell`]).
 
+pub mod child;
 pub mod cpus;
 pub mod error;
+pub mod files;
 pub mod gate;
 pub mod harness;
 pub mod limits;

@@ -181,13 +181,37 @@ pub fn prepare_named(
     // With --offset the file holds the offset and --size after it, as fio
     // lays it out.
     let size = size.saturating_add(plan.offset);
-    let new = meta.is_none();
+    let new = meta.is_none() || len == 0;
+    ringlab_core::files::check_free_space(path, size.saturating_sub(len), "laying out")?;
+    if !new {
+        // A file ringlab laid out, shorter than --offset plus --size: it
+        // grows in place (a run killed meanwhile leaves it marked and
+        // shorter, and the next run grows it again).
+        eprintln!(
+            "ringlab: growing {} from {} to {} (--offset {} plus --size {}; kept)",
+            path.display(),
+            format_bytes(len),
+            format_bytes(size),
+            format_bytes(plan.offset),
+            format_bytes(size - plan.offset)
+        );
+        let mut file = match OpenOptions::new().write(true).open(path) {
+            Ok(f) => f,
+            Err(e) => usage!("cannot open {} to grow it: {e}", path.display()),
+        };
+        return lay_out(&mut file, size, plan, interrupted)
+            .with_context(|| format!("growing {}", path.display()));
+    }
+    // A new file is laid out under a temporary name beside it and renamed
+    // when complete: a run killed meanwhile (even by SIGKILL) leaves no
+    // partial file under the name, which later runs would refuse.
+    ringlab_core::files::remove_stale_temps(path);
+    let temp = ringlab_core::files::TempName::new(ringlab_core::files::temp_path(path));
     let mut file = match OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(false)
+        .create_new(true)
         .mode(0o644)
-        .open(path)
+        .open(&temp.path)
     {
         Ok(f) => f,
         Err(e) => usage!("cannot create {}: {e}", path.display()),
@@ -199,18 +223,17 @@ pub fn prepare_named(
             path.display()
         );
     }
-    if let Err(e) = lay_out(&mut file, size, plan, interrupted) {
-        if new {
-            let _ = fs::remove_file(path);
-        }
-        return Err(e).with_context(|| format!("laying out {}", path.display()));
-    }
+    lay_out(&mut file, size, plan, interrupted)
+        .with_context(|| format!("laying out {}", path.display()))?;
     if !mark(&file) {
         eprintln!(
             "ringlab: note: {} keeps no extended attributes, so it cannot be marked as laid out by ringlab: later write runs on it need --allow-destructive",
             path.display()
         );
     }
+    fs::rename(&temp.path, path)
+        .with_context(|| format!("renaming the laid-out {} into place", path.display()))?;
+    temp.forget();
     Ok(())
 }
 

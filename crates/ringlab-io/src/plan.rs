@@ -362,9 +362,22 @@ fn micros_flag(flag: &str, text: &str) -> Result<Duration> {
         let us: u64 = t
             .parse()
             .map_err(|_| usage_error(format!("--{flag} {text}: too large")))?;
-        return Ok(Duration::from_micros(us));
+        return bounded(flag, text, Duration::from_micros(us));
     }
-    parse_duration(t).map_err(|e| usage_error(format!("--{flag}: {e}")))
+    let d = parse_duration(t).map_err(|e| usage_error(format!("--{flag}: {e}")))?;
+    bounded(flag, text, d)
+}
+
+/// The longest time any option may give: a year (times are kept in u64
+/// nanoseconds, and sums of them must not overflow).
+const DURATION_MAX: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Refuses a time longer than [`DURATION_MAX`] instead of letting it wrap.
+fn bounded(flag: &str, text: &str, d: Duration) -> Result<Duration> {
+    if d > DURATION_MAX {
+        usage!("--{flag} {text}: longer than a year, the most ringlab takes (a larger figure would overflow its nanosecond clock)");
+    }
+    Ok(d)
 }
 
 /// --fsync N or --fdatasync N.
@@ -391,13 +404,17 @@ fn per_direction(
         }
         Ok(Some(v))
     };
-    match text.split_once(',') {
-        Some((r, w)) => Ok([one(r)?, one(w)?]),
+    let both = match text.split_once(',') {
+        Some((r, w)) => [one(r)?, one(w)?],
         None => {
             let v = one(text)?;
-            Ok([v, v])
+            [v, v]
         }
+    };
+    if both == [None, None] {
+        usage!("--{flag} '{text}': no limit given; write N, or R,W with one side empty for no limit on it (or drop --{flag})");
     }
+    Ok(both)
 }
 
 fn size_flag(flag: &str, text: &str) -> Result<u64> {
@@ -437,6 +454,7 @@ impl IoPlan {
         let runtime = match &args.runtime {
             Some(t) => {
                 let d = parse_duration(t).map_err(|e| usage_error(format!("--runtime: {e}")))?;
+                let d = bounded("runtime", t, d)?;
                 if d.is_zero() {
                     usage!("--runtime {t}: must be longer than zero");
                 }
@@ -468,6 +486,7 @@ impl IoPlan {
         let ramp = match &args.ramp_time {
             Some(t) => {
                 let d = parse_duration(t).map_err(|e| usage_error(format!("--ramp-time: {e}")))?;
+                let d = bounded("ramp-time", t, d)?;
                 (!d.is_zero()).then_some(d)
             }
             None => None,
@@ -517,6 +536,7 @@ impl IoPlan {
             Some(t) => {
                 let d = parse_duration(t)
                     .map_err(|e| usage_error(format!("--status-interval: {e}")))?;
+                let d = bounded("status-interval", t, d)?;
                 if d < Duration::from_millis(10) {
                     usage!("--status-interval {t}: at least 10ms");
                 }
@@ -931,29 +951,23 @@ fn check_engine_and_pattern(args: &IoArgs) -> Result<()> {
 }
 
 /// Refuses buffers (bs x iodepth x numjobs) larger than half the memory
-/// available, before anything is laid out.
+/// available (the host's, or the memory cgroup's room where that is less),
+/// before anything is laid out.
 fn check_buffer_memory(bs: u64, iodepth: u32, numjobs: u32, engine: EngineKind) -> Result<()> {
     let depth = if engine.is_async() { iodepth as u64 } else { 1 };
     let slot =
         bs.div_ceil(crate::buffers::BUFFER_ALIGN as u64) * crate::buffers::BUFFER_ALIGN as u64;
     let need = slot.saturating_mul(depth).saturating_mul(numjobs as u64);
-    if let Some(avail) = mem_available() {
+    if let Some((avail, by)) = ringlab_core::limits::memory_available() {
         if need > avail / 2 {
             usage!(
-                "I/O buffers of --bs x --iodepth x --numjobs need {}, more than half the memory available ({}): lower one of them",
+                "I/O buffers of --bs x --iodepth x --numjobs need {}, more than half the memory available ({}, set by {by}): lower one of them",
                 format_bytes(need),
                 format_bytes(avail)
             );
         }
     }
     Ok(())
-}
-
-fn mem_available() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 fn check_cpus_allowed(cpus: &[u32]) -> Result<()> {

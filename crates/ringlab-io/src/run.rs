@@ -27,6 +27,9 @@ pub struct RunOptions {
 /// is removed on every path out of here unless --keep.
 pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     plan.engine.probe(plan)?;
+    // fio's logs are checked and opened before anything is laid out.
+    let avoid: Vec<&std::path::Path> = plan.target.as_deref().into_iter().collect();
+    let logs = worker::LogFiles::open(plan, &avoid)?;
     let target = Arc::new(target::prepare(plan, &opts.interrupted, opts.progress)?);
     if plan.shard_region_split {
         let (_, blocks) = target.shard_blocks(plan);
@@ -73,11 +76,12 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         what: "job thread",
         fewer: "--numjobs",
     };
-    let (p, t, sh, pr) = (
+    let (p, t, sh, pr, lf) = (
         plan.clone(),
         target.clone(),
         shared.clone(),
         progress.clone(),
+        logs.clone(),
     );
     let mut harness = Harness::spawn(&spec, move |slot| {
         let ctx = JobContext {
@@ -87,6 +91,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             stop: slot.stop.clone(),
             progress: pr[slot.index as usize].clone(),
             shared: sh.clone(),
+            logs: lf.clone(),
         };
         run_job(p.engine, ctx, |ok| slot.ready(ok))
     })?;
@@ -144,6 +149,9 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     let mut jobs = outcomes?;
     let stage_logs: Vec<worker::StageLog> =
         jobs.iter_mut().filter_map(|j| j.stages.take()).collect();
+    if let Some(l) = &logs {
+        l.commit()?;
+    }
     let mut warnings = Vec::new();
     if opts.interrupted.load(Ordering::SeqCst) {
         warnings.push("interrupted: the figures cover the run up to the interruption".to_string());

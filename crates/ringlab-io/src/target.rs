@@ -354,6 +354,9 @@ fn check_direct(
     Ok(())
 }
 
+/// A layout at least this large is announced on stderr before it starts.
+const LARGE_LAYOUT: u64 = 1 << 30;
+
 fn create(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Target> {
     let region = plan.size.unwrap_or(crate::plan::DEFAULT_SIZE);
     // With --offset the file holds the offset and the region after it.
@@ -414,7 +417,8 @@ fn create(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Result<Tar
     let fs_type = fs_type_of(&file);
     let lbs = file_dio_align(&access).unwrap_or(512);
     check_direct(plan, &path, &access, lbs, fs_type.as_deref())?;
-    if announce {
+    // A large layout is said before it starts, even without --progress.
+    if announce || size >= LARGE_LAYOUT {
         eprintln!(
             "ringlab: laying out {} at {}",
             format_bytes(size),

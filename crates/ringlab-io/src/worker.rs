@@ -14,12 +14,13 @@ use anyhow::{bail, Result};
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use ringlab_core::cpus::pin_to_cpu;
+use ringlab_core::files::NewFile;
 use ringlab_kstat::ThreadUsage;
 use ringlab_stats::{IntervalRecorder, ThreadMeasurements};
 use std::collections::HashSet;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// Counters a job publishes while it runs, read by the progress line. Padded
@@ -46,6 +47,89 @@ pub struct JobContext {
     pub progress: Arc<JobProgress>,
     /// What the engine shares between jobs (the ring of --attach-wq).
     pub shared: Arc<crate::engines::RunShared>,
+    /// fio's logs of every job, opened before the run.
+    pub logs: Option<Arc<LogFiles>>,
+}
+
+/// A log being written: a [`NewFile`], named only when the run succeeded.
+type LogWriter = std::io::BufWriter<NewFile>;
+
+/// fio's log files of every job (--write-lat-log, --write-bw-log,
+/// --write-iops-log): checked and opened before the run, as --output is
+/// (never the target, a device, a FIFO or a file ringlab did not write),
+/// written beside their names, and renamed into place by
+/// [`LogFiles::commit`] only when the run succeeded; a failed or killed
+/// run leaves no log and any older one as it was.
+pub struct LogFiles {
+    /// Per job: its files, taken by the job thread.
+    jobs: Vec<Mutex<Option<JobLogFiles>>>,
+    /// The files of the jobs that finished their logs.
+    done: Mutex<Vec<NewFile>>,
+}
+
+/// One job's log files: lat, clat, slat; bw; iops.
+struct JobLogFiles {
+    lat: Option<[NewFile; 3]>,
+    bw: Option<NewFile>,
+    iops: Option<NewFile>,
+}
+
+impl LogFiles {
+    /// Opens every log of the run; `avoid`: the target.
+    pub fn open(plan: &IoPlan, avoid: &[&std::path::Path]) -> Result<Option<Arc<LogFiles>>> {
+        let Some(l) = &plan.logs else {
+            return Ok(None);
+        };
+        let mut seen = std::collections::HashSet::new();
+        let mut open = |prefix: &Option<String>, opt: &str, kind: &str, job: u32| -> Result<_> {
+            let Some(p) = prefix else { return Ok(None) };
+            let path = std::path::PathBuf::from(format!("{p}_{kind}.{}.log", job + 1));
+            if !seen.insert(path.clone()) {
+                return Err(ringlab_core::usage_error(format!(
+                    "{opt} {p}: the log {} is named by another log option too; give each log its own prefix",
+                    path.display()
+                )));
+            }
+            NewFile::create(&path, opt, avoid).map(Some)
+        };
+        let mut jobs = Vec::new();
+        for job in 0..plan.numjobs {
+            let lat = match (
+                open(&l.lat, "--write-lat-log", "lat", job)?,
+                open(&l.lat, "--write-lat-log", "clat", job)?,
+                open(&l.lat, "--write-lat-log", "slat", job)?,
+            ) {
+                (Some(a), Some(b), Some(c)) => Some([a, b, c]),
+                _ => None,
+            };
+            jobs.push(Mutex::new(Some(JobLogFiles {
+                lat,
+                bw: open(&l.bw, "--write-bw-log", "bw", job)?,
+                iops: open(&l.iops, "--write-iops-log", "iops", job)?,
+            })));
+        }
+        Ok(Some(Arc::new(LogFiles {
+            jobs,
+            done: Mutex::new(Vec::new()),
+        })))
+    }
+
+    fn take(&self, job: u32) -> Option<JobLogFiles> {
+        self.jobs
+            .get(job as usize)?
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+
+    /// The run succeeded: every finished log takes its name.
+    pub fn commit(&self) -> Result<()> {
+        let files = std::mem::take(&mut *self.done.lock().unwrap_or_else(|p| p.into_inner()));
+        for f in files {
+            f.commit()?;
+        }
+        Ok(())
+    }
 }
 
 /// What a job measured.
@@ -122,9 +206,9 @@ pub fn run_job<E: Engine>(
         }
     };
     let (first, count) = ctx.target.job_blocks(&plan, ctx.job);
-    let logs = match &plan.logs {
-        Some(l) => Some(Box::new(Logs::open(l, ctx.job)?)),
-        None => None,
+    let logs = match (&plan.logs, ctx.logs.as_ref().and_then(|f| f.take(ctx.job))) {
+        (Some(l), Some(files)) => Some(Box::new(Logs::open(l, files)?)),
+        _ => None,
     };
     let paced = plan.pace_ns.iter().any(|p| p.is_some());
     if paced {
@@ -163,6 +247,8 @@ pub fn run_job<E: Engine>(
             next_cut_ns: d.as_nanos() as u64,
             current: IntervalRecorder::default(),
             done: Vec::new(),
+            cap: intervals_kept(plan.numjobs),
+            dropped: 0,
         }),
         workload: Workload::with_sizes(
             plan.rw,
@@ -269,14 +355,29 @@ pub fn run_job<E: Engine>(
     }
     job.measurements.elapsed_ns =
         (job.clock.elapsed().as_nanos() as u64).saturating_sub(job.measure_from_ns);
-    if let Some(mut l) = job.logs.take() {
+    if let Some(l) = job.logs.take() {
         let now = job.now_ns().saturating_sub(job.measure_from_ns);
-        l.finish(now)
+        let files = l
+            .finish(now)
             .map_err(|e| anyhow::anyhow!("job {}: cannot write fio's log: {e}", ctx.job))?;
+        if let Some(all) = &ctx.logs {
+            all.done
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(files);
+        }
     }
     if let Some(iv) = job.intervals.take() {
         let now = job.now_ns();
-        job.measurements.intervals = iv.finish(now, job.measure_from_ns);
+        let (kept, dropped) = iv.finish(now, job.measure_from_ns);
+        if dropped > 0 && ctx.job == 0 {
+            warnings.push(format!(
+                "--status-interval: only the first {} intervals are in the result ({dropped} more per job were not kept): each holds latency histograms of about 1.1 MB per job, and ringlab keeps at most {} MiB of them; use a longer interval for a run this long",
+                kept.len(),
+                INTERVALS_BUDGET >> 20
+            ));
+        }
+        job.measurements.intervals = kept;
     }
     if plan.end_fsync {
         // fio's end_fsync: once, after the last write completed; outside
@@ -400,9 +501,33 @@ struct Intervals {
     next_cut_ns: u64,
     current: IntervalRecorder,
     done: Vec<IntervalRecorder>,
+    /// At most this many intervals are kept ([`intervals_kept`]); the rest
+    /// are counted in `dropped` and said in the result's warnings.
+    cap: usize,
+    dropped: u64,
+}
+
+/// The memory all jobs' intervals may hold together: each interval keeps a
+/// latency histogram per direction, about [`INTERVAL_BYTES`].
+const INTERVALS_BUDGET: u64 = 256 << 20;
+/// What one job's interval holds (measured: about 1.1 MB).
+const INTERVAL_BYTES: u64 = 1_150_000;
+
+/// How many intervals each of `numjobs` jobs keeps within
+/// [`INTERVALS_BUDGET`] (at least 8).
+fn intervals_kept(numjobs: u32) -> usize {
+    (INTERVALS_BUDGET / INTERVAL_BYTES / u64::from(numjobs.max(1))).max(8) as usize
 }
 
 impl Intervals {
+    fn keep(&mut self, iv: IntervalRecorder) {
+        if self.done.len() < self.cap {
+            self.done.push(iv);
+        } else {
+            self.dropped += 1;
+        }
+    }
+
     /// Closes every interval that ended by `now_ns` (job clock; measuring
     /// started at `from_ns`).
     fn cut(&mut self, now_ns: u64, from_ns: u64) {
@@ -410,23 +535,23 @@ impl Intervals {
             let mut iv = std::mem::take(&mut self.current);
             iv.start_ns = self.next_cut_ns - self.period_ns - from_ns;
             iv.elapsed_ns = self.period_ns;
-            self.done.push(iv);
+            self.keep(iv);
             self.next_cut_ns += self.period_ns;
         }
     }
 
     /// The job's intervals at its end: the last one, cut short, with the
     /// time it covered.
-    fn finish(mut self, now_ns: u64, from_ns: u64) -> Vec<IntervalRecorder> {
+    fn finish(mut self, now_ns: u64, from_ns: u64) -> (Vec<IntervalRecorder>, u64) {
         self.cut(now_ns, from_ns);
         let start = self.next_cut_ns - self.period_ns;
         if now_ns > start {
-            let mut iv = self.current;
+            let mut iv = std::mem::take(&mut self.current);
             iv.start_ns = start - from_ns;
             iv.elapsed_ns = now_ns - start;
-            self.done.push(iv);
+            self.keep(iv);
         }
-        self.done
+        (self.done, self.dropped)
     }
 }
 
@@ -436,8 +561,8 @@ struct Logs {
     /// --write-lat-log: fio's `_lat`, `_clat` and `_slat` logs, in the
     /// order of [`IoLatencies`].
     lat: Option<Box<[LatLog; 3]>>,
-    bw: Option<std::io::BufWriter<std::fs::File>>,
-    iops: Option<std::io::BufWriter<std::fs::File>>,
+    bw: Option<LogWriter>,
+    iops: Option<LogWriter>,
     /// The latency logs' window; 0: every I/O.
     lat_window_ns: u64,
     /// The bandwidth and IOPS logs' window.
@@ -447,7 +572,7 @@ struct Logs {
 
 /// One of fio's latency logs and its averaging window.
 struct LatLog {
-    file: std::io::BufWriter<std::fs::File>,
+    file: LogWriter,
     win: LogWindow,
 }
 
@@ -468,36 +593,23 @@ struct LogWindow {
 }
 
 impl Logs {
-    fn open(plan: &crate::plan::LogPlan, job: u32) -> Result<Logs> {
-        let open = |prefix: &Option<String>, kind: &str| -> Result<_> {
-            let Some(p) = prefix else { return Ok(None) };
-            let path = format!("{p}_{kind}.{}.log", job + 1);
-            let f = std::fs::File::create(&path).map_err(|e| {
-                ringlab_core::usage_error(format!(
-                    "cannot create the log {path}: {e}; pick a prefix in a writable directory"
-                ))
-            })?;
-            Ok(Some(std::io::BufWriter::with_capacity(1 << 16, f)))
-        };
+    fn open(plan: &crate::plan::LogPlan, files: JobLogFiles) -> Result<Logs> {
+        let buffered = |f: NewFile| std::io::BufWriter::with_capacity(1 << 16, f);
         let avg = plan.avg_msec * 1_000_000;
         let rate_window_ns = if avg == 0 { 500_000_000 } else { avg };
-        let lat_log = |kind: &str| -> Result<Option<LatLog>> {
-            Ok(open(&plan.lat, kind)?.map(|file| LatLog {
-                file,
+        let lat = files.lat.map(|files| {
+            Box::new(files.map(|f| LatLog {
+                file: buffered(f),
                 win: LogWindow {
                     end_ns: avg,
                     ..Default::default()
                 },
             }))
-        };
-        let lat = match (lat_log("lat")?, lat_log("clat")?, lat_log("slat")?) {
-            (Some(l), Some(c), Some(s)) => Some(Box::new([l, c, s])),
-            _ => None,
-        };
+        });
         Ok(Logs {
             lat,
-            bw: open(&plan.bw, "bw")?,
-            iops: open(&plan.iops, "iops")?,
+            bw: files.bw.map(buffered),
+            iops: files.iops.map(buffered),
             lat_window_ns: avg,
             rate_window_ns,
             rate_win: LogWindow {
@@ -550,7 +662,7 @@ impl Logs {
 
     /// The end of the job: the windows still open are written (their
     /// rates over the time they covered), and the files flushed.
-    fn finish(&mut self, at_ns: u64) -> std::io::Result<()> {
+    fn finish(mut self, at_ns: u64) -> std::io::Result<Vec<NewFile>> {
         use std::io::Write;
         for log in self.lat.iter_mut().flat_map(|l| l.iter_mut()) {
             let w = &mut log.file;
@@ -571,21 +683,18 @@ impl Logs {
                     write_rates(bw, iops, t, d, win, secs)
                 })?;
         }
-        for w in [&mut self.bw, &mut self.iops].into_iter().flatten() {
-            w.flush()?;
+        let mut files = Vec::new();
+        let lat = self.lat.map(|l| *l).into_iter().flatten().map(|l| l.file);
+        for w in lat.chain(self.bw).chain(self.iops) {
+            files.push(w.into_inner().map_err(|e| e.into_error())?);
         }
-        Ok(())
+        Ok(files)
     }
 }
 
 /// One averaged line of a latency log: the window's mean latency of
 /// direction `d`, stamped `t` ms.
-fn write_mean_latency(
-    w: &mut std::io::BufWriter<std::fs::File>,
-    t: u64,
-    d: usize,
-    win: &LogWindow,
-) -> std::io::Result<()> {
+fn write_mean_latency(w: &mut LogWriter, t: u64, d: usize, win: &LogWindow) -> std::io::Result<()> {
     use std::io::Write;
     writeln!(
         w,
@@ -596,8 +705,8 @@ fn write_mean_latency(
 }
 
 fn write_rates(
-    bw: &mut Option<std::io::BufWriter<std::fs::File>>,
-    iops: &mut Option<std::io::BufWriter<std::fs::File>>,
+    bw: &mut Option<LogWriter>,
+    iops: &mut Option<LogWriter>,
     t: u64,
     d: usize,
     win: &LogWindow,
@@ -781,6 +890,7 @@ impl<E: Engine> Job<'_, E> {
         if let Some(iv) = &mut self.intervals {
             iv.current = IntervalRecorder::default();
             iv.done.clear();
+            iv.dropped = 0;
             iv.next_cut_ns = now_ns + iv.period_ns;
         }
     }

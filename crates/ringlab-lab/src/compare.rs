@@ -80,6 +80,12 @@ fn load(path: &Path) -> Result<Json> {
             path.display()
         )));
     }
+    if let Some(bad) = crate::input::absurd_figure(&v) {
+        return Err(usage_error(format!(
+            "{}: {bad}, which no run measures (figures are from 0 to 1e18): not a ringlab result, or an edited one",
+            path.display()
+        )));
+    }
     Ok(v)
 }
 

@@ -86,9 +86,51 @@ fn too_big(len: u64, limit: u64) -> String {
     )
 }
 
+/// The largest figure a result may hold: 1e18 (31 years in ns, an exabyte,
+/// 1e18 operations); more is no measurement.
+pub(crate) const FIGURE_MAX: f64 = 1e18;
+
+/// The first figure in a result's `total` that no run measures: negative,
+/// not finite, or above [`FIGURE_MAX`]; named by its path and value.
+pub(crate) fn absurd_figure(v: &serde_json::Value) -> Option<String> {
+    fn walk(v: &serde_json::Value, path: &mut Vec<String>) -> Option<String> {
+        match v {
+            serde_json::Value::Number(n) => {
+                let x = n.as_f64()?;
+                (!x.is_finite() || !(0.0..=FIGURE_MAX).contains(&x))
+                    .then(|| format!("{} is {n}", path.join(".")))
+            }
+            serde_json::Value::Object(m) => m.iter().find_map(|(k, x)| {
+                path.push(k.clone());
+                let r = walk(x, path);
+                path.pop();
+                r
+            }),
+            serde_json::Value::Array(a) => a.iter().enumerate().find_map(|(i, x)| {
+                path.push(i.to_string());
+                let r = walk(x, path);
+                path.pop();
+                r
+            }),
+            _ => None,
+        }
+    }
+    walk(&v["total"], &mut vec!["total".to_string()])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_figures_are_named() {
+        let ok = serde_json::json!({"total": {"iops": 1000.5, "lat": {"p99": 12}}});
+        assert_eq!(absurd_figure(&ok), None);
+        let neg = serde_json::json!({"total": {"iops": -1.0}});
+        assert_eq!(absurd_figure(&neg).unwrap(), "total.iops is -1.0");
+        let huge = serde_json::json!({"total": {"lat": {"p99": 1e308}}});
+        assert!(absurd_figure(&huge).unwrap().starts_with("total.lat.p99"));
+    }
 
     #[test]
     fn devices_directories_and_fifos_are_refused_before_reading() {

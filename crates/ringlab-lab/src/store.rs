@@ -27,7 +27,7 @@ pub const INDEX_FILE: &str = "index.json";
 pub const PLAN_FILE: &str = "plan.toml";
 pub const RUNS_DIR: &str = "runs";
 const LOCK_FILE: &str = ".lock";
-const SCRATCH_DIR: &str = ".scratch";
+pub const SCRATCH_DIR: &str = ".scratch";
 pub const INDEX_FORMAT: &str = "ringlab-sweep-index";
 const INDEX_VERSION: u32 = 1;
 
@@ -172,6 +172,11 @@ impl Store {
     /// Opens DIR for `plan`: creates it, or resumes the runs of the same plan.
     /// A directory holding another plan's sweep, or other files, is refused.
     pub fn open(dir: &Path, plan: &Plan, runs: &[PlannedRun]) -> Result<Store> {
+        // Refused before anything is created in it: a refused directory is
+        // left as it was (no runs/, .scratch/ or .lock added).
+        if dir.is_dir() {
+            existing_index(dir, plan)?;
+        }
         let made = std::fs::create_dir_all(dir.join(RUNS_DIR))
             .and_then(|()| std::fs::create_dir_all(dir.join(SCRATCH_DIR)));
         made.map_err(|e| {
@@ -300,6 +305,11 @@ pub fn parse_result(bytes: &[u8], command: &str) -> std::result::Result<Json, St
             v["command"]
         ));
     }
+    if let Some(bad) = crate::input::absurd_figure(&v) {
+        return Err(format!(
+            "{bad}, which no run measures (figures are from 0 to 1e18): not a ringlab result, or an edited one"
+        ));
+    }
     Ok(v)
 }
 
@@ -360,14 +370,11 @@ fn lock_dir(dir: &Path) -> Result<File> {
 /// Writes `bytes` to `path` through a temporary file and a rename, so that
 /// readers see the old file or the whole new one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+    use std::io::Write;
+    let mut f = ringlab_core::files::NewFile::create_own(path)?;
+    f.write_all(bytes)
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.commit()
 }
 
 #[cfg(test)]

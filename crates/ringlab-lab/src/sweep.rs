@@ -11,7 +11,7 @@ use crate::store::{
 use anyhow::{Context, Result};
 use ringlab_core::usage_error;
 use ringlab_stats::units::format_wall;
-use rustix::process::{getppid, kill_process, set_parent_process_death_signal, Pid, Signal};
+use rustix::process::{kill_process, Pid, Signal};
 use serde_json::Value as Json;
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -247,21 +247,10 @@ fn spawn_run(store: &Store, entry: &RunEntry, plan: &Plan, opts: &SweepOptions) 
         // only, which then stops the child once, so that the child can end
         // its run cleanly (a second signal would end it at once).
         .process_group(0);
-    let sweep = Pid::from_raw(std::process::id() as i32);
-    // SAFETY: between fork and exec only two raw system calls (rustix makes
-    // them without allocating or locking): when the sweep dies (even by
-    // SIGKILL) the child gets SIGTERM, ends its run and removes the files it
-    // created, instead of running on orphaned. A sweep that died before
-    // prctl took effect sent no signal: then the child is not started.
-    unsafe {
-        cmd.pre_exec(move || {
-            set_parent_process_death_signal(Some(Signal::TERM))?;
-            if getppid() != sweep {
-                return Err(rustix::io::Errno::SRCH.into());
-            }
-            Ok(())
-        });
-    }
+    // When the sweep dies (even by SIGKILL) the child gets SIGTERM, ends
+    // its run and removes the files it created, instead of running on
+    // orphaned.
+    ringlab_core::child::die_with_parent(&mut cmd, &[]);
     cmd.spawn()
         .with_context(|| format!("starting {}", opts.exe.display()))
 }

@@ -367,6 +367,17 @@ fn has_token(value: &[u8], token: &[u8]) -> bool {
         .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
 }
 
+/// The most of one body kept for a script's `response()`: a larger (or
+/// endless) body is read to its end, and the script gets its first
+/// `BODY_KEPT_MAX` bytes.
+pub const BODY_KEPT_MAX: usize = 16 << 20;
+
+/// Keeps `data` in `sink` up to [`BODY_KEPT_MAX`].
+fn keep(sink: &mut Vec<u8>, data: &[u8]) {
+    let room = BODY_KEPT_MAX.saturating_sub(sink.len());
+    sink.extend_from_slice(&data[..room.min(data.len())]);
+}
+
 /// Consumes body bytes; returns how many it used and the next body state,
 /// `None` once the body is complete.
 fn advance_body(
@@ -378,14 +389,14 @@ fn advance_body(
         Body::Length(rem) => {
             let take = rem.min(data.len() as u64);
             if let Some(s) = sink {
-                s.extend_from_slice(&data[..take as usize]);
+                keep(s, &data[..take as usize]);
             }
             let left = rem - take;
             Ok((take as usize, (left > 0).then_some(Body::Length(left))))
         }
         Body::UntilClose => {
             if let Some(s) = sink {
-                s.extend_from_slice(data);
+                keep(s, data);
             }
             Ok((data.len(), Some(Body::UntilClose)))
         }
@@ -413,7 +424,7 @@ fn advance_chunked(
             Chunk::Data(rem) => {
                 let take = rem.min((data.len() - i) as u64);
                 if let Some(s) = sink.as_deref_mut() {
-                    s.extend_from_slice(&data[i..i + take as usize]);
+                    keep(s, &data[i..i + take as usize]);
                 }
                 i += take as usize;
                 if rem == take {

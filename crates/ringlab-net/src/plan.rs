@@ -174,12 +174,16 @@ pub fn parse_url(url: &str) -> Result<Target> {
         "https" => true,
         other => usage!("{url}: scheme '{other}' is not supported: use an http:// or https:// URL"),
     };
+    // The fragment belongs to the client, never to the request line.
+    let rest = rest.split_once('#').map_or(rest, |(r, _)| r);
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
         Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
         None => (rest, "/".to_string()),
     };
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if authority.contains('@') {
+        usage!("{url}: the URL holds credentials (user:pass@), which ringlab http does not send from a URL; drop them and pass the header instead: -H \"Authorization: Basic $(printf %s USER:PASS | base64)\"");
+    }
     let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
         let Some((h, after)) = v6.split_once(']') else {
             usage!("{url}: unclosed '[' in the host");
@@ -588,6 +592,8 @@ mod tests {
                 tls: false,
             }
         );
+        let t = parse_url("http://h/p?q=1#frag").unwrap();
+        assert_eq!(t.path, "/p?q=1");
         let t = parse_url("http://localhost").unwrap();
         assert_eq!((t.port, t.path.as_str()), (80, "/"));
         let t = parse_url("https://h/").unwrap();
@@ -608,6 +614,7 @@ mod tests {
             ("http://h:0/", "port '0'"),
             ("http://h:99999/", "port '99999'"),
             ("http://[::1/", "unclosed"),
+            ("http://u:p@h/", "credentials"),
         ] {
             let e = parse_url(url).unwrap_err();
             assert!(e.to_string().contains(want), "{url}: {e}");

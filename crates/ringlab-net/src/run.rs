@@ -138,7 +138,20 @@ pub fn run_http_with(
     // wrk's order: every state created, setup(thread) and init(args)
     // called, before any thread starts.
     let mut script = match &plan.script {
-        Some(spec) => Some(ScriptRun::prepare(&wrk_table(plan), spec, plan.threads)?),
+        Some(spec) => {
+            // One call into the script may last no longer than the whole
+            // run (-d plus --timeout).
+            crate::script::watchdog::start(
+                plan.duration + plan.timeout,
+                format!(
+                    "--script {} (-d {:?} plus --timeout {:?})",
+                    spec.path.display(),
+                    plan.duration,
+                    plan.timeout
+                ),
+            );
+            Some(ScriptRun::prepare(&wrk_table(plan), spec, plan.threads)?)
+        }
         None => None,
     };
     let per_write = script.as_ref().map_or(1, |s| s.requests_per_write());

@@ -169,7 +169,7 @@ pub fn run_matrix(
         db_bench: args.db_bench.clone(),
         warnings: Vec::new(),
     };
-    prepare_db(&setup, w)?;
+    prepare_db(&setup, w, interrupted)?;
     setup.device = ringlab_kstat::device::disk_of_path(&setup.db);
     if !db_bench_has_liburing(&setup.db_bench) {
         setup.warnings.push(
@@ -193,9 +193,14 @@ pub fn run_matrix(
     for repeat in 1..=args.repeats {
         for config in &configs {
             if interrupted.load(Ordering::Relaxed) {
-                return Err(anyhow::Error::new(ringlab_lab::Interrupted(
-                    "interrupted; the finished runs are in the results directory".into(),
-                )));
+                let said = match &args.output {
+                    Some(dir) => format!(
+                        "interrupted; the finished runs are in {}",
+                        dir.display()
+                    ),
+                    None => "interrupted; no results directory was named (--output DIR), so nothing was kept".to_string(),
+                };
+                return Err(anyhow::Error::new(ringlab_lab::Interrupted(said)));
             }
             let started = Instant::now();
             let outcome = run_one(&setup, args, config, repeat, interrupted);
@@ -318,7 +323,13 @@ fn which(p: &Path) -> PathBuf {
 }
 
 /// Reuses the database in `setup.db` or creates it with fillrandom.
-fn prepare_db(setup: &Setup, w: &mut dyn Write) -> Result<()> {
+///
+/// A new database is filled in a temporary directory beside `setup.db`
+/// (`.NAME.ringlab-PID.tmp`) and renamed into place with its marker only
+/// when db_bench succeeded and left a database (a `CURRENT` file): an
+/// interrupted or failed fill leaves nothing a rerun would refuse, and a
+/// db_bench that writes nothing (`--db-bench /bin/true`) marks nothing.
+fn prepare_db(setup: &Setup, w: &mut dyn Write, interrupted: &Arc<AtomicBool>) -> Result<()> {
     let marker = setup.db.join(MARKER);
     if marker.is_file() {
         let text = std::fs::read_to_string(&marker)
@@ -329,6 +340,12 @@ fn prepare_db(setup: &Setup, w: &mut dyn Write) -> Result<()> {
         if keys != setup.keys {
             return Err(usage_error(format!(
                 "--db {} holds a database of {keys} keys: pass --keys {keys}, or another --db",
+                setup.db.display()
+            )));
+        }
+        if !setup.db.join("CURRENT").is_file() {
+            return Err(usage_error(format!(
+                "--db {}: {MARKER} is there but no database (no CURRENT file): remove the directory and run again to fill a new one",
                 setup.db.display()
             )));
         }
@@ -344,7 +361,10 @@ fn prepare_db(setup: &Setup, w: &mut dyn Write) -> Result<()> {
             setup.db.display()
         )));
     }
-    std::fs::create_dir_all(&setup.db)
+    remove_stale_fills(&setup.db);
+    let temp = ringlab_core::files::temp_path(&setup.db);
+    let fill = FillDir(temp.clone());
+    std::fs::create_dir_all(&temp)
         .map_err(|e| usage_error(format!("--db {}: {e}", setup.db.display())))?;
     writeln!(
         w,
@@ -354,16 +374,58 @@ fn prepare_db(setup: &Setup, w: &mut dyn Write) -> Result<()> {
     )?;
     w.flush()?;
     let started = Instant::now();
-    let out = Command::new(&setup.db_bench)
-        .args(fill_args(&setup.db, setup.keys))
+    let mut cmd = Command::new(&setup.db_bench);
+    cmd.args(fill_args(&temp, setup.keys))
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    ringlab_core::child::die_with_parent(&mut cmd, &[]);
+    let mut child = cmd
+        .spawn()
         .with_context(|| format!("running {}", setup.db_bench.display()))?;
-    if !out.status.success() {
+    // stderr is read on a thread, so that a chatty db_bench never blocks.
+    let mut err_pipe = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(p) = err_pipe.as_mut() {
+            let _ = std::io::Read::read_to_string(p, &mut s);
+        }
+        s
+    });
+    let mut signalled = false;
+    let status = loop {
+        if let Some(st) = child
+            .try_wait()
+            .context("waiting for db_bench fillrandom")?
+        {
+            break st;
+        }
+        if interrupted.load(Ordering::Relaxed) && !signalled {
+            // SAFETY: our own child, not yet reaped.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            signalled = true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let stderr = reader.join().unwrap_or_default();
+    // A Ctrl-C reaches db_bench too (same process group): it may end
+    // before ringlab signals it.
+    if signalled || interrupted.load(Ordering::Relaxed) {
+        drop(fill);
+        return Err(anyhow::Error::new(ringlab_lab::Interrupted(
+            "interrupted while filling the database: nothing was measured, and the partial database was removed".into(),
+        )));
+    }
+    if !status.success() {
         anyhow::bail!(
-            "db_bench fillrandom failed ({}): {}",
-            out.status,
-            last_lines(&String::from_utf8_lossy(&out.stderr), 5)
+            "db_bench fillrandom failed ({status}): {}",
+            last_lines(&stderr, 5)
+        );
+    }
+    if !temp.join("CURRENT").is_file() {
+        anyhow::bail!(
+            "{} fillrandom exited 0 but wrote no database (no CURRENT file): is --db-bench a RocksDB db_bench?",
+            setup.db_bench.display()
         );
     }
     let marker_text = serde_json::to_string_pretty(&json!({
@@ -373,8 +435,18 @@ fn prepare_db(setup: &Setup, w: &mut dyn Write) -> Result<()> {
         "seed": SEED,
         "made_by": "ringlab rocksdb",
     }))?;
-    std::fs::write(&marker, marker_text + "\n")
-        .with_context(|| format!("writing {}", marker.display()))?;
+    std::fs::write(temp.join(MARKER), marker_text + "\n")
+        .with_context(|| format!("writing {}", temp.join(MARKER).display()))?;
+    // An empty directory named by --db is replaced by the filled one.
+    let _ = std::fs::remove_dir(&setup.db);
+    std::fs::rename(&temp, &setup.db).with_context(|| {
+        format!(
+            "renaming the filled database {} to {}",
+            temp.display(),
+            setup.db.display()
+        )
+    })?;
+    std::mem::forget(fill);
     writeln!(
         w,
         "database: filled in {:.0} s",
@@ -392,6 +464,44 @@ fn default_db(keys: u64) -> PathBuf {
         .map(|m| m.uid().to_string())
         .unwrap_or_else(|_| "unknown-user".into());
     PathBuf::from(format!("/var/tmp/ringlab-rocksdb-{uid}-{keys}"))
+}
+
+/// A database being filled: removed unless it was renamed into place.
+struct FillDir(PathBuf);
+
+impl Drop for FillDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Removes the fill directories of runs that were killed (their process is
+/// gone): `.NAME.ringlab-PID.tmp` beside `db`.
+fn remove_stale_fills(db: &Path) {
+    let (Some(name), Some(dir)) = (db.file_name(), db.parent()) else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = format!(".{}.ringlab-", name.to_string_lossy());
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let f = e.file_name().to_string_lossy().into_owned();
+        let pid = f
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix(".tmp"))
+            .and_then(|p| p.parse::<i32>().ok());
+        if let Some(pid) = pid {
+            if pid > 0 && !ringlab_core::files::process_alive(pid) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
 }
 
 pub fn fill_args(db: &Path, keys: u64) -> Vec<String> {
@@ -532,18 +642,9 @@ fn spawn_counted(
         }
     }
     let cpu = setup.cpu;
-    // SAFETY: the closure runs in the forked child before exec and only
-    // makes the async-signal-safe sched_setaffinity system call.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu as usize, &mut set);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    // db_bench gets SIGTERM when ringlab dies (even by SIGKILL), and runs
+    // on its CPU.
+    ringlab_core::child::die_with_parent(&mut cmd, &[cpu]);
     let mut child = cmd
         .spawn()
         .with_context(|| format!("starting {}", setup.db_bench.display()))?;

@@ -53,8 +53,12 @@ pub enum Parsed {
 
 /// Translates fio's spellings on the command line; runs a job file.
 pub fn preprocess() -> Result<Parsed> {
-    let io = Cli::command();
-    let io = io
+    let mut cli = Cli::command();
+    // Built, so that the io subcommand holds the global options too.
+    cli.build();
+    // --overwrite-files holds for a job file run from here too.
+    ringlab_core::files::allow_overwrite(std::env::args_os().any(|a| a == "--overwrite-files"));
+    let io = cli
         .find_subcommand("io")
         .context("the io subcommand is defined")?;
     match ringlab_io::fio::cli::preprocess(std::env::args_os().collect(), io)? {
@@ -100,8 +104,25 @@ struct Job {
 /// sections run in order, each as one `ringlab io` run.
 pub fn run_job_file(path: &Path, rest: &[OsString]) -> Result<()> {
     let shown = path.display().to_string();
-    let bytes = std::fs::read(path)
+    let max = jobfile::JOB_FILE_MAX_BYTES;
+    let meta = std::fs::metadata(path)
         .map_err(|e| usage_error(format!("cannot read job file {shown}: {e}")))?;
+    if !meta.is_file() || meta.len() > max {
+        return Err(usage_error(format!(
+            "job file {shown}: not a regular file of at most {max} bytes ({} bytes): fio job files are small text files",
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(
+            std::fs::File::open(path)
+                .map_err(|e| usage_error(format!("cannot read job file {shown}: {e}")))?,
+            max + 1,
+        ),
+        &mut bytes,
+    )
+    .map_err(|e| usage_error(format!("cannot read job file {shown}: {e}")))?;
     if !jobfile::looks_like_job_file(&bytes) {
         return Err(usage_error(format!(
             "{shown} does not read as a fio job file: it must be text with a [section] first and fio options (key=value) in it"

@@ -27,6 +27,10 @@ mod wrk;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Replace existing files ringlab did not write (results, logs, report
+    /// pages); without it ringlab refuses to, as the file may be yours.
+    #[arg(long, global = true)]
+    overwrite_files: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -319,6 +323,7 @@ fn run(
     fio_words: &ringlab_io::fio::options::Translated,
     translated: &[String],
 ) -> Result<()> {
+    ringlab_core::files::allow_overwrite(cli.overwrite_files);
     match cli.command {
         Command::Sweep {
             plan,
@@ -403,6 +408,25 @@ fn open_output(output: &OutputArgs, avoid: &[&Path]) -> Result<Output> {
 }
 
 fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result<()> {
+    let ran = run_http_inner(args, output);
+    // os.exit in the script: the run stopped there (its results, if any,
+    // are out); ringlab exits with the script's code, saying so.
+    if let Some((code, hook)) = ringlab_net::script::watchdog::exit_requested() {
+        let _ = std::io::stdout().flush();
+        let had = if ran.is_ok() {
+            "; the results up to then are above"
+        } else {
+            ""
+        };
+        say(&format!(
+            "ringlab: the script called os.exit({code}) in {hook}: the run stopped there{had}; exit code {code}"
+        ));
+        std::process::exit(code);
+    }
+    ran
+}
+
+fn run_http_inner(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result<()> {
     let plan = ringlab_net::HttpPlan::from_args(args)?;
     let path = plan.shards.output_path(output.output.as_deref());
     let out = Output::open(path.as_deref(), &[])?;
@@ -418,7 +442,20 @@ fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result
     };
     out.finish(rendered.as_bytes())?;
     // A script's done() writes after the report, as in wrk.
-    outcome.script_done()
+    outcome.script_done()?;
+    // A run in which not one response completed measured nothing: the
+    // report above says why, and the run failed.
+    if outcome.result.total.ops == 0 {
+        let why = outcome
+            .result
+            .warnings
+            .iter()
+            .find(|w| w.starts_with("no response completed"))
+            .cloned()
+            .unwrap_or_else(|| "no response completed".to_string());
+        anyhow::bail!("{why}: nothing was measured (the run failed)");
+    }
+    Ok(())
 }
 
 fn run_serve_command(args: &ringlab_net::ServeArgs, output: &OutputArgs) -> Result<()> {

@@ -288,3 +288,41 @@ fn advise_writes_to_its_own_calibration_file_and_removes_it() {
         leftovers(dir.path())
     );
 }
+
+/// advise killed with SIGKILL: its calibration file has no PID in its name
+/// (`ringlab-advise.dat`), is never partial under that name, and the next
+/// run uses it and removes it at the end.
+#[test]
+fn advise_after_sigkill_finds_its_calibration_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = format!(
+        "advise {} --size 4M --rw randread --bs 4k --iodepth 4 --threads 1 --cpus 0 --budget 20s --output-format json",
+        p(dir.path())
+    );
+    let mut child = std::process::Command::new(BIN)
+        .args(argv(&line))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let file = dir.path().join("ringlab-advise.dat");
+    let start = std::time::Instant::now();
+    while !file.exists() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "no calibration file"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // Under its name it is whole (laid out beside it, then renamed).
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), 4 << 20);
+    child.kill().unwrap();
+    let _ = child.wait();
+    let a = json_run(&line.replace(" --output-format json", ""));
+    assert_valid_against("advise.schema.json", &a);
+    assert!(
+        leftovers(dir.path()).is_empty(),
+        "{:?}",
+        leftovers(dir.path())
+    );
+}

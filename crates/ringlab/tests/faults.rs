@@ -314,7 +314,16 @@ fn interrupt_during_layout_exits_130_and_leaves_nothing() {
         for _ in 0..signals {
             signal(&child, libc::SIGINT);
         }
-        let out = finish(child, "interrupted layout");
+        let mut out = finish(child, "interrupted layout");
+        // A layout this large is announced before it starts.
+        let err = stderr(&out);
+        assert!(err.starts_with("ringlab: laying out 3 GiB at "), "{err}");
+        out.stderr = err
+            .lines()
+            .skip(1)
+            .map(|l| format!("{l}\n"))
+            .collect::<String>()
+            .into_bytes();
         eprintln!(
             "layout x{signals}: {:?} {}",
             out.status.code(),
@@ -430,7 +439,7 @@ fn sigkill_leaves_nothing_behind() {
     let out_file = dir.path().join("out.json");
     fs::write(&out_file, "old").unwrap();
     let child = spawn(&format!(
-        "io --directory {} --size 4m --runtime 60s --no-kstat --output {}",
+        "io --directory {} --size 4m --runtime 60s --no-kstat --output {} --overwrite-files",
         dir.path().display(),
         out_file.display()
     ));
@@ -489,10 +498,15 @@ fn output_never_destroys_data() {
     // was, and no temporary file.
     let out_file = d.join("out.json");
     fs::write(&out_file, "old").unwrap();
+    // A file ringlab did not write is refused before the run, unless
+    // --overwrite-files.
+    let out = run(&format!("{io} --output {}", out_file.display()));
+    assert_fails(&out, 2, &["ringlab did not write", "--overwrite-files"]);
+    assert_eq!(fs::read_to_string(&out_file).unwrap(), "old");
     let zeros = d.join("zeros.dat");
     fs::write(&zeros, vec![0u8; 64 << 10]).unwrap();
     let out = run(&format!(
-        "io {} --rw read --verify --runtime 10s --no-kstat --output {}",
+        "io {} --rw read --verify --runtime 10s --no-kstat --overwrite-files --output {}",
         zeros.display(),
         out_file.display()
     ));
@@ -506,7 +520,7 @@ fn output_never_destroys_data() {
     assert_eq!(listing(d), vec!["out.json", "target.dat", "zeros.dat"]);
     // A run that succeeds replaces it whole; '-' is standard output.
     let out = run(&format!(
-        "{io} --output {} --output-format json",
+        "{io} --output {} --output-format json --overwrite-files",
         out_file.display()
     ));
     assert!(out.status.success(), "{}", stderr(&out));
@@ -785,4 +799,395 @@ fn a_real_time_job_that_never_blocks_ends_at_its_runtime() {
         assert!(out.status.success(), "{line}: {}", stderr(&out));
         assert!(json(&out)["total"]["ops"].as_u64().unwrap() > 0, "{line}");
     }
+}
+
+/// fio's logs follow --output's contract: checked before the run, never a
+/// user's file, the target, a device or a FIFO; written beside their names
+/// and renamed only when the run succeeded.
+#[test]
+fn logs_never_destroy_data_and_a_failed_run_leaves_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let io = "io --size 1m --runtime 100ms --no-kstat --rw randread";
+    // A user's file named like a log: refused, untouched, by a failing run
+    // and by one that would succeed.
+    let user = d.join("user_bw.1.log");
+    let content = data(50 << 10);
+    fs::write(&user, &content).unwrap();
+    let zeros = d.join("zeros.dat");
+    fs::write(&zeros, vec![0u8; 64 << 10]).unwrap();
+    let prefix = d.join("user");
+    for line in [
+        format!(
+            "io {} --rw read --verify --no-kstat --write-bw-log {}",
+            zeros.display(),
+            prefix.display()
+        ),
+        format!(
+            "{io} --directory {} --write-bw-log {}",
+            d.display(),
+            prefix.display()
+        ),
+    ] {
+        let out = run(&line);
+        eprintln!("user log: {:?} {}", out.status.code(), stderr(&out).trim());
+        assert_fails(&out, 2, &["--write-bw-log", "ringlab did not write"]);
+        assert_eq!(fs::read(&user).unwrap(), content);
+    }
+    // The target itself under the log's name (a symlink): refused, the
+    // target kept whole.
+    let target = d.join("target.dat");
+    let tdata = data(1 << 20);
+    fs::write(&target, &tdata).unwrap();
+    std::os::unix::fs::symlink(&target, d.join("t_bw.1.log")).unwrap();
+    let out = run(&format!(
+        "io {} --rw randread --runtime 100ms --no-kstat --write-bw-log {}",
+        target.display(),
+        d.join("t").display()
+    ));
+    assert_fails(&out, 2, &["is the target", "itself"]);
+    assert_eq!(fs::read(&target).unwrap(), tdata);
+    // A device and a FIFO (no reader: it would block forever): refused at
+    // once.
+    std::os::unix::fs::symlink("/dev/null", d.join("dev_iops.1.log")).unwrap();
+    let out = run(&format!(
+        "{io} --directory {} --write-iops-log {}",
+        d.display(),
+        d.join("dev").display()
+    ));
+    assert_fails(
+        &out,
+        2,
+        &["refusing to write the log over a character device"],
+    );
+    let fifo = d.join("f_lat.1.log");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let out = run(&format!(
+        "{io} --directory {} --write-lat-log {}",
+        d.display(),
+        d.join("f").display()
+    ));
+    assert_fails(&out, 2, &["refusing to write the log over a FIFO"]);
+    // A failed run (no verify header) leaves no log at all.
+    let before = listing(d);
+    let out = run(&format!(
+        "io {} --rw read --verify --no-kstat --write-bw-log {} --write-lat-log {}",
+        zeros.display(),
+        d.join("new").display(),
+        d.join("new").display()
+    ));
+    assert_fails(&out, 1, &["no ringlab verify header"]);
+    assert_eq!(listing(d), before);
+    // A run that succeeds writes them, marked as ringlab's: the next run
+    // replaces them without asking.
+    let line = format!(
+        "{io} --directory {} --write-bw-log {}",
+        d.display(),
+        d.join("new").display()
+    );
+    for _ in 0..2 {
+        let out = run(&line);
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert!(d.join("new_bw.1.log").is_file());
+    }
+    let mut names = listing(d);
+    names.retain(|n| n.starts_with('.'));
+    assert!(names.is_empty(), "temporary files left: {names:?}");
+}
+
+/// A layout or growth the file system cannot hold is refused before any
+/// byte is written; a growth is said.
+#[test]
+fn layouts_check_free_space_and_growth_is_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("big.dat");
+    let out = run(&format!(
+        "io {} --size 18446744073709551615 --bs 4k --runtime 100ms --no-kstat",
+        f.display()
+    ));
+    eprintln!("huge size: {:?} {}", out.status.code(), stderr(&out).trim());
+    assert_fails(&out, 2, &["needs", "free"]);
+    assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
+    // A small file laid out by ringlab, then --offset past its end: it
+    // grows, and the run says so.
+    let small = dir.path().join("small.dat");
+    let out = run(&format!(
+        "io {} --size 1m --rw randread --runtime 50ms --no-kstat",
+        small.display()
+    ));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run(&format!(
+        "io {} --size 1m --offset 2m --rw randread --runtime 50ms --no-kstat",
+        small.display()
+    ));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("growing"), "{}", stderr(&out));
+    assert_eq!(fs::metadata(&small).unwrap().len(), 3 << 20);
+    // More than the file system holds: refused, the file as it was.
+    if is_root() {
+        let fs_ = Tmpfs::mount("16m");
+        let s = fs_.path().join("s.dat");
+        let out = run(&format!(
+            "io {} --size 1m --rw randread --runtime 50ms --no-kstat",
+            s.display()
+        ));
+        assert!(out.status.success(), "{}", stderr(&out));
+        let out = run(&format!(
+            "io {} --size 1m --offset 1g --rw randread --runtime 50ms --no-kstat",
+            s.display()
+        ));
+        assert_fails(&out, 2, &["needs", "free"]);
+        assert_eq!(fs::metadata(&s).unwrap().len(), 1 << 20);
+    }
+}
+
+/// SIGKILL during the layout of a named file leaves nothing under its name
+/// (it is laid out under a temporary name), and the next run lays it out
+/// and removes the dead run's temporary file.
+#[test]
+fn sigkill_during_a_named_layout_leaves_no_partial_file() {
+    if skip_unless_root("sigkill_during_a_named_layout_leaves_no_partial_file") {
+        return;
+    }
+    let fs_ = Tmpfs::mount("4g");
+    let f = fs_.path().join("named.dat");
+    let child = spawn(&format!(
+        "io {} --size 3g --runtime 10s --no-kstat",
+        f.display()
+    ));
+    let dir = fs_.path().to_path_buf();
+    wait_until("the temporary layout file grows", || {
+        fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .any(|e| e.metadata().is_ok_and(|m| m.len() > 0))
+    });
+    signal(&child, libc::SIGKILL);
+    let _ = finish(child, "killed layout");
+    assert!(!f.exists(), "a partial file under the name");
+    let out = run(&format!(
+        "io {} --size 1m --rw randwrite --runtime 50ms --no-kstat",
+        f.display()
+    ));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(listing(fs_.path()), vec!["named.dat"]);
+}
+
+/// SIGHUP (a closed terminal) ends a run as SIGTERM does: with its report.
+#[test]
+fn sighup_ends_the_run_with_its_report() {
+    let fs_ = Tmpfs::scratch("64m");
+    let child = spawn(&format!(
+        "io --directory {} --size 4m --rw randread --runtime 60s --no-kstat --output-format json",
+        fs_.path().display()
+    ));
+    let pid = child.id();
+    wait_until("the job thread starts", || has_thread(pid, "ringlab-job0"));
+    signal(&child, libc::SIGHUP);
+    let out = finish(child, "SIGHUP");
+    let v = json(&out);
+    assert!(v["warnings"].to_string().contains("interrupted"), "{v}");
+    assert!(listing(fs_.path()).is_empty(), "{:?}", listing(fs_.path()));
+}
+
+/// Numbers that would overflow, and empty limits, are refused.
+#[test]
+fn overflowing_and_empty_figures_are_refused() {
+    let out = run("io --size 1m --runtime 100ms --thinktime 18446744073709551615");
+    assert_fails(&out, 2, &["longer than a year"]);
+    for flag in ["--rate-iops", "--rate"] {
+        let mut cmd = Command::new(BIN);
+        cmd.args(argv("io --size 1m --runtime 100ms"))
+            .args([flag, ""]);
+        let out = run_limited(cmd);
+        assert_fails(&out, 2, &["no limit given"]);
+    }
+}
+
+/// A pass-through FUSE mount (tests/fixtures/passthrough_fuse.py: fusepy
+/// over fusermount3) of a temporary directory; it has no O_TMPFILE, so
+/// ringlab writes named temporary files there. Unmounted on drop.
+struct Fuse {
+    backing: tempfile::TempDir,
+    mnt: tempfile::TempDir,
+    daemon: Child,
+}
+
+impl Fuse {
+    fn mount() -> Result<Fuse, String> {
+        if !Path::new("/usr/bin/fusermount3").exists() || !Path::new("/dev/fuse").exists() {
+            return Err("no fusermount3 or /dev/fuse (apt-get install fuse3)".into());
+        }
+        let probe = Command::new("/usr/bin/python3")
+            .args(["-c", "import fusepy"])
+            .output()
+            .map_err(|e| format!("no /usr/bin/python3: {e}"))?;
+        if !probe.status.success() {
+            return Err("no fusepy for /usr/bin/python3 (apt-get install python3-fusepy)".into());
+        }
+        let backing = tempfile::tempdir().unwrap();
+        let mnt = tempfile::tempdir().unwrap();
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/passthrough_fuse.py"
+        );
+        let daemon = Command::new("/usr/bin/python3")
+            .args([
+                script,
+                backing.path().to_str().unwrap(),
+                mnt.path().to_str().unwrap(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("starting the FUSE daemon: {e}"))?;
+        let f = Fuse {
+            backing,
+            mnt,
+            daemon,
+        };
+        let start = Instant::now();
+        while !fs::read_to_string("/proc/self/mounts")
+            .unwrap_or_default()
+            .contains(f.mnt.path().to_str().unwrap())
+        {
+            if start.elapsed() > Duration::from_secs(10) {
+                return Err("the FUSE mount never appeared".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(f)
+    }
+}
+
+impl Drop for Fuse {
+    fn drop(&mut self) {
+        let _ = sh(
+            "/usr/bin/fusermount3",
+            &["-u", "-z", self.mnt.path().to_str().unwrap()],
+        );
+        let _ = self.daemon.kill();
+        let _ = self.daemon.wait();
+    }
+}
+
+/// Where O_TMPFILE is missing (FUSE), --output's named temporary file is
+/// removed however the run ends: a clean end, three quick signals (the
+/// signal path unlinks it), and SIGKILL (the next run removes the dead
+/// run's file).
+#[test]
+fn output_on_fuse_leaves_no_temporary_file() {
+    let name = "output_on_fuse_leaves_no_temporary_file";
+    if skip_unless_root(name) {
+        return;
+    }
+    let fuse = match Fuse::mount() {
+        Ok(f) => f,
+        Err(e) => {
+            skip(name, &e);
+            return;
+        }
+    };
+    let out_file = fuse.mnt.path().join("out.json");
+    let scratch = tempfile::tempdir().unwrap();
+    // This file system keeps no extended attributes, so ringlab cannot
+    // tell its own result from a user's file: replacing one needs
+    // --overwrite-files.
+    let line = format!(
+        "io --directory {} --size 1m --runtime 60s --no-kstat --overwrite-files --output {}",
+        scratch.path().display(),
+        out_file.display()
+    );
+    let temps = |d: &Path| -> Vec<String> {
+        listing(d)
+            .into_iter()
+            .filter(|n| n.ends_with(".tmp"))
+            .collect()
+    };
+    for signals in [1, 3] {
+        let child = spawn(&line);
+        let pid = child.id();
+        wait_until("the job thread starts", || has_thread(pid, "ringlab-job0"));
+        assert_eq!(
+            temps(fuse.backing.path()).len(),
+            1,
+            "the named temporary file"
+        );
+        for _ in 0..signals {
+            signal(&child, libc::SIGINT);
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let out = finish(child, "interrupted run on FUSE");
+        eprintln!("FUSE x{signals}: {:?}", out.status.code());
+        assert!(
+            temps(fuse.backing.path()).is_empty(),
+            "{:?}",
+            listing(fuse.backing.path())
+        );
+    }
+    let child = spawn(&line);
+    let pid = child.id();
+    wait_until("the job thread starts", || has_thread(pid, "ringlab-job0"));
+    signal(&child, libc::SIGKILL);
+    let _ = finish(child, "SIGKILL on FUSE");
+    assert_eq!(
+        temps(fuse.backing.path()).len(),
+        1,
+        "SIGKILL leaves its file"
+    );
+    let plain = format!(
+        "io --directory {} --size 1m --runtime 50ms --no-kstat --output {}",
+        scratch.path().display(),
+        out_file.display()
+    );
+    let out = run(&plain);
+    assert_fails(
+        &out,
+        2,
+        &["keeps no extended attributes", "--overwrite-files"],
+    );
+    let out = run(&format!("{plain} --overwrite-files"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        temps(fuse.backing.path()).is_empty(),
+        "{:?}",
+        listing(fuse.backing.path())
+    );
+    assert!(out_file.is_file());
+}
+
+/// A pids cgroup too small for the job threads: the error names the
+/// cgroup's limit instead of a bare EAGAIN.
+#[test]
+fn a_pids_cgroup_limit_is_named() {
+    let name = "a_pids_cgroup_limit_is_named";
+    if skip_unless_root(name) {
+        return;
+    }
+    let base = Path::new("/sys/fs/cgroup/pids");
+    if !base.join("cgroup.procs").exists() {
+        skip(name, "no cgroup v1 pids hierarchy at /sys/fs/cgroup/pids");
+        return;
+    }
+    let cg = base.join(format!("ringlab-test-{}", std::process::id()));
+    fs::create_dir_all(&cg).unwrap();
+    fs::write(cg.join("pids.max"), "4").unwrap();
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "echo $$ > {}/cgroup.procs && exec {BIN} io --size 1m --numjobs 8 --runtime 100ms --no-kstat",
+                cg.display()
+            ),
+        ])
+        .output()
+        .unwrap();
+    let _ = fs::remove_dir(&cg);
+    assert_fails(
+        &out,
+        1,
+        &["cannot start job thread", "pids cgroup", "allows 4 tasks"],
+    );
 }

@@ -257,3 +257,100 @@ fn a_sweep_killed_by_sigkill_leaves_no_data_file_in_the_current_directory_nor_a_
     assert_eq!(files_in(cwd), ["plan.toml", "sweep"]);
     assert_eq!(files_in(&out.join("runs")).len(), 3);
 }
+
+/// `report --output D` never replaces a user's file in D, never writes
+/// into the sweep's own runs/, and replaces its own pages on a rerun.
+#[test]
+fn report_never_overwrites_user_files_nor_writes_into_the_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let sweep = small_sweep(tmp.path());
+    let runs_before = files_in(&sweep.join("runs"));
+    let out = run_in(
+        tmp.path(),
+        &["report", p(&sweep), "--output", p(&sweep.join("runs"))],
+    );
+    assert_fails(&out, 2, &["runs/", "name a directory outside it"]);
+    assert_eq!(files_in(&sweep.join("runs")), runs_before);
+    let d = tmp.path().join("mine");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::write(d.join("report.md"), "my notes\n").unwrap();
+    let out = run_in(tmp.path(), &["report", p(&sweep), "--output", p(&d)]);
+    assert_fails(&out, 2, &["report.md", "ringlab did not write"]);
+    assert_eq!(
+        std::fs::read_to_string(d.join("report.md")).unwrap(),
+        "my notes\n"
+    );
+    assert_eq!(files_in(&d), vec!["report.md".to_string()]);
+    // Its own report is replaced on a rerun without asking.
+    let own = tmp.path().join("rep");
+    for _ in 0..2 {
+        assert_ok(&run_in(
+            tmp.path(),
+            &["report", p(&sweep), "--output", p(&own)],
+        ));
+    }
+}
+
+/// A sweep refused because its directory holds other files adds nothing
+/// to it.
+#[test]
+fn a_refused_sweep_leaves_the_directory_as_it_was() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plan = tmp.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "command = \"io\"\n[options]\nruntime = \"50ms\"\nsize = \"1m\"\n[axes]\niodepth = [1]\n",
+    )
+    .unwrap();
+    let d = tmp.path().join("full");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::write(d.join("thesis.tex"), "x").unwrap();
+    let out = run_in(tmp.path(), &["sweep", p(&plan), "--output", p(&d)]);
+    assert_fails(&out, 2, &["holds other files"]);
+    assert_eq!(files_in(&d), vec!["thesis.tex".to_string()]);
+}
+
+/// `reproduce` killed (SIGINT or SIGKILL) resumes when run again: its
+/// data file has no PID in its name, so the plans are the same; the rerun
+/// reuses a whole data file and removes it at the end.
+#[test]
+fn reproduce_resumes_after_any_signal() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let line = [
+        "reproduce",
+        "sqpoll-one-core",
+        "--run-time",
+        "300ms",
+        "--output",
+        p(&out),
+    ];
+    for sig in [libc::SIGINT, libc::SIGKILL] {
+        let _ = std::fs::remove_dir_all(&out);
+        let mut child = Command::new(BIN)
+            .args(line)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while !out.join("sqpoll-one-core").is_dir() {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "no recipe directory"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let _ = child.wait();
+        let again = run_in(tmp.path(), &line);
+        assert_ok(&again);
+        let left: Vec<String> = files_in(&out)
+            .into_iter()
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(left.is_empty(), "after signal {sig}: {left:?}");
+    }
+}

@@ -132,7 +132,12 @@ fn dead_server_makes_the_client_back_off_and_name_the_errors() {
     for io in DRIVERS {
         let addr = port_that_dies();
         let start = Instant::now();
-        let r = json_run(&format!("http http://{addr}/ -t 2 -c 10 -d 1s --io {io}"));
+        // No response: the run failed (exit 1), and its JSON is still out.
+        let out = ringlab(&format!(
+            "http http://{addr}/ -t 2 -c 10 -d 1s --io {io} --output-format json"
+        ));
+        assert_eq!(out.status.code(), Some(1), "{io}");
+        let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert!(
             start.elapsed() < Duration::from_secs(10),
             "{io}: took {:?}",
@@ -157,7 +162,7 @@ fn dead_server_makes_the_client_back_off_and_name_the_errors() {
     // The text names them too.
     let addr = port_that_dies();
     let out = ringlab(&format!("http http://{addr}/ -t 1 -c 2 -d 200ms"));
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("Socket errors: connect "), "{text}");
     assert!(
@@ -167,7 +172,7 @@ fn dead_server_makes_the_client_back_off_and_name_the_errors() {
 }
 
 /// Zero responses and zero errors: the warning says so instead of pointing
-/// at socket errors that are not there.
+/// at socket errors that are not there, and the run failed (exit 1).
 #[test]
 fn a_run_without_responses_or_errors_says_what_happened() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -181,7 +186,12 @@ fn a_run_without_responses_or_errors_says_what_happened() {
     let out = ringlab(&format!(
         "http http://{addr}/ -t 1 -c 2 -d 200ms --timeout 10s"
     ));
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("nothing was measured (the run failed)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("warning: no response completed and no socket error: 2 requests were sent and are still unanswered"),
@@ -340,4 +350,131 @@ fn closed_stdout_and_stderr_never_panic() {
         leftovers(dir.path())
     );
     server.stop();
+}
+
+/// A script that never returns is stopped once the run could have ended
+/// (-d plus --timeout), naming the function; os.exit ends the run with the
+/// script's code, named; delay() must give a sane number of milliseconds.
+#[test]
+fn scripts_that_hang_exit_or_return_nonsense_are_named() {
+    let server = Server::start("");
+    let dir = tempfile::tempdir().unwrap();
+    // A state that allocates without end: the script's error (the limit
+    // is reached long before -d 10s ends).
+    let script = dir.path().join("alloc.lua");
+    std::fs::write(
+        &script,
+        "function request() local t = {} while true do t[#t + 1] = string.rep('x', 1e8) .. #t end end",
+    )
+    .unwrap();
+    let out = ringlab(&format!(
+        "http {} -t 1 -c 1 -d 10s -s {}",
+        server.url(),
+        script.display()
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("not enough memory"), "{err}");
+    let cases: [(&str, i32, &str); 7] = [
+        (
+            "function request() while true do end end",
+            1,
+            "request() has run for",
+        ),
+        (
+            "init = function(a) while true do end end",
+            1,
+            "init() has run for",
+        ),
+        ("while true do end", 1, "the script's top level has run for"),
+        ("function init(a) os.exit(3) end", 3, "os.exit(3) in init()"),
+        (
+            "function delay() return 'x' end",
+            1,
+            "delay(): returned string",
+        ),
+        (
+            "function delay() return 0/0 end",
+            1,
+            "delay(): returned NaN",
+        ),
+        (
+            "function delay() return 2^63 end",
+            1,
+            "a delay is a number of milliseconds",
+        ),
+    ];
+    for (i, (body, code, want)) in cases.iter().enumerate() {
+        let script = dir.path().join(format!("s{i}.lua"));
+        std::fs::write(&script, body).unwrap();
+        let started = Instant::now();
+        let out = ringlab(&format!(
+            "http {} -t 1 -c 1 -d 300ms --timeout 300ms -s {}",
+            server.url(),
+            script.display()
+        ));
+        let err = String::from_utf8_lossy(&out.stderr);
+        eprintln!("{body}: {:?} {}", out.status.code(), err.trim());
+        assert_eq!(out.status.code(), Some(*code), "{body}: {err}");
+        assert!(err.contains(want), "{body}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(20));
+    }
+}
+
+/// A URL's #fragment is never sent; user:pass@ is refused with the header
+/// to use instead.
+#[test]
+fn url_fragments_are_dropped_and_credentials_refused() {
+    let server = Server::start("");
+    let out = ringlab(&format!("http {}#frag -t 1 -c 1 -d 200ms", server.url()));
+    assert_ok(&out);
+    let out = ringlab("http http://user:pw@127.0.0.1:1/ -t 1 -c 1 -d 200ms");
+    assert_fails(&out, 2, &["credentials", "Authorization: Basic"]);
+}
+
+/// `serve` out of file descriptors says so once and waits, instead of
+/// spinning on a listener that stays ready.
+#[test]
+fn serve_out_of_descriptors_says_so() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!("ulimit -n 24 && exec {BIN} serve --listen 127.0.0.1:{port}"),
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut held = Vec::new();
+    while held.len() < 40 {
+        match TcpStream::connect(("127.0.0.1", port)) {
+            Ok(s) => held.push(s),
+            Err(_) => {
+                assert!(
+                    start.elapsed() < Duration::from_secs(10),
+                    "serve never listened"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let _ = child.wait();
+    assert!(err.contains("cannot accept more connections"), "{err}");
+    assert_eq!(err.matches("cannot accept").count(), 1, "{err}");
 }

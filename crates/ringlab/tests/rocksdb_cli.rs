@@ -61,3 +61,93 @@ fn json_output_is_one_result_on_stdout() {
     // Progress and the table went to standard error.
     assert!(err.contains("L-COOP") && err.contains("repeat 1"), "{err}");
 }
+
+/// A db_bench that writes no database (`/bin/true`) marks nothing; a fill
+/// killed with ringlab (SIGKILL) stops db_bench (parent-death signal) and
+/// leaves nothing a rerun refuses; an interrupted fill removes its partial
+/// database and names no results directory that was never asked for.
+#[test]
+fn a_failed_or_killed_fill_leaves_no_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let out = Command::new(BIN)
+        .args([
+            "rocksdb",
+            "--configs",
+            "P-SYNC",
+            "--keys",
+            "1000",
+            "--duration",
+            "1",
+        ])
+        .args(["--db-bench", "/bin/true", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("wrote no database"));
+    assert!(!db.exists());
+    if Command::new("db_bench").arg("--version").output().is_err() {
+        common::skip(
+            "a_failed_or_killed_fill_leaves_no_database",
+            "db_bench is not installed (apt-get install rocksdb-tools)",
+        );
+        return;
+    }
+    let fill = |sig: i32| {
+        let child = Command::new(BIN)
+            .args([
+                "rocksdb",
+                "--configs",
+                "P-SYNC",
+                "--keys",
+                "3000000",
+                "--duration",
+                "1",
+                "--db",
+            ])
+            .arg(&db)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let start = std::time::Instant::now();
+        // Until db_bench runs (a child of ringlab).
+        while !std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .is_ok_and(|c| !c.trim().is_empty())
+        {
+            assert!(start.elapsed() < std::time::Duration::from_secs(20));
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // SAFETY: our own child.
+        unsafe { libc::kill(pid as i32, sig) };
+        let out = child.wait_with_output().unwrap();
+        (out, kids)
+    };
+    let (out, _) = fill(libc::SIGINT);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("partial database was removed"), "{err}");
+    assert!(!err.contains("results directory"), "{err}");
+    assert!(
+        common::leftovers(dir.path()).is_empty(),
+        "{:?}",
+        common::leftovers(dir.path())
+    );
+    let (_, kids) = fill(libc::SIGKILL);
+    for k in kids.split_whitespace() {
+        let start = std::time::Instant::now();
+        while std::fs::read_to_string(format!("/proc/{k}/stat")).is_ok_and(|s| !s.contains(") Z "))
+        {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(10),
+                "db_bench {k} outlived ringlab"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    assert!(!db.exists(), "a partial database under the name");
+}

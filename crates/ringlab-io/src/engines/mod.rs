@@ -137,6 +137,16 @@ pub fn errno_hint(plan: &IoPlan, errno: i32) -> String {
             " (Linux AIO: the system-wide limit fs.aio-max-nr is used up; raise it or lower --iodepth)"
                 .to_string()
         }
+        // io_uring cancels a request when it cannot start the io-wq worker
+        // thread that would run it (a pids cgroup limit, RLIMIT_NPROC).
+        libc::ECANCELED if plan.engine == EngineKind::Uring => format!(
+            " (io_uring could not start a worker thread for this request: {}; raise the limit, or lower --numjobs and --iodepth, or use --engine sync)",
+            ringlab_core::limits::thread_limits()
+        ),
+        libc::EAGAIN => format!(
+            " (no new thread or process may start: {}; raise the limit or lower --numjobs and --iodepth)",
+            ringlab_core::limits::thread_limits()
+        ),
         _ => String::new(),
     }
 }

@@ -22,6 +22,7 @@ const BESIDE_JOB_FILE: &[&str] = &[
     "allow-destructive",
     "status-interval",
     "parse-only",
+    "overwrite-files",
 ];
 
 /// What the command line asks for once fio's spellings are translated.

@@ -12,6 +12,10 @@ use std::path::Path;
 /// file named by mistake).
 pub const JOB_FILE_MAX_BYTES: u64 = 1 << 20;
 
+/// The most job sections one file may hold (each section's result, with
+/// its latency histograms, about 1.6 MB, is kept until the report).
+pub const JOB_SECTIONS_MAX: usize = 128;
+
 /// One job section, with the `[global]` options in force where it stands
 /// first and its own after them.
 #[derive(Clone, Debug)]
@@ -84,7 +88,7 @@ fn strip_comment(line: &str) -> &str {
 
 /// Expands `${VAR}` (from `env`, empty when unset) and fio's reserved
 /// `$ncpus`, `$pagesize`, `$mb_memory`.
-pub fn expand(value: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
+pub fn expand(value: &str, env: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
     let mut out = String::new();
     let mut rest = value;
     while let Some(at) = rest.find("${") {
@@ -96,8 +100,10 @@ pub fn expand(value: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
                 rest = &rest[at + 2 + end + 1..];
             }
             None => {
-                out.push_str(&rest[at..]);
-                rest = "";
+                return Err(format!(
+                    "'{}' opens an environment variable with ${{ but has no closing }}: write ${{NAME}}",
+                    &rest[at..]
+                ));
             }
         }
     }
@@ -105,7 +111,7 @@ pub fn expand(value: &str, env: &dyn Fn(&str) -> Option<String>) -> String {
     for (word, value) in reserved() {
         out = out.replace(word, &value);
     }
-    out
+    Ok(out)
 }
 
 fn reserved() -> [(&'static str, String); 3] {
@@ -267,7 +273,13 @@ pub fn parse(shown: &str, text: &str, env: &dyn Fn(&str) -> Option<String>) -> R
             )));
         };
         let (key, value) = match line.split_once('=') {
-            Some((k, v)) => (k.trim().to_string(), Some(expand(v.trim(), env))),
+            Some((k, v)) => (
+                k.trim().to_string(),
+                Some(
+                    expand(v.trim(), env)
+                        .map_err(|e| usage_error(format!("{shown}:{line_no}: {e}")))?,
+                ),
+            ),
             None => (line.trim().to_string(), None),
         };
         opts.push(Written {
@@ -285,6 +297,12 @@ pub fn parse(shown: &str, text: &str, env: &dyn Fn(&str) -> Option<String>) -> R
         .iter()
         .map(|o| (o.key.clone(), o.value.clone().unwrap_or_default()))
         .collect();
+    if finished.len() > JOB_SECTIONS_MAX {
+        return Err(usage_error(format!(
+            "{shown}: {} job sections, more than the {JOB_SECTIONS_MAX} ringlab runs from one file (each run's result, with its latency histograms, is kept for the report at the end): split the file",
+            finished.len()
+        )));
+    }
     if finished.is_empty() {
         return Err(usage_error(format!(
             "{shown}: no job section: fio's job files name each job in [brackets] after [global]"
@@ -351,10 +369,10 @@ mod tests {
     #[test]
     fn env_expansion_as_fio_does() {
         let env = |k: &str| (k == "SIZE").then(|| "64m".to_string());
-        assert_eq!(expand("${SIZE}", &env), "64m");
-        assert_eq!(expand("a${NOPE}b", &env), "ab");
-        assert_eq!(expand("${SIZE", &env), "${SIZE");
-        assert!(expand("$ncpus", &env).parse::<u32>().unwrap() >= 1);
+        assert_eq!(expand("${SIZE}", &env).unwrap(), "64m");
+        assert_eq!(expand("a${NOPE}b", &env).unwrap(), "ab");
+        assert!(expand("${SIZE", &env).unwrap_err().contains("no closing"));
+        assert!(expand("$ncpus", &env).unwrap().parse::<u32>().unwrap() >= 1);
     }
 
     #[test]

@@ -80,8 +80,36 @@ pub fn min_budget_s(setups: usize, overhead_s: f64) -> f64 {
     (setups as f64 * 2.0 * (MIN_RUN_S + overhead_s)).ceil()
 }
 
+/// The calibration file in `dir`: `ringlab-advise.dat`, with no PID in the
+/// name so that a rerun after a kill finds it (and uses it when it is
+/// whole: marked by ringlab and of the size asked). A new one is laid out
+/// under a temporary name and renamed when complete.
 fn create_file(dir: &Path, size: u64) -> Result<PathBuf> {
-    let path = dir.join(format!("ringlab-advise-{}.dat", std::process::id()));
+    use ringlab_core::files;
+    let path = dir.join("ringlab-advise.dat");
+    if let Ok(m) = std::fs::metadata(&path) {
+        if m.is_file() && m.len() == size && files::written_by_ringlab(&path) == Some(true) {
+            return Ok(path);
+        }
+        if files::written_by_ringlab(&path) != Some(true) {
+            return Err(usage_error(format!(
+                "{}: a file ringlab did not lay out is in the way of the calibration file; remove it or name another directory",
+                path.display()
+            )));
+        }
+    }
+    files::check_free_space(&path, size, "laying out the calibration file")?;
+    files::remove_stale_temps(&path);
+    let temp = files::TempName::new(files::temp_path(&path));
+    lay_out_at(&temp.path, size)?;
+    std::fs::rename(&temp.path, &path)
+        .with_context(|| format!("renaming the calibration file into {}", path.display()))?;
+    temp.forget();
+    Ok(path)
+}
+
+fn lay_out_at(path: &Path, size: u64) -> Result<()> {
+    let path = path.to_path_buf();
     let mut f = std::fs::File::create(&path).map_err(|e| {
         usage_error(format!("{}: cannot create the calibration file: {e}; name a writable directory, a file or a block device", path.display()))
     })?;
@@ -108,7 +136,8 @@ fn create_file(dir: &Path, size: u64) -> Result<PathBuf> {
     }
     f.sync_all()
         .with_context(|| format!("syncing {}", path.display()))?;
-    Ok(path)
+    ringlab_core::files::mark_written(&f);
+    Ok(())
 }
 
 /// The `ringlab io` options of the shape (plan [options] TOML lines).

@@ -16,7 +16,9 @@ mod markdown;
 use aggregate::Report;
 use anyhow::{Context, Result};
 use chart::Plot;
+use ringlab_core::files::NewFile;
 use ringlab_core::usage_error;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The files `report` wrote.
@@ -73,22 +75,68 @@ pub fn write_report(dir: &Path, out: &Path, mut warn: impl FnMut(&str)) -> Resul
             dir.display()
         )));
     }
+    refuse_inside_results(dir, out)?;
     std::fs::create_dir_all(out)
         .map_err(|e| usage_error(format!("--output {}: cannot create it: {e}", out.display())))?;
-    let mut files = Vec::new();
     let plots = chart::render_plots(&report)?;
-    for p in &plots {
-        write(out, &p.file, &p.svg, &mut files)?;
-    }
+    let mut pages: Vec<(String, String)> = plots
+        .iter()
+        .map(|p| (p.file.clone(), p.svg.clone()))
+        .collect();
     for o in &OUTPUTS {
-        write(out, o.file, &(o.render)(&report, &plots), &mut files)?;
+        pages.push((o.file.to_string(), (o.render)(&report, &plots)));
+    }
+    // Every page is checked (none replaces a file ringlab did not write)
+    // before any is written; each is written beside its name and renamed
+    // into place.
+    let mut pending = Vec::new();
+    for (name, _) in &pages {
+        pending.push(NewFile::create(&out.join(name), "--output", &[])?);
+    }
+    let mut files = Vec::new();
+    for (mut f, (name, text)) in pending.into_iter().zip(&pages) {
+        let path = out.join(name);
+        f.write_all(text.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))?;
+        f.commit()?;
+        files.push(path);
     }
     Ok(Written { files })
 }
 
-fn write(dir: &Path, name: &str, text: &str, files: &mut Vec<PathBuf>) -> Result<()> {
-    let path = dir.join(name);
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    files.push(path);
+/// A report written into a sweep's own `runs/` or `.scratch/` would be
+/// read back as results, or removed with the scratch files: refused.
+fn refuse_inside_results(dir: &Path, out: &Path) -> Result<()> {
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    // The nearest existing ancestor of `out`, resolved, with the rest.
+    let mut existing = out.to_path_buf();
+    let mut rest = Vec::new();
+    while !existing.exists() {
+        match (existing.file_name(), existing.parent()) {
+            (Some(n), Some(p)) => {
+                rest.push(n.to_os_string());
+                existing = if p.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    p.to_path_buf()
+                };
+            }
+            _ => break,
+        }
+    }
+    let mut resolved = canon(&existing);
+    for n in rest.iter().rev() {
+        resolved.push(n);
+    }
+    let d = canon(dir);
+    for inner in [crate::store::RUNS_DIR, crate::store::SCRATCH_DIR] {
+        if resolved.starts_with(d.join(inner)) {
+            return Err(usage_error(format!(
+                "--output {}: inside the sweep's {inner}/ directory, which holds its runs; name a directory outside it (the default is {})",
+                out.display(),
+                dir.join("report").display()
+            )));
+        }
+    }
     Ok(())
 }

@@ -15,11 +15,10 @@ use anyhow::{anyhow, Context, Result};
 use machine::Machine;
 use recipe::{Recipe, Scale, SweepSpec, Vars};
 use ringlab_core::usage_error;
-use rustix::process::{kill_process, set_parent_process_death_signal, Pid, Signal};
+use rustix::process::{kill_process, Pid, Signal};
 use rustix::thread::{sched_setaffinity, CpuSet};
 use serde_json::{json, Value as Json};
 use std::io::Write;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -470,9 +469,9 @@ impl Files {
         if let Some(p) = &self.scratch {
             return Ok(p.clone());
         }
-        let p = self
-            .dir
-            .join(format!(".reproduce-{}.dat", std::process::id()));
+        // No PID in the name: a rerun after a kill finds it (and the plan
+        // that names it is the same, so the sweeps resume).
+        let p = self.dir.join(".reproduce.dat");
         lay_out(&p, self.size)?;
         self.scratch = Some(p.clone());
         Ok(p)
@@ -526,7 +525,26 @@ fn path_hash(dir: &Path) -> u64 {
 
 /// Writes `size` bytes of non-repeating data (not zeros: no file system or
 /// device may shortcut them) and syncs them.
+///
+/// A file of that size already there (left by a run that was killed) is
+/// used as it is. A new one is written under a temporary name beside it and
+/// renamed when complete, so a kill never leaves a partial file; the file
+/// system must have room for it.
 fn lay_out(path: &Path, size: u64) -> Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == size) {
+        return Ok(());
+    }
+    ringlab_core::files::check_free_space(path, size, "laying out the recipe file")?;
+    ringlab_core::files::remove_stale_temps(path);
+    let temp = ringlab_core::files::TempName::new(ringlab_core::files::temp_path(path));
+    lay_out_at(&temp.path, size)?;
+    std::fs::rename(&temp.path, path)
+        .with_context(|| format!("renaming the recipe file into {}", path.display()))?;
+    temp.forget();
+    Ok(())
+}
+
+fn lay_out_at(path: &Path, size: u64) -> Result<()> {
     let mut f = std::fs::File::create(path)
         .with_context(|| format!("creating the recipe file {}", path.display()))?;
     let mut buf = vec![0u8; 1 << 20];
@@ -572,23 +590,8 @@ impl Drop for BackgroundProc {
 }
 
 fn spawn_pinned(mut cmd: Command, cpus: Option<&[u32]>) -> Result<Child> {
-    let cpus: Vec<u32> = cpus.map(<[u32]>::to_vec).unwrap_or_default();
-    let mut set = CpuSet::new();
-    for &c in &cpus {
-        set.set(c as usize);
-    }
-    // SAFETY: only prctl and sched_setaffinity (rustix's raw system calls,
-    // no allocation), async-signal-safe, between fork and exec: the child
-    // dies with us and runs on its CPUs.
-    unsafe {
-        cmd.pre_exec(move || {
-            set_parent_process_death_signal(Some(Signal::TERM))?;
-            if !cpus.is_empty() {
-                sched_setaffinity(None, &set)?;
-            }
-            Ok(())
-        });
-    }
+    // The child dies with us and runs on its CPUs.
+    ringlab_core::child::die_with_parent(&mut cmd, cpus.unwrap_or(&[]));
     Ok(cmd.spawn()?)
 }
 

@@ -8,6 +8,7 @@
 //! hot path only tests an `Option` that is `None`.
 
 mod stats;
+pub mod watchdog;
 
 pub use stats::StatsUd;
 
@@ -81,6 +82,12 @@ pub struct WrkTable {
 fn one_line(e: &mlua::Error) -> String {
     let s = match e {
         mlua::Error::CallbackError { cause, .. } => return one_line(cause),
+        mlua::Error::MemoryError(_) => {
+            return format!(
+                "not enough memory: a script's Lua state may allocate {} MiB, and this one asked for more (a table that only grows?)",
+                LUA_MEMORY_MAX >> 20
+            )
+        }
         other => other.to_string(),
     };
     s.lines()
@@ -217,8 +224,15 @@ fn connect(_: &Lua, addr: AnyUserData) -> mlua::Result<bool> {
 }
 
 /// A new state with the `wrk` table filled and the script run.
+/// The memory one Lua state may allocate: an allocation past it is the
+/// script's "not enough memory" error, not the end of the process.
+pub const LUA_MEMORY_MAX: usize = 512 << 20;
+
 fn new_state(t: &WrkTable, spec: &ScriptSpec) -> Result<Lua> {
     let lua = Lua::new();
+    // Where the Lua build keeps its own allocator the limit is not
+    // available; the watchdog still bounds the time.
+    let _ = lua.set_memory_limit(LUA_MEMORY_MAX);
     let build = || -> mlua::Result<()> {
         let wrk = lua.create_table()?;
         wrk.set("scheme", t.scheme.as_str())?;
@@ -236,6 +250,26 @@ fn new_state(t: &WrkTable, spec: &ScriptSpec) -> Result<Lua> {
         }
         wrk.set("headers", headers)?;
         wrk.set("lookup", lua.create_function(lookup)?)?;
+        // os.exit ends the run with its results and exits with the
+        // script's code ([`watchdog::exit_requested`]), not the process
+        // from inside Lua with nothing said.
+        let os: Table = lua.globals().get("os")?;
+        os.set(
+            "exit",
+            lua.create_function(|_, code: Value| -> mlua::Result<()> {
+                let code = match code {
+                    Value::Nil | Value::Boolean(true) => 0,
+                    Value::Boolean(false) => 1,
+                    Value::Integer(n) => n,
+                    Value::Number(n) if n.is_finite() => n as i64,
+                    _ => 1,
+                };
+                watchdog::request_exit(code);
+                Err(mlua::Error::runtime(format!(
+                    "os.exit({code}) called: the run stops here"
+                )))
+            })?,
+        )?;
         wrk.set("connect", lua.create_function(connect)?)?;
         lua.load(BOOTSTRAP)
             .set_name("=wrk")
@@ -247,6 +281,7 @@ fn new_state(t: &WrkTable, spec: &ScriptSpec) -> Result<Lua> {
         Ok(())
     };
     build().map_err(|e| anyhow::anyhow!("setting up the Lua state: {}", one_line(&e)))?;
+    let _call = watchdog::Call::enter("the script's top level");
     lua.load(&spec.source)
         .set_name(format!("@{}", spec.path.display()))
         .exec()
@@ -294,6 +329,7 @@ impl ScriptRun {
             });
             let wrk: Table = lua.globals().get("wrk").map_err(lua_err)?;
             wrk.set("thread", ThreadUd(sh.clone())).map_err(lua_err)?;
+            let _call = watchdog::Call::enter("setup()");
             setup
                 .call::<()>(ThreadUd(sh.clone()))
                 .map_err(|e| script_error(spec, "setup()", &e))?;
@@ -305,8 +341,11 @@ impl ScriptRun {
                 args.raw_set(i + 1, a.as_str()).map_err(lua_err)?;
             }
             let init: Function = wrk.get("init").map_err(lua_err)?;
-            init.call::<()>(args)
-                .map_err(|e| script_error(spec, "init()", &e))?;
+            {
+                let _call = watchdog::Call::enter("init()");
+                init.call::<()>(args)
+                    .map_err(|e| script_error(spec, "init()", &e))?;
+            }
             ts.push(Some(ThreadScript::new(lua, sh.clone(), spec)?));
             shared.push(sh);
         }
@@ -356,6 +395,7 @@ impl ScriptRun {
             Ok(t)
         };
         let table = s().map_err(lua_err)?;
+        let _call = watchdog::Call::enter("done()");
         done.call::<()>((table, latency, requests))
             .map_err(|e| anyhow::anyhow!("script done(): {}", one_line(&e)))?;
         // done() writes through C stdio; flush it before Rust exits.
@@ -396,6 +436,12 @@ pub struct DoneSummary {
     pub errors: DoneErrors,
 }
 
+/// The longest delay() may ask for: one day, in milliseconds.
+pub const DELAY_MAX_MS: f64 = 86_400_000.0;
+
+/// Whether the note on bodies cut for response() was printed.
+static BODY_CUT_SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// One client thread's state and the hooks it defines.
 pub struct ThreadScript {
     // Field order is drop order: functions before their state.
@@ -417,6 +463,7 @@ pub struct ThreadScript {
 impl ThreadScript {
     fn new(lua: Lua, shared: Arc<ThreadShared>, spec: &ScriptSpec) -> Result<ThreadScript> {
         let request_fn = function(&lua, "request");
+        let call = watchdog::Call::enter("request()");
         let first: mlua::String = match &request_fn {
             Some(f) => f.call(()),
             None => lua
@@ -426,6 +473,7 @@ impl ThreadScript {
                 .and_then(|f| f.call(())),
         }
         .map_err(|e| script_error(spec, "request()", &e))?;
+        drop(call);
         let buf = first.as_bytes().to_vec();
         let per_write = count_requests(&buf).map_err(|m| {
             usage_error(format!(
@@ -482,6 +530,7 @@ impl ThreadScript {
             if self.first {
                 self.first = false;
             } else {
+                let _call = watchdog::Call::enter("request()");
                 match f.call::<mlua::String>(()) {
                     Ok(s) => {
                         self.buf.clear();
@@ -497,27 +546,57 @@ impl ThreadScript {
         Some(&self.buf)
     }
 
-    /// delay() in nanoseconds (the script answers in milliseconds).
+    /// delay() in nanoseconds (the script answers in milliseconds). nil
+    /// is no delay; anything but a number of milliseconds from 0 to
+    /// [`DELAY_MAX_MS`] is the script's error and stops the thread.
     pub fn delay_ns(&mut self) -> u64 {
         let Some(f) = &self.delay_fn else { return 0 };
-        match f.call::<Value>(()) {
-            Ok(Value::Integer(ms)) => (ms.max(0) as u64).saturating_mul(1_000_000),
-            Ok(Value::Number(ms)) if ms.is_finite() => (ms.max(0.0) * 1e6) as u64,
-            Ok(_) => 0,
+        let _call = watchdog::Call::enter("delay()");
+        let ms = match f.call::<Value>(()) {
+            Ok(Value::Nil) => return 0,
+            Ok(Value::Integer(ms)) => ms as f64,
+            Ok(Value::Number(ms)) => ms,
+            Ok(other) => {
+                let e = mlua::Error::runtime(format!(
+                    "returned {} {}, not a number of milliseconds",
+                    other.type_name(),
+                    other.to_string().unwrap_or_default()
+                ));
+                self.fail("delay()", &e);
+                return 0;
+            }
             Err(e) => {
                 self.fail("delay()", &e);
-                0
+                return 0;
             }
+        };
+        if !(0.0..=DELAY_MAX_MS).contains(&ms) {
+            let e = mlua::Error::runtime(format!(
+                "returned {ms} ms: a delay is a number of milliseconds from 0 to {DELAY_MAX_MS} (one day)"
+            ));
+            self.fail("delay()", &e);
+            return 0;
         }
+        (ms * 1e6) as u64
     }
 
     /// response(status, headers, body).
     pub fn response(&mut self, status: u16, cap: &Captured) {
         let Some(f) = &self.response_fn else { return };
+        let _call = watchdog::Call::enter("response()");
         let call = || -> mlua::Result<()> {
             let headers = self.lua.create_table()?;
             for (k, v) in &cap.headers {
                 headers.raw_set(k.as_str(), v.as_str())?;
+            }
+            if cap.body.len() >= crate::http::BODY_KEPT_MAX
+                && !BODY_CUT_SAID.swap(true, Ordering::Relaxed)
+            {
+                eprintln!(
+                    "ringlab: note: a response body reached {} MiB: response() gets the first {} MiB of each body (the rest is read and counted, not kept)",
+                    crate::http::BODY_KEPT_MAX >> 20,
+                    crate::http::BODY_KEPT_MAX >> 20
+                );
             }
             let body = self.lua.create_string(&cap.body)?;
             f.call::<()>((status, headers, body))

@@ -57,6 +57,10 @@ fn accept_all(lfd: RawFd, ep: &Epoll, slab: &mut Slab, tally: &mut Tally) {
             )
         };
         if fd < 0 {
+            let errno = io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            if errno == libc::EMFILE || errno == libc::ENFILE {
+                super::out_of_descriptors(errno);
+            }
             return;
         }
         set_nodelay(fd);

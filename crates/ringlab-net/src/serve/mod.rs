@@ -273,3 +273,31 @@ fn join(handles: Vec<Handle>) -> io::Result<()> {
     }
     first_err.map_or(Ok(()), Err)
 }
+
+/// accept failed for want of descriptors (EMFILE, ENFILE): said once on
+/// stderr, and the loop waits 10 ms before trying again, instead of
+/// spinning on a listener that stays ready.
+pub(crate) fn out_of_descriptors(errno: i32) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        let mut rl = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit fills the struct we own.
+        let limit = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } == 0 {
+            rl.rlim_cur.to_string()
+        } else {
+            "allowed".to_string()
+        };
+        let what = if errno == libc::ENFILE {
+            "the system's file table is full".to_string()
+        } else {
+            format!("the process has used its {limit} file descriptors (ulimit -n)")
+        };
+        eprintln!(
+            "ringlab serve: cannot accept more connections: {what}; new clients wait in the listen backlog until some close. Raise the limit (ulimit -n) or use fewer client connections"
+        );
+    }
+    std::thread::sleep(std::time::Duration::from_millis(10));
+}

@@ -132,6 +132,8 @@ impl UringLoop<'_> {
             S_ACCEPT => {
                 if res >= 0 {
                     self.accepted(res)?;
+                } else if res == -libc::EMFILE || res == -libc::ENFILE {
+                    super::out_of_descriptors(-res);
                 }
                 accept(self.ring, lfd)
             }
