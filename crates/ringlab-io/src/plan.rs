@@ -251,6 +251,23 @@ pub struct IoArgs {
     #[arg(long)]
     pub no_kstat: bool,
 
+    /// fio's random map (fio's default, set by `ringlab fio`): a random
+    /// pattern touches each block once per pass over the region, and an
+    /// I/O that would overlap blocks already done is cut short at them.
+    #[arg(long, hide = true)]
+    pub random_map: bool,
+
+    /// fio's fadvise_hint: posix_fadvise on each job's file descriptor
+    /// when it is opened (random: POSIX_FADV_RANDOM, sequential:
+    /// POSIX_FADV_SEQUENTIAL); `ringlab fio` sets it as fio does.
+    #[arg(long, hide = true, value_name = "none|random|sequential")]
+    pub fadvise_hint: Option<String>,
+
+    /// fio's log_offset: the offset column of the latency log (`ringlab
+    /// io` always writes it; `ringlab fio` only with log_offset=1).
+    #[arg(long, hide = true, value_name = "0|1")]
+    pub log_offset: Option<u8>,
+
     #[command(flatten)]
     pub uring: UringArgs,
 }
@@ -312,6 +329,10 @@ pub struct IoPlan {
     pub uring_defaults: Vec<&'static str>,
     /// Collect kernel evidence (not --no-kstat).
     pub kstat: bool,
+    /// fio's random map: each block once per pass (--random-map).
+    pub random_map: bool,
+    /// posix_fadvise advice given on each job's descriptor at open.
+    pub fadvise: Option<i32>,
 }
 
 /// fio's logs: the prefixes given and the averaging window.
@@ -321,6 +342,8 @@ pub struct LogPlan {
     pub bw: Option<String>,
     pub iops: Option<String>,
     pub avg_msec: u64,
+    /// Write the offset column (fio's log_offset; ringlab io: always).
+    pub offset: bool,
 }
 
 /// --thinktime: after every `blocks` I/Os issued, wait for the I/O in
@@ -512,6 +535,7 @@ impl IoPlan {
             bw: args.write_bw_log.clone(),
             iops: args.write_iops_log.clone(),
             avg_msec: args.log_avg_msec,
+            offset: args.log_offset != Some(0),
         });
         if logs.is_some() && args.rw == Rw::Nop {
             usage!("fio's logs hold reads and writes; --rw nop has neither");
@@ -659,6 +683,13 @@ impl IoPlan {
             uring: resolved.options,
             uring_defaults: resolved.defaults,
             kstat: !args.no_kstat,
+            random_map: args.random_map,
+            fadvise: match args.fadvise_hint.as_deref() {
+                None | Some("none") => None,
+                Some("random") => Some(libc::POSIX_FADV_RANDOM),
+                Some("sequential") => Some(libc::POSIX_FADV_SEQUENTIAL),
+                Some(other) => usage!("--fadvise-hint {other}: none, random or sequential"),
+            },
         })
     }
 

@@ -21,6 +21,9 @@ pub struct RunOptions {
     /// Set asynchronously (SIGINT, SIGTERM) to end the run early; the
     /// figures measured so far are still reported.
     pub interrupted: Arc<AtomicBool>,
+    /// Start together with other runs (a fio group): the gate and this
+    /// run's place in it.
+    pub group: Option<(Arc<ringlab_core::gate::GroupGate>, usize)>,
 }
 
 /// Runs `plan` and returns its result; the target ringlab created, if any,
@@ -80,7 +83,15 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             kstat_on = true;
         }
     }
+    if let Some((gate, _)) = &opts.group {
+        if !gate.arrive(harness.all_ready()) {
+            harness.cancel();
+        }
+    }
     let started_at = harness.start();
+    if let Some((gate, i)) = &opts.group {
+        gate.started(*i, started_at);
+    }
     let mut line = ProgressLine::new(opts.progress);
     let mut kstat_tick = 0;
     let mut status = StatusLines::new(plan.status_interval, plan.mean_io_bytes());

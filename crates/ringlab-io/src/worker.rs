@@ -73,6 +73,10 @@ pub fn run_job<E: Engine>(
             pin_to_cpu(cpu)?;
         }
         let fd = ctx.target.open(&plan)?;
+        if let Some(advice) = plan.fadvise {
+            // SAFETY: a valid fd; the advice only steers read-ahead.
+            unsafe { libc::posix_fadvise(fd.as_raw_fd(), 0, 0, advice) };
+        }
         let depth = if plan.engine.is_async() {
             plan.iodepth
         } else {
@@ -154,7 +158,8 @@ pub fn run_job<E: Engine>(
             plan.bs,
             plan.seed,
             ctx.job,
-        ),
+        )
+        .with_random_map(plan.random_map),
         slots: vec![SlotState::default(); depth as usize],
         just_queued: Vec::with_capacity(depth as usize),
         coarse: plan.gtod_reduce.then_some(Coarse {
@@ -401,6 +406,8 @@ struct Logs {
     /// --write-lat-log: fio's `_lat`, `_clat` and `_slat` logs, in the
     /// order of [`IoLatencies`].
     lat: Option<Box<[LatLog; 3]>>,
+    /// fio's log_offset: per-I/O lines carry the offset column.
+    offset_column: bool,
     bw: Option<std::io::BufWriter<std::fs::File>>,
     iops: Option<std::io::BufWriter<std::fs::File>>,
     /// The latency logs' window; 0: every I/O.
@@ -461,6 +468,7 @@ impl Logs {
         };
         Ok(Logs {
             lat,
+            offset_column: plan.offset,
             bw: open(&plan.bw, "bw")?,
             iops: open(&plan.iops, "iops")?,
             lat_window_ns: avg,
@@ -491,8 +499,10 @@ impl Logs {
             for (log, v) in logs.iter_mut().zip(lats) {
                 let Some(v) = v else { continue };
                 let w = &mut log.file;
-                if self.lat_window_ns == 0 {
+                if self.lat_window_ns == 0 && self.offset_column {
                     writeln!(w, "{}, {v}, {d}, {bs}, {offset}, 0", at_ns / 1_000_000)?;
+                } else if self.lat_window_ns == 0 {
+                    writeln!(w, "{}, {v}, {d}, {bs}, 0", at_ns / 1_000_000)?;
                 } else {
                     log.win.flush(at_ns, self.lat_window_ns, |t, d, win| {
                         write_mean_latency(w, t, d, win)

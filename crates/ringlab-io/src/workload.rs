@@ -282,9 +282,131 @@ pub struct Workload {
     /// Blocks a read and a write cover when their size is fixed (0: it
     /// varies), so the common case divides nothing per I/O.
     fixed_span: [u64; 2],
+    /// fio's random map: the blocks done in this pass (random patterns
+    /// with --random-map).
+    map: Option<RandomMap>,
+}
+
+/// fio's random map (its axmap): one bit per block of the region, set when
+/// an I/O covers it. A random pick that lands on a block done moves on to
+/// the next free one; an I/O stops at the first block already done; when
+/// every block is done, a new pass begins.
+pub struct RandomMap {
+    bits: Vec<u64>,
+    /// One bit per word of `bits`: set when that word is full.
+    full: Vec<u64>,
+    blocks: u64,
+    free: u64,
+}
+
+impl RandomMap {
+    pub fn new(blocks: u64) -> RandomMap {
+        let words = blocks.div_ceil(64) as usize;
+        let mut m = RandomMap {
+            bits: vec![0; words],
+            full: vec![0; words.div_ceil(64)],
+            blocks,
+            free: blocks,
+        };
+        m.clear_tail();
+        m
+    }
+
+    /// Marks the bits past the last block as done, so words fill up.
+    fn clear_tail(&mut self) {
+        let used = self.blocks % 64;
+        if used != 0 {
+            let last = self.bits.len() - 1;
+            self.bits[last] = !0u64 << used;
+            if self.bits[last] == !0 {
+                self.full[last / 64] |= 1 << (last % 64);
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        self.bits.iter_mut().for_each(|w| *w = 0);
+        self.full.iter_mut().for_each(|w| *w = 0);
+        self.free = self.blocks;
+        self.clear_tail();
+    }
+
+    fn is_set(&self, b: u64) -> bool {
+        self.bits[(b / 64) as usize] & (1 << (b % 64)) != 0
+    }
+
+    fn set(&mut self, b: u64) {
+        let w = (b / 64) as usize;
+        self.bits[w] |= 1 << (b % 64);
+        self.free -= 1;
+        if self.bits[w] == !0 {
+            self.full[w / 64] |= 1 << (w % 64);
+        }
+    }
+
+    /// The first free block at or after `from`, wrapping to 0.
+    fn next_free(&self, from: u64) -> Option<u64> {
+        if self.free == 0 {
+            return None;
+        }
+        let start = (from / 64) as usize;
+        let words = self.bits.len();
+        // The word of `from`, above it first.
+        let w = self.bits[start] | ((1u64 << (from % 64)) - 1);
+        if w != !0 {
+            return Some(start as u64 * 64 + (!w).trailing_zeros() as u64);
+        }
+        let mut i = (start + 1) % words;
+        let mut seen = 0;
+        while seen < words {
+            // 64 full words at a time through the summary.
+            if i % 64 == 0 && i + 64 <= words && self.full[i / 64] == !0 {
+                i = (i + 64) % words;
+                seen += 64;
+                continue;
+            }
+            let w = self.bits[i];
+            if w != !0 {
+                return Some(i as u64 * 64 + (!w).trailing_zeros() as u64);
+            }
+            i = (i + 1) % words;
+            seen += 1;
+        }
+        // Found nothing in a whole turn (cannot happen with free > 0).
+        (0..self.blocks).find(|&b| !self.is_set(b))
+    }
+
+    /// Takes up to `span` blocks from a random pick `pick`: the first free
+    /// block at or after it, and the free blocks after that one (an I/O
+    /// never covers a block done, nor runs past the region). Returns the
+    /// first block and how many were taken.
+    pub fn claim(&mut self, pick: u64, span: u64) -> (u64, u64) {
+        let first = match self.next_free(pick) {
+            Some(b) => b,
+            None => {
+                self.reset();
+                pick
+            }
+        };
+        let mut n = 0;
+        while n < span && first + n < self.blocks && !self.is_set(first + n) {
+            self.set(first + n);
+            n += 1;
+        }
+        (first, n.max(1))
+    }
 }
 
 impl Workload {
+    /// With fio's random map (random patterns only; sequential ones touch
+    /// each block once per pass anyway).
+    pub fn with_random_map(mut self, on: bool) -> Workload {
+        if on && self.rw.is_random() {
+            self.map = Some(RandomMap::new(self.count));
+        }
+        self
+    }
+
     /// `seed` is the run's seed; each job gets its own stream from it.
     pub fn new(rw: Rw, rwmixread: u32, first: u64, count: u64, seed: u64, job: u32) -> Workload {
         Workload::with_sizes(
@@ -328,6 +450,7 @@ impl Workload {
             }),
             sizes,
             unit,
+            map: None,
         }
     }
 
@@ -359,7 +482,19 @@ impl Workload {
                 }
             }
         };
-        let rel = if self.rw.is_random() {
+        let rel = if let Some(map) = &mut self.map {
+            let pick = self.rng.random_range(0..self.count);
+            let (first, n) = map.claim(pick, span);
+            if n < span {
+                // fio cuts the I/O at the first block already done.
+                return NextIo {
+                    dir,
+                    block: self.first + first,
+                    len: (n * self.unit) as u32,
+                };
+            }
+            first
+        } else if self.rw.is_random() {
             self.rng.random_range(0..self.count - span + 1)
         } else {
             let mut b = self.next_seq;
@@ -517,6 +652,36 @@ mod tests {
             .unwrap_err()
             .contains("multiple"));
         assert!(parse_bssplit("4k/x").is_err());
+    }
+
+    #[test]
+    fn random_map_reads_each_block_once_per_pass() {
+        let mut w = Workload::new(Rw::Randread, 100, 10, 1000, 7, 0).with_random_map(true);
+        for _pass in 0..3 {
+            let mut seen = std::collections::HashSet::new();
+            for io in take(&mut w, 1000) {
+                assert!(io.block >= 10 && io.block < 1010);
+                assert!(seen.insert(io.block), "block {} twice in a pass", io.block);
+            }
+            assert_eq!(seen.len(), 1000);
+        }
+    }
+
+    #[test]
+    fn random_map_cuts_ios_at_blocks_done() {
+        let sizes = [BlockSizes::Range { lo: 1, hi: 8 }, BlockSizes::Range { lo: 1, hi: 8 }];
+        let mut w = Workload::with_sizes(Rw::Randread, 100, (0, 4096), sizes, 1, 3, 0)
+            .with_random_map(true);
+        let mut covered = vec![0u32; 4096];
+        let mut total = 0;
+        while total < 4096 {
+            let io = w.next_io();
+            for b in io.block..io.block + io.len as u64 {
+                covered[b as usize] += 1;
+            }
+            total += io.len as u64;
+        }
+        assert!(covered.iter().all(|&c| c == 1));
     }
 
     #[test]

@@ -195,6 +195,7 @@ pub fn run_job_file(path: &Path, rest: &[OsString]) -> Result<()> {
     let opts = RunOptions {
         progress: std::io::stdout().is_terminal(),
         interrupted: interrupted.clone(),
+        group: None,
     };
     let mut results: Vec<RunResult> = Vec::new();
     for j in &jobs {

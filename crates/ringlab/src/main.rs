@@ -390,6 +390,7 @@ fn run_io_command(
     let opts = RunOptions {
         progress: std::io::stdout().is_terminal(),
         interrupted,
+        group: None,
     };
     fio::print_notes(&fio_words.notes);
     let mut result = run_io(&plan, &opts)?;
