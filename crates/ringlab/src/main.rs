@@ -10,10 +10,12 @@ use ringlab_core::output::Output;
 use ringlab_io::run::{run_io, RunOptions};
 use ringlab_io::{IoArgs, IoPlan, UsageError};
 use std::io::{IsTerminal, Write};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod fio;
+mod fio_cmd;
 mod lab;
 
 #[derive(Parser, Debug)]
@@ -98,6 +100,15 @@ enum Command {
         #[arg(long, help_heading = "fio")]
         parse_only: bool,
     },
+    /// fio's command line, job files, defaults and output formats
+    /// (normal, terse, json, json+) on ringlab's engines; also when the
+    /// binary runs under the name `fio`. 'ringlab fio --help' for more.
+    #[command(disable_help_flag = true)]
+    Fio {
+        /// fio's arguments, as fio takes them.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "FIO ARGS")]
+        args: Vec<OsString>,
+    },
     /// What this kernel and a device support: io_uring setup flags and
     /// opcodes (found by trying them), RLIMIT_MEMLOCK, and for a device its
     /// scheduler, queues, poll queues and interrupt CPUs.
@@ -161,6 +172,11 @@ enum OutputFormat {
 }
 
 fn main() -> ExitCode {
+    // `ringlab fio ...` or the binary run as `fio`: fio's meaning.
+    if let Some(args) = fio_cmd::wanted(&std::env::args_os().collect::<Vec<_>>()) {
+        quiet_closed_output();
+        return fio_cmd::main(args);
+    }
     // fio's spellings of `ringlab io` become ringlab's before clap parses
     // them; a job file is run as one.
     let (args, fio_words) = match fio::preprocess() {
@@ -301,6 +317,10 @@ fn run(
             Some(path) => fio::run_job_file(&path, &[]),
             None if parse_only => parse_only_io(&io, fio_words, translated),
             None => run_io_command(&io, &output, fio_words),
+        },
+        Command::Fio { args } => match fio_cmd::main(args) {
+            c if c == ExitCode::SUCCESS => Ok(()),
+            _ => Err(anyhow::anyhow!("ringlab fio failed")),
         },
         Command::Http { http, output } => run_http_command(&http, &output),
         Command::Serve { serve, output } => run_serve_command(&serve, &output),

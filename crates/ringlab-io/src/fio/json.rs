@@ -197,9 +197,12 @@ fn entry(
     e["latency_us"] = us;
     e["latency_ms"] = ms;
     e["ringlab"] = match job {
-        Some((n, cpu)) => json!({"job": n, "cpu": cpu}),
+        Some((n, cpu)) => json!({"job": n, "cpu": cpu, "threads": 1}),
         None => json!({"threads": threads}),
     };
+    // A synchronous engine has one I/O in flight, submitted one at a time:
+    // fio's depth distribution is known by construction.
+    e["ringlab"]["sync_engine"] = json!(j.result.config.get("engine").and_then(Value::as_str) == Some("sync"));
     e
 }
 

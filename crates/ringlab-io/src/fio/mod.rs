@@ -6,6 +6,7 @@ pub mod cli;
 pub mod jobfile;
 pub mod json;
 pub mod names;
+pub mod normal;
 pub mod options;
 
 pub use options::help_text;

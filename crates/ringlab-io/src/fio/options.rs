@@ -118,7 +118,9 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("description", Kind::Ignored("a label for people; ringlab prints the job name")),
     // No-ops in ringlab, each with its reason.
     opt!("thread", ["threads"], Kind::Ignored("ringlab's jobs are always threads of one process, which is what thread=1 asks")),
-    opt!("norandommap", Kind::Ignored("ringlab draws random offsets uniformly with repetition and keeps no map of blocks done: norandommap is its only behaviour")),
+    opt!("norandommap", Kind::Ignored("ringlab io draws random offsets uniformly with repetition (norandommap is its default); ringlab fio keeps fio's random map unless norandommap is given")),
+    opt!("fadvise_hint", Kind::Special),
+    opt!("log_offset", Kind::Special),
     opt!("disable_slat", Kind::Ignored("ringlab stamps submissions once per loop turn, not per I/O, so there is no cost to save; slat_ns is still reported")),
     opt!("disable_clat", Kind::Ignored("ringlab's clat comes from the clock reads its lat needs anyway, so there is no cost to save; clat_ns is still reported (--gtod-reduce times nothing)")),
     opt!("disable_lat", Kind::Ignored("ringlab's lat comes from the clock reads its slat and clat need anyway, so there is no cost to save; lat_ns is still reported (--gtod-reduce times nothing)")),
@@ -176,7 +178,8 @@ pub fn is_boolean(rec: &FioOption) -> bool {
         Kind::Ignored(_) => rec.name != "description",
         Kind::Special => matches!(
             rec.name,
-            "time_based"
+            "log_offset"
+                | "time_based"
                 | "direct"
                 | "buffered"
                 | "group_reporting"
@@ -256,6 +259,10 @@ pub struct Translated {
     pub output: Option<String>,
     /// `--output-format` given with fio's values.
     pub output_format: Option<String>,
+    /// fio's fadvise_hint: none, random, sequential, or auto (by pattern).
+    pub fadvise: Option<String>,
+    /// fio's log_offset, when given.
+    pub log_offset: Option<bool>,
 }
 
 fn bool_value(o: &Written) -> Result<bool> {
@@ -531,6 +538,21 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
             }
         }
         "group_reporting" => t.group_reporting = bool_value(o)?,
+        "fadvise_hint" => {
+            let v = o.value.as_deref().map(str::trim).unwrap_or("1");
+            let hint = match v {
+                "0" | "none" | "normal" => "none",
+                "random" => "random",
+                "sequential" => "sequential",
+                // fio's 1: random for a random pattern, sequential else.
+                "1" => "auto",
+                _ => return Err(refuse(o, "fio's hints are 0, 1, sequential, random (and normal, which gives no advice)")),
+            };
+            t.fadvise = Some(hint.to_string());
+        }
+        "log_offset" => {
+            t.log_offset = Some(bool_value(o)?);
+        }
         // Structure of a job file; on a command line with one job they
         // change nothing.
         "stonewall" | "new_group" | "wait_for" => {}
@@ -618,6 +640,22 @@ fn finish(t: &mut Translated, g: Gathered, in_file: bool) -> Result<()> {
                 ),
             }
         }
+    }
+    if let Some(h) = t.fadvise.clone() {
+        let hint = if h == "auto" {
+            let random = t
+                .args
+                .windows(2)
+                .any(|w| w[0] == "--rw" && w[1].starts_with("rand"));
+            if random { "random" } else { "sequential" }.to_string()
+        } else {
+            h
+        };
+        t.args.extend(["--fadvise-hint".to_string(), hint]);
+    }
+    if let Some(on) = t.log_offset {
+        t.args
+            .extend(["--log-offset".to_string(), u8::from(on).to_string()]);
     }
     if g.cpus_given && !g.cpus_policy_split {
         t.notes.push("cpus_allowed: ringlab pins each job to one CPU of the list in turn (fio's cpus_allowed_policy=split); fio's default, shared, lets every job run on all of them".to_string());
@@ -820,6 +858,12 @@ pub fn help_text() -> String {
                 "the percentiles of fio-json's clat_ns (P:P:..); text and json keep p50 to p99.99".to_string()
             }
             (Kind::Special, "force_async") => "--force-async=N".to_string(),
+            (Kind::Special, "fadvise_hint") => {
+                "posix_fadvise on each job's file at open (1: by pattern; ringlab fio's default)".to_string()
+            }
+            (Kind::Special, "log_offset") => {
+                "the offset column of per-I/O latency logs (ringlab io writes it always)".to_string()
+            }
             (Kind::Special, "iodepth_batch_submit") => {
                 "--submit-batch N (0: iodepth)".to_string()
             }
