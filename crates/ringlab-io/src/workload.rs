@@ -669,7 +669,10 @@ mod tests {
 
     #[test]
     fn random_map_cuts_ios_at_blocks_done() {
-        let sizes = [BlockSizes::Range { lo: 1, hi: 8 }, BlockSizes::Range { lo: 1, hi: 8 }];
+        let sizes = [
+            BlockSizes::Range { lo: 1, hi: 8 },
+            BlockSizes::Range { lo: 1, hi: 8 },
+        ];
         let mut w = Workload::with_sizes(Rw::Randread, 100, (0, 4096), sizes, 1, 3, 0)
             .with_random_map(true);
         let mut covered = vec![0u32; 4096];

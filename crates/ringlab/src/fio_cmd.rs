@@ -101,8 +101,14 @@ const REFUSED: &[(&str, &str)] = &[
     ("server", "ringlab fio has no client/server mode"),
     ("daemonize", "ringlab fio has no client/server mode"),
     ("remote-config", "ringlab fio has no client/server mode"),
-    ("cmdhelp", "see 'ringlab io --help' for the fio options ringlab knows"),
-    ("enghelp", "ringlab's engines are psync/sync, io_uring, libaio, posixaio"),
+    (
+        "cmdhelp",
+        "see 'ringlab io --help' for the fio options ringlab knows",
+    ),
+    (
+        "enghelp",
+        "ringlab's engines are psync/sync, io_uring, libaio, posixaio",
+    ),
     ("crctest", "ringlab has no checksum benchmark"),
     ("cpuclock-test", "ringlab times with CLOCK_MONOTONIC"),
     ("idle-prof", "ringlab has no idle profiler"),
@@ -198,7 +204,12 @@ fn parse_cmdline(args: &[OsString]) -> Result<CmdLine> {
             }
             k if NO_OPS.iter().any(|(n, _)| *n == k) => {
                 // --eta and --eta-interval take a value; the others none.
-                if value.is_none() && matches!(k, "eta" | "eta-interval" | "debug" | "max-jobs" | "alloc-size" | "aux-path") {
+                if value.is_none()
+                    && matches!(
+                        k,
+                        "eta" | "eta-interval" | "debug" | "max-jobs" | "alloc-size" | "aux-path"
+                    )
+                {
                     i += 1;
                 }
             }
@@ -217,7 +228,11 @@ fn parse_cmdline(args: &[OsString]) -> Result<CmdLine> {
                                 i += 1;
                                 Some(n)
                             }
-                            Some(n) if !boolean && !n.starts_with('-') && options::find(&key).is_some() => {
+                            Some(n)
+                                if !boolean
+                                    && !n.starts_with('-')
+                                    && options::find(&key).is_some() =>
+                            {
                                 i += 1;
                                 Some(n)
                             }
@@ -463,9 +478,9 @@ fn group_step(opts: &[Written], first: bool, group: &mut u32, batch: &mut u32) {
     if first {
         return;
     }
-    let stone = opts.iter().any(|o| {
-        matches!(canonical(&o.key).as_str(), "stonewall" | "wait_for") && is_set(o)
-    });
+    let stone = opts
+        .iter()
+        .any(|o| matches!(canonical(&o.key).as_str(), "stonewall" | "wait_for") && is_set(o));
     let new_group = opts
         .iter()
         .any(|o| canonical(&o.key) == "new_group" && is_set(o));
@@ -502,7 +517,9 @@ fn build_jobs(c: &CmdLine) -> Result<(Vec<Job>, Vec<(String, String)>)> {
             let own = s
                 .options
                 .iter()
-                .filter(|o| !matches!(&o.origin, Origin::File { section, .. } if section == "global"))
+                .filter(
+                    |o| !matches!(&o.origin, Origin::File { section, .. } if section == "global"),
+                )
                 .map(|o| (o.key.clone(), o.value.clone().unwrap_or_default()))
                 .collect();
             let name = s
@@ -606,7 +623,11 @@ fn disk_names(jobs: &[Job]) -> Vec<String> {
 }
 
 /// What fio's disk_util holds: the disks' counters over the run.
-fn disk_util(before: &[(String, DiskCounters)], after: &[(String, DiskCounters)], wall_ms: u64) -> Value {
+fn disk_util(
+    before: &[(String, DiskCounters)],
+    after: &[(String, DiskCounters)],
+    wall_ms: u64,
+) -> Value {
     let mut list = Vec::new();
     for (name, a) in after {
         let Some((_, b)) = before.iter().find(|(n, _)| n == name) else {
@@ -825,10 +846,7 @@ fn run(args: Vec<OsString>) -> Result<()> {
                 continue;
             };
             let j = ran[k].0;
-            let idx = jobs
-                .iter()
-                .position(|x| std::ptr::eq(x, j))
-                .unwrap_or(0);
+            let idx = jobs.iter().position(|x| std::ptr::eq(x, j)).unwrap_or(0);
             if let Some((minf, majf)) = faults_of.get(idx).copied().flatten() {
                 e["minf"] = json!(minf);
                 e["majf"] = json!(majf);
@@ -849,7 +867,12 @@ fn run(args: Vec<OsString>) -> Result<()> {
         }
     }
     let mut text = String::new();
-    for f in [Format::Terse, Format::Json, Format::JsonPlus, Format::Normal] {
+    for f in [
+        Format::Terse,
+        Format::Json,
+        Format::JsonPlus,
+        Format::Normal,
+    ] {
         if !c.formats.contains(&f) {
             continue;
         }
@@ -877,7 +900,11 @@ fn run(args: Vec<OsString>) -> Result<()> {
 fn evidence(ran: &[(&Job, &RunResult)]) -> String {
     let mut s = String::from("\nringlab evidence:\n");
     for (j, r) in ran {
-        s.push_str(&format!("  [{}] ran as: ringlab {}\n", j.name, j.argv.join(" ")));
+        s.push_str(&format!(
+            "  [{}] ran as: ringlab {}\n",
+            j.name,
+            j.argv.join(" ")
+        ));
         for w in &r.warnings {
             s.push_str(&format!("  [{}] warning: {w}\n", j.name));
         }
@@ -899,7 +926,10 @@ mod tests {
 
     #[test]
     fn invoked_as_fio_or_as_a_subcommand() {
-        assert_eq!(wanted(&os("/usr/bin/fio --name=x")).unwrap(), os("--name=x"));
+        assert_eq!(
+            wanted(&os("/usr/bin/fio --name=x")).unwrap(),
+            os("--name=x")
+        );
         assert_eq!(wanted(&os("ringlab fio a.fio")).unwrap(), os("a.fio"));
         assert!(wanted(&os("ringlab io --rw read")).is_none());
     }

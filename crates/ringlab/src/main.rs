@@ -9,8 +9,8 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use ringlab_core::output::Output;
 use ringlab_io::run::{run_io, RunOptions};
 use ringlab_io::{IoArgs, IoPlan, UsageError};
-use std::io::{IsTerminal, Write};
 use std::ffi::OsString;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -106,7 +106,11 @@ enum Command {
     #[command(disable_help_flag = true)]
     Fio {
         /// fio's arguments, as fio takes them.
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "FIO ARGS")]
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "FIO ARGS"
+        )]
         args: Vec<OsString>,
     },
     /// What this kernel and a device support: io_uring setup flags and

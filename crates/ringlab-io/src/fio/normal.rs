@@ -70,7 +70,8 @@ fn display_lat(out: &mut String, name: &str, l: &Value) {
     if u(&l["N"]) == 0 {
         return;
     }
-    let (mut min, mut max, mut mean, mut dev) = (u(&l["min"]), u(&l["max"]), f(&l["mean"]), f(&l["stddev"]));
+    let (mut min, mut max, mut mean, mut dev) =
+        (u(&l["min"]), u(&l["max"]), f(&l["mean"]), f(&l["stddev"]));
     let mut base = "(nsec)";
     if min > 2_000_000 && max > 99_999_999 && dev > 1_000_000.0 {
         min /= 1_000_000;
@@ -123,7 +124,13 @@ fn show_percentiles(out: &mut String, pre: &str, l: &Value) {
         (0, 1, "nsec")
     };
     let _ = write!(out, "    {pre} percentiles ({unit}):\n     |");
-    let digits = |v: u64| if v == 0 { 1 } else { (v as f64).log10() as usize + 1 };
+    let digits = |v: u64| {
+        if v == 0 {
+            1
+        } else {
+            (v as f64).log10() as usize + 1
+        }
+    };
     let width = digits(maxv / divisor).max(5);
     let precision = 2;
     let per_line = (80 - 7) / (precision + 10 + width);
@@ -173,8 +180,12 @@ fn ddir_status(out: &mut String, name: &str, d: &Value, lat_percentiles: bool) {
         show_percentiles(out, "clat", &d["clat_ns"]);
     }
     if u(&d["bw_samples"]) > 0 {
-        let (mut min, mut max, mut mean, mut dev) =
-            (u(&d["bw_min"]), u(&d["bw_max"]), f(&d["bw_mean"]), f(&d["bw_dev"]));
+        let (mut min, mut max, mut mean, mut dev) = (
+            u(&d["bw_min"]),
+            u(&d["bw_max"]),
+            f(&d["bw_mean"]),
+            f(&d["bw_dev"]),
+        );
         let mut unit = "KiB";
         if mean > 1024.0 * 1024.0 {
             min /= 1024;
@@ -236,9 +247,15 @@ fn show_lat(out: &mut String, m: &Value, n: usize, unit: &str) {
 /// I/O per submission for a synchronous engine; not counted otherwise.
 fn depth_lines(out: &mut String, job: &Value) {
     if job["ringlab"]["sync_engine"].as_bool() == Some(true) {
-        out.push_str("  IO depths    : 1=100.0%, 2=0.0%, 4=0.0%, 8=0.0%, 16=0.0%, 32=0.0%, >=64=0.0%\n");
-        out.push_str("     submit    : 0=0.0%, 4=100.0%, 8=0.0%, 16=0.0%, 32=0.0%, 64=0.0%, >=64=0.0%\n");
-        out.push_str("     complete  : 0=0.0%, 4=100.0%, 8=0.0%, 16=0.0%, 32=0.0%, 64=0.0%, >=64=0.0%\n");
+        out.push_str(
+            "  IO depths    : 1=100.0%, 2=0.0%, 4=0.0%, 8=0.0%, 16=0.0%, 32=0.0%, >=64=0.0%\n",
+        );
+        out.push_str(
+            "     submit    : 0=0.0%, 4=100.0%, 8=0.0%, 16=0.0%, 32=0.0%, 64=0.0%, >=64=0.0%\n",
+        );
+        out.push_str(
+            "     complete  : 0=0.0%, 4=100.0%, 8=0.0%, 16=0.0%, 32=0.0%, 64=0.0%, >=64=0.0%\n",
+        );
     } else {
         out.push_str("  IO depths    : unavailable (ringlab does not count the queue depth at each submission)\n");
     }
@@ -291,7 +308,12 @@ pub fn normal(doc: &Value) -> String {
         let mixed = j["ringlab"]["unified_rw_reporting"].as_bool() == Some(true);
         for (key, name) in [("read", "read"), ("write", "write"), ("trim", "trim")] {
             if u(&j[key]["io_bytes"]) > 0 {
-                ddir_status(&mut out, if mixed { "mixed" } else { name }, &j[key], lat_pct);
+                ddir_status(
+                    &mut out,
+                    if mixed { "mixed" } else { name },
+                    &j[key],
+                    lat_pct,
+                );
             }
         }
         show_lat(&mut out, &j["latency_ns"], 10, "nsec");
@@ -362,18 +384,31 @@ fn group_stats(out: &mut String, jobs: &[Value]) {
         let mixed = members
             .iter()
             .any(|j| j["ringlab"]["unified_rw_reporting"].as_bool() == Some(true));
-        for (key, label) in [("read", "   READ"), ("write", "  WRITE"), ("trim", "   TRIM")] {
+        for (key, label) in [
+            ("read", "   READ"),
+            ("write", "  WRITE"),
+            ("trim", "   TRIM"),
+        ] {
             let ran: Vec<&Value> = members
                 .iter()
                 .map(|j| &j[key])
-                .filter(|d| u(&d["runtime"]) > 0 && u(&d["io_bytes"]) > 0)
+                .filter(|d| u(&d["io_bytes"]) > 0)
                 .collect();
             if ran.is_empty() {
                 continue;
             }
             let bytes: u64 = ran.iter().map(|d| u(&d["io_bytes"])).sum();
-            let min_run = ran.iter().map(|d| u(&d["runtime"])).min().unwrap_or(1);
-            let max_run = ran.iter().map(|d| u(&d["runtime"])).max().unwrap_or(1).max(1);
+            let min_run = ran
+                .iter()
+                .map(|d| u(&d["runtime"]).max(1))
+                .min()
+                .unwrap_or(1);
+            let max_run = ran
+                .iter()
+                .map(|d| u(&d["runtime"]))
+                .max()
+                .unwrap_or(1)
+                .max(1);
             let bws: Vec<u64> = ran
                 .iter()
                 .map(|d| 1000 * u(&d["io_bytes"]) / u(&d["runtime"]).max(1))

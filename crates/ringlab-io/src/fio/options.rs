@@ -546,7 +546,10 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
                 "sequential" => "sequential",
                 // fio's 1: random for a random pattern, sequential else.
                 "1" => "auto",
-                _ => return Err(refuse(o, "fio's hints are 0, 1, sequential, random (and normal, which gives no advice)")),
+                _ => return Err(refuse(
+                    o,
+                    "fio's hints are 0, 1, sequential, random (and normal, which gives no advice)",
+                )),
             };
             t.fadvise = Some(hint.to_string());
         }
