@@ -263,6 +263,12 @@ pub struct IoArgs {
     #[arg(long, hide = true, value_name = "none|random|sequential")]
     pub fadvise_hint: Option<String>,
 
+    /// fio's pass over the file: every --size bytes a job issues, its
+    /// file's cached pages are dropped again (fio re-opens its files, and
+    /// invalidate=1 drops their cache, at each pass; `ringlab fio` sets it).
+    #[arg(long, hide = true)]
+    pub invalidate_each_pass: bool,
+
     /// fio's log_offset: the offset column of the latency log (`ringlab
     /// io` always writes it; `ringlab fio` only with log_offset=1).
     #[arg(long, hide = true, value_name = "0|1")]
@@ -333,6 +339,8 @@ pub struct IoPlan {
     pub random_map: bool,
     /// posix_fadvise advice given on each job's descriptor at open.
     pub fadvise: Option<i32>,
+    /// Drop the cache again at each pass over the region (fio's re-open).
+    pub invalidate_each_pass: bool,
 }
 
 /// fio's logs: the prefixes given and the averaging window.
@@ -684,6 +692,7 @@ impl IoPlan {
             uring_defaults: resolved.defaults,
             kstat: !args.no_kstat,
             random_map: args.random_map,
+            invalidate_each_pass: args.invalidate_each_pass && args.invalidate == 1,
             fadvise: match args.fadvise_hint.as_deref() {
                 None | Some("none") => None,
                 Some("random") => Some(libc::POSIX_FADV_RANDOM),

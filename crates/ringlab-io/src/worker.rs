@@ -159,7 +159,8 @@ pub fn run_job<E: Engine>(
             plan.seed,
             ctx.job,
         )
-        .with_random_map(plan.random_map),
+        .with_random_map(plan.random_map)
+        .with_passes(plan.invalidate_each_pass),
         slots: vec![SlotState::default(); depth as usize],
         just_queued: Vec::with_capacity(depth as usize),
         coarse: plan.gtod_reduce.then_some(Coarse {
@@ -973,6 +974,12 @@ impl<E: Engine> Job<'_, E> {
                 .pending
                 .take()
                 .unwrap_or_else(|| self.workload.next_io());
+            if self.workload.take_new_pass() {
+                // fio re-opens its file at each pass, and invalidate=1
+                // drops its cache then.
+                // SAFETY: a valid fd; fadvise only drops clean cached pages.
+                unsafe { libc::posix_fadvise(self.fd, 0, 0, libc::POSIX_FADV_DONTNEED) };
+            }
             if let Some(v) = &self.verify {
                 if v.inflight_blocks.contains(&io.block) {
                     self.pending = Some(io);

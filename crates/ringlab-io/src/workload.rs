@@ -285,6 +285,11 @@ pub struct Workload {
     /// fio's random map: the blocks done in this pass (random patterns
     /// with --random-map).
     map: Option<RandomMap>,
+    /// Bytes of one pass over the region (0: passes not tracked), the
+    /// bytes issued in this pass, and whether a new pass began.
+    pass_bytes: u64,
+    pass_issued: u64,
+    new_pass: bool,
 }
 
 /// fio's random map (its axmap): one bit per block of the region, set when
@@ -451,7 +456,34 @@ impl Workload {
             sizes,
             unit,
             map: None,
+            pass_bytes: 0,
+            pass_issued: 0,
+            new_pass: false,
         }
+    }
+
+    /// Tracks passes over the region (fio's loop of `size` bytes).
+    pub fn with_passes(mut self, on: bool) -> Workload {
+        if on {
+            self.pass_bytes = self.count * self.unit;
+        }
+        self
+    }
+
+    /// Whether a new pass over the region began since the last call.
+    pub fn take_new_pass(&mut self) -> bool {
+        std::mem::take(&mut self.new_pass)
+    }
+
+    fn count_pass(&mut self, len: u64) {
+        if self.pass_bytes == 0 {
+            return;
+        }
+        if self.pass_issued >= self.pass_bytes {
+            self.pass_issued -= self.pass_bytes;
+            self.new_pass = true;
+        }
+        self.pass_issued += len;
     }
 
     #[inline]
@@ -487,6 +519,7 @@ impl Workload {
             let (first, n) = map.claim(pick, span);
             if n < span {
                 // fio cuts the I/O at the first block already done.
+                self.count_pass(n * self.unit);
                 return NextIo {
                     dir,
                     block: self.first + first,
@@ -504,6 +537,7 @@ impl Workload {
             self.next_seq = if b + span == self.count { 0 } else { b + span };
             b
         };
+        self.count_pass(len);
         NextIo {
             dir,
             block: self.first + rel,

@@ -245,6 +245,9 @@ fn parse_cmdline(args: &[OsString]) -> Result<CmdLine> {
                     c.jobs.push((name, Vec::new()));
                     continue;
                 }
+                // fio's keywords ($pagesize, $ncpus, $mb_memory, ${VAR})
+                // are replaced on the command line too.
+                let value = value.map(|v| jobfile::expand(&v, &|k| std::env::var(k).ok()));
                 let w = Written {
                     key,
                     value,
@@ -383,6 +386,107 @@ fn take_personal(opts: &mut Vec<Written>) -> Result<Personal> {
     Ok(p)
 }
 
+/// Options whose values are sizes in fio's units.
+const SIZE_KEYS: &[&str] = &[
+    "size",
+    "filesize",
+    "io_size",
+    "offset",
+    "bs",
+    "bsrange",
+    "bssplit",
+    "blockalign",
+    "rate",
+];
+
+/// The bytes of a file or block device, if it exists.
+fn target_len(path: &Path) -> Option<u64> {
+    use std::io::Seek;
+    let mut f = std::fs::File::open(path).ok()?;
+    f.seek(std::io::SeekFrom::End(0)).ok()
+}
+
+/// The file fio opens for a job (filename joined to directory, or the
+/// job's name in it).
+fn fio_target(opts: &[Written], name: &str) -> PathBuf {
+    let get = |k: &str| {
+        opts.iter()
+            .rev()
+            .find(|o| canonical(&o.key) == k)
+            .and_then(|o| o.value.clone())
+    };
+    let file = get("filename").map(|f| options::split_unescaped(&f).join(":"));
+    match (file, get("directory")) {
+        (Some(f), Some(d)) => PathBuf::from(format!("{}/{f}", d.trim_end_matches('/'))),
+        (Some(f), None) => PathBuf::from(f),
+        (None, d) => {
+            PathBuf::from(d.unwrap_or_else(|| ".".to_string())).join(format!("{name}.0.0"))
+        }
+    }
+}
+
+/// fio's values as plain bytes: its unit rules (kb_base), arithmetic, and
+/// sizes and offsets in percent of the target.
+fn fio_values(opts: &mut Vec<Written>, name: &str) -> Result<()> {
+    let mut kb_base = 1024;
+    if let Some(i) = opts.iter().position(|o| canonical(&o.key) == "kb_base") {
+        let o = opts.remove(i);
+        kb_base = match o.value.as_deref().map(str::trim) {
+            Some("1024") | None => 1024,
+            Some("1000") => 1000,
+            Some(v) => {
+                return Err(usage_error(format!(
+                    "{}={v}: fio's kb_base is 1024 or 1000",
+                    o.origin.name(&o.key)
+                )))
+            }
+        };
+    }
+    let target = fio_target(opts, name);
+    let bs = opts
+        .iter()
+        .rev()
+        .find(|o| canonical(&o.key) == "bs")
+        .and_then(|o| o.value.as_deref())
+        .and_then(|v| ringlab_io::fio::value::size(v.split(',').next().unwrap_or(v), kb_base).ok())
+        .filter(|b| *b > 0)
+        .unwrap_or(4096);
+    for o in opts.iter_mut() {
+        let key = canonical(&o.key);
+        if !SIZE_KEYS.contains(&key.as_str()) {
+            continue;
+        }
+        let Some(v) = o.value.clone() else { continue };
+        if let Some(pct) = v.trim().strip_suffix('%') {
+            let pct: f64 = pct.trim().parse().map_err(|_| {
+                usage_error(format!("{}={v}: not a percentage", o.origin.name(&o.key)))
+            })?;
+            if !matches!(key.as_str(), "size" | "filesize" | "offset")
+                || !(0.0..=100.0).contains(&pct)
+            {
+                return Err(usage_error(format!(
+                    "{}={v}: fio takes a percentage from 0 to 100 for size and offset only",
+                    o.origin.name(&o.key)
+                )));
+            }
+            let Some(len) = target_len(&target) else {
+                return Err(usage_error(format!(
+                    "{}={v}: a percentage of {}, which does not exist yet (fio sizes it from the file or device): give a size",
+                    o.origin.name(&o.key),
+                    target.display()
+                )));
+            };
+            let bytes = (len as f64 * pct / 100.0) as u64 / bs * bs;
+            o.value = Some(bytes.to_string());
+            continue;
+        }
+        let plain = ringlab_io::fio::value::plain(&v, kb_base)
+            .map_err(|e| usage_error(format!("{}={v}: {e}", o.origin.name(&o.key))))?;
+        o.value = Some(plain);
+    }
+    Ok(())
+}
+
 /// Resolves one job: fio's options (defaults first, its own after) into
 /// ringlab io's plan with fio's defaults.
 #[allow(clippy::too_many_arguments)]
@@ -397,6 +501,7 @@ fn resolve(
 ) -> Result<Job> {
     let mut opts = last_wins(all);
     let p = take_personal(&mut opts)?;
+    fio_values(&mut opts, name)?;
     let has = |k: &str| opts.iter().any(|o| canonical(&o.key) == k);
     let mut words = options::translate(&opts, true, Some(name))?;
     let rw_value = words
@@ -415,6 +520,19 @@ fn resolve(
             "--fadvise-hint".to_string(),
             if random { "random" } else { "sequential" }.to_string(),
         ]);
+    }
+    if !has("invalidate")
+        || opts
+            .iter()
+            .any(|o| canonical(&o.key) == "invalidate" && is_set(o))
+    {
+        extra.push("--invalidate-each-pass".to_string());
+    }
+    // fio writes to an existing regular file it is given (ringlab io asks
+    // for --allow-destructive); a mounted device stays refused, as fio's
+    // allow_mounted_write=0.
+    if fio_target(&opts, name).is_file() && !has("allow_mounted_write") {
+        extra.push("--allow-destructive".to_string());
     }
     if !has("log_offset") {
         extra.extend(["--log-offset".to_string(), "0".to_string()]);

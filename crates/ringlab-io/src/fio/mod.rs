@@ -8,5 +8,6 @@ pub mod json;
 pub mod names;
 pub mod normal;
 pub mod options;
+pub mod value;
 
 pub use options::help_text;

@@ -461,10 +461,12 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
         }
         "filename" => {
             let v = value_of(o)?;
-            if v.contains(':') {
-                return Err(refuse(o, "ringlab has no equivalent of several files per job (fio's ':' separator): name one file or device"));
+            // fio separates files with ':'; '\:' is a ':' in a name.
+            let parts = split_unescaped(&v);
+            if parts.len() > 1 {
+                return Err(refuse(o, "ringlab has no equivalent of several files per job (fio's ':' separator; write '\\:' for a ':' in a name): name one file or device"));
             }
-            g.filename = Some(v);
+            g.filename = Some(parts.into_iter().next().unwrap_or_default());
         }
         "directory" => {
             let v = value_of(o)?;
@@ -573,8 +575,9 @@ fn finish(t: &mut Translated, g: Gathered, in_file: bool) -> Result<()> {
         t.args.extend(["--size".to_string(), s.clone()]);
     }
     match (&g.filename, &g.directory) {
-        (Some(f), Some(d)) if !f.starts_with('/') => {
-            t.target = Some(PathBuf::from(d).join(f).to_string_lossy().into_owned());
+        // fio joins them whatever the filename: DIR/ then the name.
+        (Some(f), Some(d)) => {
+            t.target = Some(format!("{}/{f}", d.trim_end_matches('/')));
         }
         (Some(f), _) => t.target = Some(f.clone()),
         // fio names a job's file after the job, in the directory given.
@@ -706,6 +709,31 @@ fn finish(t: &mut Translated, g: Gathered, in_file: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// fio's list of files: split at each ':' not escaped as '\:', with the
+/// escapes removed.
+pub fn split_unescaped(v: &str) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                chars.next();
+                if let Some(p) = parts.last_mut() {
+                    p.push(':')
+                }
+            }
+            ':' => parts.push(String::new()),
+            c => {
+                if let Some(p) = parts.last_mut() {
+                    p.push(c)
+                }
+            }
+        }
+    }
+    parts.retain(|p| !p.is_empty());
+    parts
 }
 
 /// Levenshtein distance, for suggestions.
@@ -979,7 +1007,8 @@ mod tests {
     fn names_become_targets_as_fio_names_them() {
         assert_eq!(args("name=j directory=/d", false), "/d/j.0.0");
         assert_eq!(args("filename=f directory=/d", false), "/d/f");
-        assert_eq!(args("filename=/abs directory=/d", false), "/abs");
+        assert_eq!(args("filename=/abs directory=/d", false), "/d//abs");
+        assert_eq!(args(r"filename=a\:b", false), "a:b");
         assert_eq!(args("directory=/d", false), "--directory /d");
         assert_eq!(args("name=j", false), "./j.0.0");
     }
