@@ -160,6 +160,22 @@ pub struct IoArgs {
     #[arg(long, value_name = "PREFIX")]
     pub write_iops_log: Option<String>,
 
+    /// Write each job's completion-latency histogram log to
+    /// PREFIX_clat_hist.N.log in fio's format (fio's write_hist_log): per
+    /// --log-hist-msec window, the I/Os in each of fio's 1856 latency bins.
+    #[arg(long, value_name = "PREFIX")]
+    pub write_hist_log: Option<String>,
+
+    /// Window of the histogram log in milliseconds (fio's log_hist_msec;
+    /// 0, fio's default, writes no entry).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub log_hist_msec: u64,
+
+    /// Bins of the histogram log merged by 2^N (fio's log_hist_coarseness,
+    /// 0 to 6).
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=6))]
+    pub log_hist_coarseness: u32,
+
     /// Window of the logs in milliseconds: the latency log then holds the
     /// mean per window; 0: every I/O in the latency log, 500 ms windows for
     /// bandwidth and IOPS (fio's defaults).
@@ -263,6 +279,17 @@ pub struct IoArgs {
     #[arg(long, hide = true, value_name = "none|random|sequential")]
     pub fadvise_hint: Option<String>,
 
+    /// How random offsets are drawn (fio's random_distribution): random
+    /// (uniform), zipf:THETA, pareto:H, normal:PCT.
+    #[arg(long, value_name = "DIST", default_value = "random")]
+    pub random_distribution: String,
+
+    /// fio's rw offset modifier (`rw=read:8k`, `rw=randread:4`): for a
+    /// sequential pattern the bytes skipped after each I/O (negative: back),
+    /// for a random one a new random offset every N I/Os.
+    #[arg(long, hide = true, value_name = "N", allow_hyphen_values = true)]
+    pub rw_modifier: Option<String>,
+
     /// fio's pass over the file: every --size bytes a job issues, its
     /// file's cached pages are dropped again (fio re-opens its files, and
     /// invalidate=1 drops their cache, at each pass; `ringlab fio` sets it).
@@ -341,6 +368,12 @@ pub struct IoPlan {
     pub fadvise: Option<i32>,
     /// Drop the cache again at each pass over the region (fio's re-open).
     pub invalidate_each_pass: bool,
+    /// --random-distribution.
+    pub distribution: crate::workload::Distribution,
+    /// fio's rw modifier: blocks skipped after each sequential I/O, or the
+    /// I/Os per random offset.
+    pub seq_skip_blocks: i64,
+    pub rand_run: u64,
 }
 
 /// fio's logs: the prefixes given and the averaging window.
@@ -352,6 +385,10 @@ pub struct LogPlan {
     pub avg_msec: u64,
     /// Write the offset column (fio's log_offset; ringlab io: always).
     pub offset: bool,
+    /// --write-hist-log, its window and coarseness.
+    pub hist: Option<String>,
+    pub hist_msec: u64,
+    pub hist_coarseness: u32,
 }
 
 /// --thinktime: after every `blocks` I/Os issued, wait for the I/O in
@@ -537,8 +574,12 @@ impl IoPlan {
         };
         let logs = (args.write_lat_log.is_some()
             || args.write_bw_log.is_some()
-            || args.write_iops_log.is_some())
+            || args.write_iops_log.is_some()
+            || args.write_hist_log.is_some())
         .then(|| LogPlan {
+            hist: args.write_hist_log.clone(),
+            hist_msec: args.log_hist_msec,
+            hist_coarseness: args.log_hist_coarseness,
             lat: args.write_lat_log.clone(),
             bw: args.write_bw_log.clone(),
             iops: args.write_iops_log.clone(),
@@ -547,6 +588,9 @@ impl IoPlan {
         });
         if logs.is_some() && args.rw == Rw::Nop {
             usage!("fio's logs hold reads and writes; --rw nop has neither");
+        }
+        if args.gtod_reduce && args.write_hist_log.is_some() {
+            usage!("--write-hist-log logs the latency of each I/O, and --gtod-reduce times none: drop one of them");
         }
         if args.gtod_reduce && args.write_lat_log.is_some() {
             usage!("--write-lat-log logs the latency of each I/O, and --gtod-reduce times none: drop one of them");
@@ -693,6 +737,17 @@ impl IoPlan {
             kstat: !args.no_kstat,
             random_map: args.random_map,
             invalidate_each_pass: args.invalidate_each_pass && args.invalidate == 1,
+            seq_skip_blocks: rw_skip(args, bs)?,
+            rand_run: match (&args.rw_modifier, args.rw.is_random()) {
+                (Some(m), true) => m.trim().parse().map_err(|_| {
+                    usage_error(format!(
+                        "rw modifier {m}: a random pattern takes a number of I/Os (randread:N)"
+                    ))
+                })?,
+                _ => 0,
+            },
+            distribution: crate::workload::Distribution::parse(&args.random_distribution)
+                .map_err(|e| usage_error(format!("--random-distribution {e}")))?,
             fadvise: match args.fadvise_hint.as_deref() {
                 None | Some("none") => None,
                 Some("random") => Some(libc::POSIX_FADV_RANDOM),
@@ -905,6 +960,27 @@ fn block_sizes(args: &IoArgs) -> Result<([BlockSizes; 2], u64, u64)> {
         }
     }
     Ok((sizes, min, max))
+}
+
+/// fio's `rw=read:N` as blocks of `bs` (signed).
+fn rw_skip(args: &IoArgs, bs: u64) -> Result<i64> {
+    let Some(m) = &args.rw_modifier else {
+        return Ok(0);
+    };
+    if args.rw.is_random() {
+        return Ok(0);
+    }
+    let t = m.trim();
+    let (neg, abs) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t),
+    };
+    let n = size_flag("rw modifier", abs)?;
+    if n % bs != 0 {
+        usage!("rw modifier {m}: not a multiple of the block size {bs} (ringlab places I/O at whole blocks)");
+    }
+    let blocks = (n / bs) as i64;
+    Ok(if neg { -blocks } else { blocks })
 }
 
 fn check_engine_and_pattern(args: &IoArgs) -> Result<()> {

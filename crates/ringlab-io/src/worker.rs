@@ -159,6 +159,8 @@ pub fn run_job<E: Engine>(
             plan.seed,
             ctx.job,
         )
+        .with_distribution(plan.distribution)
+        .with_modifier(plan.seq_skip_blocks, plan.rand_run)
         .with_random_map(plan.random_map)
         .with_passes(plan.invalidate_each_pass),
         slots: vec![SlotState::default(); depth as usize],
@@ -409,6 +411,8 @@ struct Logs {
     lat: Option<Box<[LatLog; 3]>>,
     /// fio's log_offset: per-I/O lines carry the offset column.
     offset_column: bool,
+    /// --write-hist-log.
+    hist: Option<HistLog>,
     bw: Option<std::io::BufWriter<std::fs::File>>,
     iops: Option<std::io::BufWriter<std::fs::File>>,
     /// The latency logs' window; 0: every I/O.
@@ -440,6 +444,57 @@ struct LogWindow {
     bs: [u64; 2],
 }
 
+/// fio's latency histogram bins: 29 groups of 64 (FIO_IO_U_PLAT_*).
+const PLAT_BITS: u32 = 6;
+const PLAT_VAL: u64 = 1 << PLAT_BITS;
+const PLAT_NR: usize = 29 * PLAT_VAL as usize;
+
+/// fio's plat_val_to_idx: the bin of a latency in ns.
+fn plat_idx(v: u64) -> usize {
+    let msb = if v == 0 { 0 } else { 63 - v.leading_zeros() };
+    if msb <= PLAT_BITS {
+        return v as usize;
+    }
+    let error_bits = msb - PLAT_BITS;
+    let base = ((error_bits + 1) as u64) << PLAT_BITS;
+    let offset = (PLAT_VAL - 1) & (v >> error_bits);
+    ((base + offset) as usize).min(PLAT_NR - 1)
+}
+
+/// fio's histogram log: per direction, the bins since the last entry.
+struct HistLog {
+    file: std::io::BufWriter<std::fs::File>,
+    window_ms: u64,
+    coarseness: u32,
+    last_ms: [Option<u64>; 2],
+    bins: [Vec<u64>; 2],
+}
+
+impl HistLog {
+    fn record(&mut self, at_ns: u64, d: usize, bs: u64, clat_ns: u64) -> std::io::Result<()> {
+        use std::io::Write;
+        self.bins[d][plat_idx(clat_ns)] += 1;
+        if self.window_ms == 0 {
+            return Ok(());
+        }
+        let now = at_ns / 1_000_000;
+        let last = *self.last_ms[d].get_or_insert(now);
+        let window = now - last;
+        if window < self.window_ms {
+            return Ok(());
+        }
+        let stride = 1usize << self.coarseness;
+        write!(self.file, "{now}, {d}, {bs}")?;
+        for chunk in self.bins[d].chunks(stride) {
+            write!(self.file, ", {}", chunk.iter().sum::<u64>())?;
+        }
+        writeln!(self.file)?;
+        self.bins[d].iter_mut().for_each(|b| *b = 0);
+        self.last_ms[d] = Some(now - (window - self.window_ms));
+        Ok(())
+    }
+}
+
 impl Logs {
     fn open(plan: &crate::plan::LogPlan, job: u32) -> Result<Logs> {
         let open = |prefix: &Option<String>, kind: &str| -> Result<_> {
@@ -467,8 +522,16 @@ impl Logs {
             (Some(l), Some(c), Some(s)) => Some(Box::new([l, c, s])),
             _ => None,
         };
+        let hist = open(&plan.hist, "clat_hist")?.map(|file| HistLog {
+            file,
+            window_ms: plan.hist_msec,
+            coarseness: plan.hist_coarseness,
+            last_ms: [None; 2],
+            bins: [vec![0; PLAT_NR], vec![0; PLAT_NR]],
+        });
         Ok(Logs {
             lat,
+            hist,
             offset_column: plan.offset,
             bw: open(&plan.bw, "bw")?,
             iops: open(&plan.iops, "iops")?,
@@ -512,6 +575,11 @@ impl Logs {
                 }
             }
         }
+        if let Some(h) = &mut self.hist {
+            if let Some(clat) = lats[1].or(lats[0]) {
+                h.record(at_ns, d, bs, clat)?;
+            }
+        }
         if self.bw.is_some() || self.iops.is_some() {
             let (bw, iops) = (&mut self.bw, &mut self.iops);
             let secs = self.rate_window_ns as f64 / 1e9;
@@ -549,6 +617,9 @@ impl Logs {
         }
         for w in [&mut self.bw, &mut self.iops].into_iter().flatten() {
             w.flush()?;
+        }
+        if let Some(h) = &mut self.hist {
+            h.file.flush()?;
         }
         Ok(())
     }

@@ -290,6 +290,93 @@ pub struct Workload {
     pass_bytes: u64,
     pass_issued: u64,
     new_pass: bool,
+    dist: Distribution,
+    zipf: Option<rand_distr::Zipf<f64>>,
+    /// fio's `rw=read:N`: blocks skipped (negative: back) after each
+    /// sequential I/O.
+    skip: i64,
+    /// fio's `rw=randread:N`: a new random offset every N I/Os, the ones
+    /// between follow on sequentially (0 and 1: every I/O).
+    rand_run: u64,
+    in_run: u64,
+    last_end: u64,
+}
+
+/// fio's random_distribution: how random offsets are drawn over the
+/// region's blocks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Distribution {
+    /// Every block alike (fio's `random`).
+    Uniform,
+    /// Zipf with this theta (fio's `zipf:THETA`).
+    Zipf(f64),
+    /// Pareto with this power (fio's `pareto:H`, 0 < H < 1).
+    Pareto(f64),
+    /// Normal around the middle, deviation this percent of the region
+    /// (fio's `normal:P` / `gauss:P`).
+    Normal(f64),
+}
+
+impl Distribution {
+    /// fio's syntax: `random`, `zipf:1.2`, `pareto:0.9`, `normal:5`.
+    pub fn parse(text: &str) -> Result<Distribution, String> {
+        let (name, arg) = match text.split_once(':') {
+            Some((n, a)) => (n.trim(), Some(a.trim())),
+            None => (text.trim(), None),
+        };
+        let num = |a: Option<&str>| -> Result<f64, String> {
+            a.and_then(|a| a.parse::<f64>().ok())
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| format!("{text}: {name} needs a number after ':' ({name}:VALUE)"))
+        };
+        Ok(match name {
+            "random" => Distribution::Uniform,
+            "zipf" => {
+                let t = num(arg)?;
+                if t <= 0.0 || t == 1.0 {
+                    return Err(format!(
+                        "{text}: zipf's theta must be above 0 and not 1 (fio's rule)"
+                    ));
+                }
+                Distribution::Zipf(t)
+            }
+            "pareto" => {
+                let h = num(arg)?;
+                if h <= 0.0 || h >= 1.0 {
+                    return Err(format!("{text}: pareto's power must be between 0 and 1"));
+                }
+                Distribution::Pareto(h)
+            }
+            "normal" | "gauss" => {
+                let p = num(arg)?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err(format!(
+                        "{text}: the deviation is a percentage from 0 to 100"
+                    ));
+                }
+                Distribution::Normal(p)
+            }
+            "zoned" | "zoned_abs" => {
+                return Err(format!(
+                    "{text}: zoned distributions are not supported by ringlab yet"
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "{text}: fio's distributions are random, zipf:T, pareto:H, normal:P"
+                ))
+            }
+        })
+    }
+}
+
+/// Spreads a rank over the region, as fio's hash does (hot blocks are
+/// not all at its start).
+fn scatter(rank: u64, n: u64) -> u64 {
+    let mut z = rank.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) % n.max(1)
 }
 
 /// fio's random map (its axmap): one bit per block of the region, set when
@@ -459,6 +546,58 @@ impl Workload {
             pass_bytes: 0,
             pass_issued: 0,
             new_pass: false,
+            dist: Distribution::Uniform,
+            zipf: None,
+            skip: 0,
+            rand_run: 0,
+            in_run: 0,
+            last_end: 0,
+        }
+    }
+
+    /// fio's offset modifiers: `skip` blocks after each sequential I/O, or
+    /// a new random offset every `rand_run` I/Os.
+    pub fn with_modifier(mut self, skip: i64, rand_run: u64) -> Workload {
+        self.skip = skip;
+        self.rand_run = rand_run;
+        self
+    }
+
+    /// Draws random offsets from `dist` (random patterns only).
+    pub fn with_distribution(mut self, dist: Distribution) -> Workload {
+        self.dist = dist;
+        if let Distribution::Zipf(t) = dist {
+            self.zipf = rand_distr::Zipf::new(self.count as f64, t).ok();
+        }
+        self
+    }
+
+    /// A random block in `[0, n)` from the distribution.
+    fn draw(&mut self, n: u64) -> u64 {
+        use rand_distr::Distribution as _;
+        match self.dist {
+            Distribution::Uniform => self.rng.random_range(0..n),
+            Distribution::Zipf(_) => match &self.zipf {
+                Some(z) => {
+                    let rank = z.sample(&mut self.rng) as u64;
+                    scatter(rank.saturating_sub(1), n)
+                }
+                None => self.rng.random_range(0..n),
+            },
+            Distribution::Pareto(h) => {
+                let pow = h.ln() / (1.0 - h).ln();
+                let r: f64 = self.rng.random();
+                let rank = ((n.saturating_sub(1)) as f64 * r.powf(pow)) as u64;
+                scatter(rank, n)
+            }
+            Distribution::Normal(pct) => {
+                let mid = n as f64 / 2.0;
+                let dev = (n as f64 * pct / 100.0).max(f64::MIN_POSITIVE);
+                let x = rand_distr::Normal::new(mid, dev)
+                    .map(|d| d.sample(&mut self.rng))
+                    .unwrap_or(mid);
+                (x.max(0.0) as u64).min(n - 1)
+            }
         }
     }
 
@@ -514,8 +653,27 @@ impl Workload {
                 }
             }
         };
-        let rel = if let Some(map) = &mut self.map {
-            let pick = self.rng.random_range(0..self.count);
+        // rw=randread:N: the I/Os between two random offsets follow on.
+        let follow = self.rw.is_random() && self.rand_run > 1 && {
+            self.in_run += 1;
+            if self.in_run >= self.rand_run {
+                self.in_run = 0;
+            }
+            self.in_run != 1
+        };
+        let rel = if follow && self.last_end + span <= self.count {
+            let b = self.last_end;
+            if let Some(map) = self.map.as_mut() {
+                let (first, _) = map.claim(b, span);
+                first
+            } else {
+                b
+            }
+        } else if self.map.is_some() {
+            let pick = self.draw(self.count);
+            let Some(map) = self.map.as_mut() else {
+                unreachable!("checked above")
+            };
             let (first, n) = map.claim(pick, span);
             if n < span {
                 // fio cuts the I/O at the first block already done.
@@ -528,16 +686,26 @@ impl Workload {
             }
             first
         } else if self.rw.is_random() {
-            self.rng.random_range(0..self.count - span + 1)
+            self.draw(self.count - span + 1)
         } else {
             let mut b = self.next_seq;
             if b + span > self.count {
                 b = 0;
             }
-            self.next_seq = if b + span == self.count { 0 } else { b + span };
+            self.next_seq = if self.skip != 0 {
+                // fio's rw=read:N: on past N bytes (back if negative),
+                // wrapping around the region.
+                let places = (self.count - span + 1) as i64;
+                ((b + span) as i64 + self.skip).rem_euclid(places) as u64
+            } else if b + span == self.count {
+                0
+            } else {
+                b + span
+            };
             b
         };
         self.count_pass(len);
+        self.last_end = rel + span;
         NextIo {
             dir,
             block: self.first + rel,

@@ -75,7 +75,7 @@ fn normal_output_matches_fio_regexes() {
         r"(?m)^     lat \((n|u|m)sec\): min=",
         r"(?m)^    clat percentiles \((n|u|m)sec\):$",
         r"(?m)^     \|  1\.00th=\[\s*\d+\],  5\.00th=\[\s*\d+\],",
-        r"(?m)^     \| 99\.99th=\[\s*\d+\]$",
+        r"(?m) 99\.99th=\[\s*\d+\]$",
         r"(?m)^  cpu          : usr=[\d.]+%, sys=[\d.]+%, ctx=\d+, majf=\d+, minf=\d+$",
         r"(?m)^  IO depths    : 1=100\.0%, 2=0\.0%",
         r"(?m)^     issued rwts: total=64,0,0,0 short=0,0,0,0 dropped=0,0,0,0$",
@@ -234,4 +234,65 @@ fn which(name: &str) -> Result<std::path::PathBuf, ()> {
                 .find(|c| c.is_file())
         })
         .ok_or(())
+}
+
+#[test]
+fn the_histogram_log_is_fio_s_and_its_parser_reads_it() {
+    let d = tmp("hist");
+    let out = fio(
+        &d,
+        &[
+            "--name=h",
+            "--filename=F",
+            "--size=2m",
+            "--rw=randread",
+            "--write_hist_log=h",
+            "--log_hist_msec=1",
+            "--minimal",
+        ],
+    );
+    assert_ok(&out);
+    let log = std::fs::read_to_string(d.join("h_clat_hist.1.log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(!lines.is_empty());
+    // time, direction, block size, then fio's 1856 bins.
+    assert!(lines.iter().all(|l| l.split(", ").count() == 3 + 1856));
+    let total: u64 = lines
+        .iter()
+        .flat_map(|l| l.split(", ").skip(3))
+        .map(|n| n.parse::<u64>().unwrap())
+        .sum();
+    assert!(total > 0 && total <= 512, "{total} I/Os in the bins");
+    // fio's own parser, where it and pandas are installed.
+    let gz = Path::new("/usr/share/doc/fio/fiologparser_hist.py.gz");
+    let pandas = Command::new("python3")
+        .args(["-c", "import pandas"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !gz.exists() || !pandas {
+        common::skip(
+            "fiologparser_hist",
+            "fio's fiologparser_hist.py or python3-pandas is not installed",
+        );
+        std::fs::remove_dir_all(&d).unwrap();
+        return;
+    }
+    let script = d.join("fiologparser_hist.py");
+    let text = Command::new("zcat").arg(gz).output().unwrap().stdout;
+    std::fs::write(&script, text).unwrap();
+    let mut cmd = Command::new("python3");
+    cmd.current_dir(&d).arg(&script).arg("h_clat_hist.1.log");
+    let out = run_limited(cmd);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        csv.lines().next().unwrap_or("").starts_with("end-time"),
+        "{csv}"
+    );
+    assert!(csv.lines().count() > 1, "{csv}");
+    std::fs::remove_dir_all(&d).unwrap();
 }

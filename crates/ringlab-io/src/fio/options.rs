@@ -150,6 +150,11 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("write_bw_log", Kind::Value("write-bw-log")),
     opt!("write_iops_log", Kind::Value("write-iops-log")),
     opt!("log_avg_msec", Kind::Value("log-avg-msec")),
+    opt!("write_hist_log", Kind::Value("write-hist-log")),
+    opt!("random_distribution", Kind::Value("random-distribution")),
+    opt!("random_generator", Kind::Special),
+    opt!("log_hist_msec", Kind::Value("log-hist-msec")),
+    opt!("log_hist_coarseness", Kind::Value("log-hist-coarseness")),
     // fio options with a ringlab cousin that is not the same thing.
     opt!("verify", Kind::Refused("ringlab's --verify stamps every block with its own header and a CRC32C and checks it on read; use --verify instead of fio's verify=")),
     opt!("do_verify", Kind::Refused("ringlab's --verify checks during the run and reads back after it; use --verify")),
@@ -410,9 +415,11 @@ fn batch(o: &Written) -> Result<(Written, u32)> {
 fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Result<()> {
     match name {
         "rw" => {
-            let v = value_of(o)?;
-            if v.contains(':') {
-                return Err(refuse(o, "ringlab has no equivalent of fio's offset modifiers (rw=PATTERN:N); drop the ':N'"));
+            let mut v = value_of(o)?;
+            if let Some((pattern, modifier)) = v.clone().split_once(':') {
+                t.args
+                    .extend(["--rw-modifier".to_string(), modifier.trim().to_string()]);
+                v = pattern.trim().to_string();
             }
             if v.contains("trim") {
                 return Err(refuse(o, "ringlab has no equivalent of trim workloads: its patterns are read, write, randread, randwrite, randrw, rw"));
@@ -555,6 +562,12 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
             };
             t.fadvise = Some(hint.to_string());
         }
+        "random_generator" => match value_of(o)?.as_str() {
+            // Other generators of uniform offsets: the same work.
+            "tausworthe" | "tausworthe64" => {}
+            "lfsr" => t.notes.push("random_generator=lfsr: ringlab draws offsets with its own generator and fio's random map (each block once per pass, as lfsr gives); the order differs".to_string()),
+            _ => return Err(refuse(o, "fio's generators are tausworthe, lfsr, tausworthe64")),
+        },
         "log_offset" => {
             t.log_offset = Some(bool_value(o)?);
         }
@@ -855,7 +868,7 @@ pub fn help_text() -> String {
             names.push_str(a);
         }
         let what = match (o.kind, o.name) {
-            (Kind::Special, "rw") => "--rw (no :N modifiers, no trim)".to_string(),
+            (Kind::Special, "rw") => "--rw; :N offset modifiers (read:8k, randread:4); no trim".to_string(),
             (Kind::Special, "bs") => "--bs; R,W (sizes of reads and writes): --bssplit R,W".to_string(),
             (Kind::Special, "size") | (Kind::Special, "filesize") => {
                 "--size; in a job file without time_based also --io-size (fio stops after size bytes)".to_string()
@@ -891,6 +904,9 @@ pub fn help_text() -> String {
             (Kind::Special, "force_async") => "--force-async=N".to_string(),
             (Kind::Special, "fadvise_hint") => {
                 "posix_fadvise on each job's file at open (1: by pattern; ringlab fio's default)".to_string()
+            }
+            (Kind::Special, "random_generator") => {
+                "tausworthe/tausworthe64/lfsr: accepted; ringlab's generator draws the offsets".to_string()
             }
             (Kind::Special, "log_offset") => {
                 "the offset column of per-I/O latency logs (ringlab io writes it always)".to_string()
@@ -1039,7 +1055,10 @@ mod tests {
         assert!(err("ioengine=mmap").contains("no equivalent"));
         assert!(err("filename=a:b").contains("several files"));
         assert!(err("verify=crc32c").contains("--verify"));
-        assert!(err("rw=randread:8").contains("offset modifiers"));
+        assert_eq!(
+            args("rw=randread:8", false),
+            "--rw-modifier 8 --rw randread"
+        );
         assert_eq!(
             args("thinktime=10 thinktime_spin=5 thinktime_blocks=4", false),
             "--thinktime 10 --thinktime-spin 5 --thinktime-blocks 4"
