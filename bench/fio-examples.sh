@@ -5,7 +5,8 @@
 # count, bytes, read share, mean block size, and the IOPS ratio.
 #
 # A short run is the example with its sizes and run times shrunk (size,
-# filesize, io_size, runtime and ramp_time rewritten in a copy; the
+# filesize, io_size, runtime, ramp_time, startdelay and loops rewritten in
+# a copy, and runtime=3 added where none is given; the
 # copy is run by both tools, in a scratch directory, so its relative file
 # names land there). Files naming a device (filename=/dev/...) or
 # directory= elsewhere are parsed but not run.
@@ -88,13 +89,18 @@ for f in "${accepted[@]}"; do
     fi
     w="$scratch/$name"
     rm -rf "$w" && mkdir -p "$w"
-    sed -E "s/^([[:space:]]*(size|filesize|io_size|io_limit)[[:space:]]*=).*/\1$size/; s/^([[:space:]]*runtime[[:space:]]*=).*/\12/; s/^([[:space:]]*ramp_time[[:space:]]*=).*/\10/" "$f" >"$w/job.fio"
-    if ! (cd "$w" && timeout 120 fio --output-format=json --output=fio.json job.fio >fio.err 2>&1); then
+    {
+        # A run time bound for files without one (rate-limited jobs would
+        # otherwise run for minutes); both tools run this same copy.
+        grep -Eq '^[[:space:]]*(runtime|timeout)[[:space:]]*=' "$f" || printf '[global]\nruntime=3\n'
+        sed -E "s/^([[:space:]]*(size|filesize|io_size|io_limit)[[:space:]]*=).*/\1$size/; s/^([[:space:]]*(runtime|timeout)[[:space:]]*=).*/\12/; s/^([[:space:]]*ramp_time[[:space:]]*=).*/\10/; s/^([[:space:]]*startdelay[[:space:]]*=).*/\11/; s/^([[:space:]]*loops[[:space:]]*=).*/\12/" "$f"
+    } >"$w/job.fio"
+    if ! (cd "$w" && timeout 60 fio --output-format=json --output=fio.json job.fio >fio.err 2>&1); then
         printf '%-34s %s\n' "$name" "fio failed: $(head -c 120 "$w/fio.err" | tr '\n' ' ')"
         continue
     fi
     rm -f "$w"/*.0 "$w"/*.0.* 2>/dev/null || true
-    if ! (cd "$w" && timeout 120 "$ringlab" fio --output-format=json --output=rl.json job.fio >rl.err 2>&1); then
+    if ! (cd "$w" && timeout 60 "$ringlab" fio --output-format=json --output=rl.json job.fio >rl.err 2>&1); then
         printf '%-34s %s\n' "$name" "ringlab failed: $(grep -v note: "$w/rl.err" | head -c 150 | tr '\n' ' ')"
         continue
     fi

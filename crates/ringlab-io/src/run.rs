@@ -24,6 +24,9 @@ pub struct RunOptions {
     /// Start together with other runs (a fio group): the gate and this
     /// run's place in it.
     pub group: Option<(Arc<ringlab_core::gate::GroupGate>, usize)>,
+    /// fio's startdelay: wait this long after the start line before
+    /// starting (the run time counts from then).
+    pub start_delay: Duration,
 }
 
 /// Runs `plan` and returns its result; the target ringlab created, if any,
@@ -87,6 +90,9 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         if !gate.arrive(harness.all_ready()) {
             harness.cancel();
         }
+    }
+    if !opts.start_delay.is_zero() && harness.all_ready() {
+        std::thread::sleep(opts.start_delay);
     }
     let started_at = harness.start();
     if let Some((gate, i)) = &opts.group {

@@ -196,6 +196,7 @@ pub fn run_job_file(path: &Path, rest: &[OsString]) -> Result<()> {
         progress: std::io::stdout().is_terminal(),
         interrupted: interrupted.clone(),
         group: None,
+        start_delay: std::time::Duration::ZERO,
     };
     let mut results: Vec<RunResult> = Vec::new();
     for j in &jobs {

@@ -301,8 +301,10 @@ struct Job {
     /// Its own options (for fio's "job options").
     own: Vec<(String, String)>,
     lat_percentiles: bool,
+    clat_percentiles: bool,
     unified: bool,
     description: Option<String>,
+    startdelay: std::time::Duration,
 }
 
 fn canonical(key: &str) -> String {
@@ -332,6 +334,9 @@ fn last_wins(opts: &[Written]) -> Vec<Written> {
 /// Options only the personality reads (fio's meaning without a ringlab io
 /// flag), taken out before the shared translation.
 struct Personal {
+    startdelay: std::time::Duration,
+    notes: Vec<String>,
+    clat_percentiles: bool,
     norandommap: bool,
     lat_percentiles: bool,
     unified: bool,
@@ -341,6 +346,9 @@ struct Personal {
 
 fn take_personal(opts: &mut Vec<Written>) -> Result<Personal> {
     let mut p = Personal {
+        startdelay: std::time::Duration::ZERO,
+        notes: Vec::new(),
+        clat_percentiles: true,
         norandommap: false,
         lat_percentiles: false,
         unified: false,
@@ -352,13 +360,30 @@ fn take_personal(opts: &mut Vec<Written>) -> Result<Personal> {
         match canonical(&o.key).as_str() {
             "norandommap" => p.norandommap = is_set(&o),
             "lat_percentiles" => p.lat_percentiles = is_set(&o),
-            "clat_percentiles" if is_set(&o) => {}
-            "clat_percentiles" => {
-                return Err(usage_error(format!(
-                    "{}: ringlab always reports clat percentiles",
-                    o.origin.name(&o.key)
-                )))
+            "clat_percentiles" => p.clat_percentiles = is_set(&o),
+            "startdelay" => {
+                let v = o.value.clone().unwrap_or_default();
+                let v = v.trim();
+                if v.contains('-') {
+                    return Err(usage_error(format!(
+                        "{}={v}: a range of start delays is not supported by ringlab yet",
+                        o.origin.name(&o.key)
+                    )));
+                }
+                // fio: a bare number is seconds.
+                let d = if v.chars().all(|c| c.is_ascii_digit()) {
+                    v.parse::<u64>().ok().map(std::time::Duration::from_secs)
+                } else {
+                    ringlab_stats::units::parse_duration(v).ok()
+                };
+                p.startdelay = d.ok_or_else(|| {
+                    usage_error(format!("{}={v}: not a time", o.origin.name(&o.key)))
+                })?;
             }
+            "rate_min" | "rate_iops_min" => p.notes.push(format!(
+                "{}: fio ends the job if its rate falls below this; ringlab does not check it (the work is the same while the rate holds)",
+                o.origin.name(&o.key)
+            )),
             "unified_rw_reporting" => {
                 let v = o.value.as_deref().unwrap_or("1").trim();
                 match v {
@@ -498,6 +523,7 @@ fn resolve(
     group: u32,
     batch: u32,
     readonly: bool,
+    parse_only: bool,
 ) -> Result<Job> {
     let mut opts = last_wins(all);
     let p = take_personal(&mut opts)?;
@@ -541,7 +567,7 @@ fn resolve(
         .args
         .iter()
         .any(|a| a == "--io-size" || a == "--number-ios");
-    if !bounded && !p.time_based {
+    if !bounded && !p.time_based && !parse_only {
         return Err(usage_error(format!(
             "{place}: [{name}] has no size and its file does not exist (fio: 'you need to specify size='): give size="
         )));
@@ -575,7 +601,10 @@ fn resolve(
         }
     })?;
     words.jobname = Some(name.to_string());
+    words.notes.extend(p.notes);
     Ok(Job {
+        startdelay: p.startdelay,
+        clat_percentiles: p.clat_percentiles,
         name: name.to_string(),
         place: place.to_string(),
         group,
@@ -648,7 +677,16 @@ fn build_jobs(c: &CmdLine) -> Result<(Vec<Job>, Vec<(String, String)>)> {
                 .and_then(|o| o.value.clone())
                 .unwrap_or_else(|| s.name.clone());
             let place = format!("{shown}:{}", s.line);
-            jobs.push(resolve(&name, &place, &all, own, group, batch, c.readonly)?);
+            jobs.push(resolve(
+                &name,
+                &place,
+                &all,
+                own,
+                group,
+                batch,
+                c.readonly,
+                c.parse_only,
+            )?);
         }
     }
     for (name, own) in &c.jobs {
@@ -667,6 +705,7 @@ fn build_jobs(c: &CmdLine) -> Result<(Vec<Job>, Vec<(String, String)>)> {
             group,
             batch,
             c.readonly,
+            c.parse_only,
         )?);
     }
     if jobs.is_empty() {
@@ -881,6 +920,7 @@ fn run(args: Vec<OsString>) -> Result<()> {
                 .map(|(k, &i)| {
                     let plan = &jobs[i].plan;
                     let name = &jobs[i].name;
+                    let start_delay = jobs[i].startdelay;
                     let gate = gate.clone();
                     let interrupted = interrupted.clone();
                     s.spawn(move || {
@@ -888,6 +928,7 @@ fn run(args: Vec<OsString>) -> Result<()> {
                             progress: false,
                             interrupted,
                             group: Some((gate.clone(), k)),
+                            start_delay,
                         };
                         let r = run_io(plan, &opts).with_context(|| format!("job [{name}]"));
                         if r.is_err() {
@@ -973,6 +1014,14 @@ fn run(args: Vec<OsString>) -> Result<()> {
                 e["desc"] = json!(d);
             }
             e["ringlab"]["lat_percentiles"] = json!(j.lat_percentiles);
+            if !j.clat_percentiles && !j.lat_percentiles {
+                // fio writes no percentiles then.
+                for d in ["read", "write", "trim"] {
+                    if let Some(c) = e[d]["clat_ns"].as_object_mut() {
+                        c.remove("percentile");
+                    }
+                }
+            }
             e["ringlab"]["unified_rw_reporting"] = json!(j.unified);
             if let Some(Some(t)) = starts.get(idx) {
                 let ms = t

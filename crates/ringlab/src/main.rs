@@ -415,6 +415,7 @@ fn run_io_command(
         progress: std::io::stdout().is_terminal(),
         interrupted,
         group: None,
+        start_delay: std::time::Duration::ZERO,
     };
     fio::print_notes(&fio_words.notes);
     let mut result = run_io(&plan, &opts)?;
