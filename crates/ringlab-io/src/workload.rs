@@ -452,7 +452,7 @@ impl RandomMap {
         let mut seen = 0;
         while seen < words {
             // 64 full words at a time through the summary.
-            if i % 64 == 0 && i + 64 <= words && self.full[i / 64] == !0 {
+            if i.is_multiple_of(64) && i + 64 <= words && self.full[i / 64] == !0 {
                 i = (i + 64) % words;
                 seen += 64;
                 continue;

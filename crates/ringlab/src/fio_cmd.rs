@@ -639,7 +639,10 @@ fn group_step(opts: &[Written], first: bool, group: &mut u32, batch: &mut u32) {
     }
 }
 
-fn build_jobs(c: &CmdLine) -> Result<(Vec<Job>, Vec<(String, String)>)> {
+/// fio's "global options" as written (key, value).
+type GlobalOptions = Vec<(String, String)>;
+
+fn build_jobs(c: &CmdLine) -> Result<(Vec<Job>, GlobalOptions)> {
     let mut jobs = Vec::new();
     let mut global: Vec<(String, String)> = c
         .global

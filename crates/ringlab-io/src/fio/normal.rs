@@ -440,11 +440,8 @@ fn group_stats(out: &mut String, jobs: &[Value]) {
 fn ddir_terse(out: &mut String, d: &Value, lat_percentiles: bool, default_list: &[f64]) {
     let runt = u(&d["runtime"]);
     let bytes = u(&d["io_bytes"]);
-    let (bw, iops) = if runt > 0 {
-        (1000 * bytes / runt / 1024, 1000 * u(&d["total_ios"]) / runt)
-    } else {
-        (0, 0)
-    };
+    let bw = (1000 * bytes).checked_div(runt).map_or(0, |b| b / 1024);
+    let iops = (1000 * u(&d["total_ios"])).checked_div(runt).unwrap_or(0);
     let _ = write!(out, ";{};{bw};{iops};{runt}", bytes >> 10);
     let lat = |out: &mut String, l: &Value| {
         if u(&l["N"]) > 0 {
