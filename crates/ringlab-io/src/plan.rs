@@ -43,8 +43,9 @@ pub struct IoArgs {
 
     /// Interface under test: sync (pread/pwrite, one I/O at a time per job),
     /// posixaio (glibc aio_read/aio_write), libaio (Linux AIO, io_submit and
-    /// io_getevents; needs --direct) or uring (io_uring, batched submit and
-    /// reap, set up by the io_uring options below).
+    /// io_getevents; needs --direct), uring (io_uring, batched submit and
+    /// reap, set up by the io_uring options below) or null (fio's null
+    /// engine: no system call, no file).
     #[arg(long, visible_alias = "ioengine", value_enum, default_value_t = EngineKind::Uring)]
     pub engine: EngineKind,
 

@@ -174,7 +174,7 @@ pub fn run_job<E: Engine>(
             crate::engines::EngineKind::Uring | crate::engines::EngineKind::Libaio => {
                 plan.uring.submit_batch == 1
             }
-            crate::engines::EngineKind::Sync => false,
+            crate::engines::EngineKind::Sync | crate::engines::EngineKind::Null => false,
         },
         free: (0..depth).rev().collect(),
         inflight: 0,

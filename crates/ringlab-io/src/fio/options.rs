@@ -493,7 +493,8 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
                 "io_uring" | "uring" => "uring",
                 "libaio" => "libaio",
                 "posixaio" => "posixaio",
-                _ => return Err(refuse(o, "ringlab has no equivalent of this engine: its engines are psync/sync (ringlab's sync), io_uring, libaio and posixaio")),
+                "null" => "null",
+                _ => return Err(refuse(o, "ringlab has no equivalent of this engine: its engines are psync/sync (ringlab's sync), io_uring, libaio, posixaio and null")),
             };
             if o.key == "ioengine" && (v == "sync" || v == "pvsync") {
                 t.notes.push(format!(
@@ -888,7 +889,7 @@ pub fn help_text() -> String {
                 "the job's name (fio-json jobname); without filename the target is NAME.0.0".to_string()
             }
             (Kind::Special, "ioengine") => {
-                "--engine: psync/sync/pvsync=sync, io_uring=uring, libaio, posixaio".to_string()
+                "--engine: psync/sync/pvsync=sync, io_uring=uring, libaio, posixaio, null".to_string()
             }
             (Kind::Special, "direct") => "=1: --direct".to_string(),
             (Kind::Special, "buffered") => "=0: --direct".to_string(),
