@@ -296,3 +296,59 @@ fn the_histogram_log_is_fio_s_and_its_parser_reads_it() {
     assert!(csv.lines().count() > 1, "{csv}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn fio_s_null_engine_touches_no_file() {
+    let d = tmp("null");
+    let out = fio(
+        &d,
+        &[
+            "--name=n",
+            "--ioengine=null",
+            "--size=1m",
+            "--rw=randread",
+            "--output-format=json",
+        ],
+    );
+    assert_ok(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["read"]["total_ios"], 256);
+    assert!(!d.join("n.0.0").exists(), "the null engine made a file");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn values_follow_fio_s_unit_rules_and_arithmetic() {
+    let d = tmp("values");
+    let out = fio(
+        &d,
+        &[
+            "--parse-only",
+            "--eta=never",
+            "--eta-newline=1",
+            "--name=x",
+            "--bs=4KiB",
+            "--size=8*1024*4096",
+            r"--filename=a\:b",
+            "--directory=/srv",
+        ],
+    );
+    assert_ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--bs 4000"), "{err}");
+    assert!(err.contains("--size 33554432"), "{err}");
+    assert!(err.contains("/srv/a:b"), "{err}");
+    let out = fio(
+        &d,
+        &[
+            "--parse-only",
+            "--name=x",
+            "--bs=4k,64k",
+            "--rw=rw",
+            "--size=1m",
+        ],
+    );
+    assert_ok(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--bssplit 4096,65536"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
