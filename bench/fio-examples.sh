@@ -8,8 +8,8 @@
 # filesize, io_size, runtime, ramp_time, startdelay and loops rewritten in
 # a copy, and runtime=3 added where none is given; the
 # copy is run by both tools, in a scratch directory, so its relative file
-# names land there). Files naming a device (filename=/dev/...) or
-# directory= elsewhere are parsed but not run.
+# names land there; an absolute directory= or filename= is moved there
+# too). Files naming a device (filename=/dev/...) are parsed but not run.
 #
 # Environment:
 #   FIO_EXAMPLES  directory of *.fio files (default: the package's)
@@ -83,8 +83,8 @@ echo
 printf '%-34s %10s %10s %12s %12s %6s %6s %8s %8s %7s %s\n' example fio_ios rl_ios fio_bytes rl_bytes fio_rd rl_rd fio_bs rl_bs iops_x verdict
 for f in "${accepted[@]}"; do
     name=$(basename "$f" .fio)
-    if grep -Eq '^[[:space:]]*(filename|directory)[[:space:]]*=[[:space:]]*/' "$f"; then
-        printf '%-34s %s\n' "$name" "not run: names an absolute path (a device or a directory elsewhere)"
+    if grep -Eq '^[[:space:]]*filename[[:space:]]*=[[:space:]]*/dev/' "$f"; then
+        printf '%-34s %s\n' "$name" "not run: names a device"
         continue
     fi
     w="$scratch/$name"
@@ -93,8 +93,13 @@ for f in "${accepted[@]}"; do
         # A run time bound for files without one (rate-limited jobs would
         # otherwise run for minutes); both tools run this same copy.
         grep -Eq '^[[:space:]]*(runtime|timeout)[[:space:]]*=' "$f" || printf '[global]\nruntime=3\n'
-        sed -E "s/^([[:space:]]*(size|filesize|io_size|io_limit)[[:space:]]*=).*/\1$size/; s/^([[:space:]]*(runtime|timeout)[[:space:]]*=).*/\12/; s/^([[:space:]]*ramp_time[[:space:]]*=).*/\10/; s/^([[:space:]]*startdelay[[:space:]]*=).*/\11/; s/^([[:space:]]*loops[[:space:]]*=).*/\12/" "$f"
+        # Absolute directories and files become the scratch directory's.
+        sed -E "s|^([[:space:]]*directory[[:space:]]*=)[[:space:]]*/.*|\1.|; s|^([[:space:]]*filename[[:space:]]*=)[[:space:]]*/.*/([^/]*)$|\1\2|; s/^([[:space:]]*(size|filesize|io_size|io_limit)[[:space:]]*=).*/\1$size/; s/^([[:space:]]*(runtime|timeout)[[:space:]]*=).*/\12/; s/^([[:space:]]*ramp_time[[:space:]]*=).*/\10/; s/^([[:space:]]*startdelay[[:space:]]*=).*/\11/; s/^([[:space:]]*loops[[:space:]]*=).*/\12/" "$f"
     } >"$w/job.fio"
+    # Relative directories the job names must exist (fio does not make them).
+    grep -E '^[[:space:]]*directory[[:space:]]*=' "$w/job.fio" | sed -E 's/^[^=]*=[[:space:]]*//' | while read -r sub; do
+        mkdir -p "$w/$sub"
+    done
     if ! (cd "$w" && timeout 60 fio --output-format=json --output=fio.json job.fio >fio.err 2>&1); then
         printf '%-34s %s\n' "$name" "fio failed: $(head -c 120 "$w/fio.err" | tr '\n' ' ')"
         continue
