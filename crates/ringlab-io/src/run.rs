@@ -27,13 +27,22 @@ pub struct RunOptions {
     /// fio's startdelay: wait this long after the start line before
     /// starting (the run time counts from then).
     pub start_delay: Duration,
+    /// Held while the target is prepared, so runs started together that
+    /// share a file lay it out once, one after the other.
+    pub prepare_lock: Option<Arc<std::sync::Mutex<()>>>,
 }
 
 /// Runs `plan` and returns its result; the target ringlab created, if any,
 /// is removed on every path out of here unless --keep.
 pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     plan.engine.probe(plan)?;
-    let target = Arc::new(target::prepare(plan, &opts.interrupted, opts.progress)?);
+    let target = {
+        let _one_at_a_time = opts
+            .prepare_lock
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        Arc::new(target::prepare(plan, &opts.interrupted, opts.progress)?)
+    };
     let shared = Arc::new(plan.engine.prepare(plan)?);
     // Opened before the job threads exist, so that they, and the kernel
     // threads they cause, inherit the counters.

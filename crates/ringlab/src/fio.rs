@@ -197,6 +197,7 @@ pub fn run_job_file(path: &Path, rest: &[OsString]) -> Result<()> {
         interrupted: interrupted.clone(),
         group: None,
         start_delay: std::time::Duration::ZERO,
+        prepare_lock: None,
     };
     let mut results: Vec<RunResult> = Vec::new();
     for j in &jobs {

@@ -915,6 +915,7 @@ fn run(args: Vec<OsString>) -> Result<()> {
             }
         }
         let gate = Arc::new(GroupGate::new(members.len()));
+        let prepare_lock = Arc::new(std::sync::Mutex::new(()));
         let f0 = faults();
         let outcomes: Vec<Result<RunResult>> = std::thread::scope(|s| {
             let handles: Vec<_> = members
@@ -925,6 +926,7 @@ fn run(args: Vec<OsString>) -> Result<()> {
                     let name = &jobs[i].name;
                     let start_delay = jobs[i].startdelay;
                     let gate = gate.clone();
+                    let prepare_lock = prepare_lock.clone();
                     let interrupted = interrupted.clone();
                     s.spawn(move || {
                         let opts = RunOptions {
@@ -932,6 +934,7 @@ fn run(args: Vec<OsString>) -> Result<()> {
                             interrupted,
                             group: Some((gate.clone(), k)),
                             start_delay,
+                            prepare_lock: Some(prepare_lock),
                         };
                         let r = run_io(plan, &opts).with_context(|| format!("job [{name}]"));
                         if r.is_err() {

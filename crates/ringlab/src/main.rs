@@ -416,6 +416,7 @@ fn run_io_command(
         interrupted,
         group: None,
         start_delay: std::time::Duration::ZERO,
+        prepare_lock: None,
     };
     fio::print_notes(&fio_words.notes);
     let mut result = run_io(&plan, &opts)?;
