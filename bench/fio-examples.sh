@@ -99,7 +99,7 @@ for f in "${accepted[@]}"; do
     # Relative directories the job names must exist (fio does not make them).
     grep -E '^[[:space:]]*directory[[:space:]]*=' "$w/job.fio" | sed -E 's/^[^=]*=[[:space:]]*//' | while read -r sub; do
         mkdir -p "$w/$sub"
-    done
+    done || true
     if ! (cd "$w" && timeout 60 fio --output-format=json --output=fio.json job.fio >fio.err 2>&1); then
         printf '%-34s %s\n' "$name" "fio failed: $(head -c 120 "$w/fio.err" | tr '\n' ' ')"
         continue
