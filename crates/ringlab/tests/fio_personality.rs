@@ -265,8 +265,15 @@ fn the_histogram_log_is_fio_s_and_its_parser_reads_it() {
     assert!(total > 0 && total <= 512, "{total} I/Os in the bins");
     // fio's own parser, where it and pandas are installed.
     let gz = Path::new("/usr/share/doc/fio/fiologparser_hist.py.gz");
-    let pandas = Command::new("python3")
+    // Debian's pandas belongs to Debian's python3, which PATH may hide.
+    let python = if Path::new("/usr/bin/python3").exists() {
+        "/usr/bin/python3"
+    } else {
+        "python3"
+    };
+    let pandas = Command::new(python)
         .args(["-c", "import pandas"])
+        .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
     if !gz.exists() || !pandas {
@@ -280,7 +287,7 @@ fn the_histogram_log_is_fio_s_and_its_parser_reads_it() {
     let script = d.join("fiologparser_hist.py");
     let text = Command::new("zcat").arg(gz).output().unwrap().stdout;
     std::fs::write(&script, text).unwrap();
-    let mut cmd = Command::new("python3");
+    let mut cmd = Command::new(python);
     cmd.current_dir(&d).arg(&script).arg("h_clat_hist.1.log");
     let out = run_limited(cmd);
     assert!(
