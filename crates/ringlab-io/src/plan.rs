@@ -297,6 +297,12 @@ pub struct IoArgs {
     #[arg(long, hide = true)]
     pub invalidate_each_pass: bool,
 
+    /// fio's bandwidth and IOPS logs without log_avg_msec: one line per
+    /// I/O (bandwidth: its bytes over its completion latency), as fio;
+    /// `ringlab fio` sets it.
+    #[arg(long, hide = true)]
+    pub log_rates_per_io: bool,
+
     /// fio's log_offset: the offset column of the latency log (`ringlab
     /// io` always writes it; `ringlab fio` only with log_offset=1).
     #[arg(long, hide = true, value_name = "0|1")]
@@ -386,6 +392,8 @@ pub struct LogPlan {
     pub avg_msec: u64,
     /// Write the offset column (fio's log_offset; ringlab io: always).
     pub offset: bool,
+    /// Bandwidth and IOPS logs per I/O (fio without log_avg_msec).
+    pub rates_per_io: bool,
     /// --write-hist-log, its window and coarseness.
     pub hist: Option<String>,
     pub hist_msec: u64,
@@ -579,6 +587,7 @@ impl IoPlan {
             || args.write_hist_log.is_some())
         .then(|| LogPlan {
             hist: args.write_hist_log.clone(),
+            rates_per_io: args.log_rates_per_io && args.log_avg_msec == 0,
             hist_msec: args.log_hist_msec,
             hist_coarseness: args.log_hist_coarseness,
             lat: args.write_lat_log.clone(),

@@ -411,6 +411,8 @@ struct Logs {
     lat: Option<Box<[LatLog; 3]>>,
     /// fio's log_offset: per-I/O lines carry the offset column.
     offset_column: bool,
+    /// Bandwidth and IOPS lines per I/O (fio without log_avg_msec).
+    rates_per_io: bool,
     /// --write-hist-log.
     hist: Option<HistLog>,
     bw: Option<std::io::BufWriter<std::fs::File>>,
@@ -533,6 +535,7 @@ impl Logs {
             lat,
             hist,
             offset_column: plan.offset,
+            rates_per_io: plan.rates_per_io,
             bw: open(&plan.bw, "bw")?,
             iops: open(&plan.iops, "iops")?,
             lat_window_ns: avg,
@@ -580,6 +583,27 @@ impl Logs {
                 h.record(at_ns, d, bs, clat)?;
             }
         }
+        if self.rates_per_io {
+            // fio's per-I/O lines: bandwidth is the I/O's bytes over its
+            // completion latency (bytes * 1e6 / ns, fio's unit), IOPS is 1.
+            let t = at_ns / 1_000_000;
+            let off = if self.offset_column {
+                format!("{offset}, ")
+            } else {
+                String::new()
+            };
+            if let Some(w) = &mut self.bw {
+                let rate = lats[1]
+                    .or(lats[0])
+                    .filter(|ns| *ns > 0)
+                    .map_or(0, |ns| bs * 1_000_000 / ns);
+                writeln!(w, "{t}, {rate}, {d}, {bs}, {off}0")?;
+            }
+            if let Some(w) = &mut self.iops {
+                writeln!(w, "{t}, 1, {d}, {bs}, {off}0")?;
+            }
+            return Ok(());
+        }
         if self.bw.is_some() || self.iops.is_some() {
             let (bw, iops) = (&mut self.bw, &mut self.iops);
             let secs = self.rate_window_ns as f64 / 1e9;
@@ -607,7 +631,7 @@ impl Logs {
         }
         let start = self.rate_win.end_ns.saturating_sub(self.rate_window_ns);
         let secs = at_ns.saturating_sub(start) as f64 / 1e9;
-        if secs > 0.0 {
+        if secs > 0.0 && !self.rates_per_io {
             let (bw, iops) = (&mut self.bw, &mut self.iops);
             let t = at_ns / 1_000_000;
             self.rate_win

@@ -560,6 +560,9 @@ fn resolve(
     if fio_target(&opts, name).is_file() && !has("allow_mounted_write") {
         extra.push("--allow-destructive".to_string());
     }
+    if !has("log_avg_msec") {
+        extra.push("--log-rates-per-io".to_string());
+    }
     if !has("log_offset") {
         extra.extend(["--log-offset".to_string(), "0".to_string()]);
     }

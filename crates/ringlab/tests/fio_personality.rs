@@ -147,11 +147,19 @@ fn the_random_map_reads_each_block_once_per_pass() {
             "--filename=F",
             "--size=16k",
             "--write_lat_log=s",
+            "--write_bw_log=s",
+            "--write_iops_log=s",
         ],
     );
     assert_ok(&out);
     let log = std::fs::read_to_string(d.join("s_lat.1.log")).unwrap();
     assert!(log.lines().all(|l| l.split(", ").count() == 5), "{log}");
+    // Without log_avg_msec fio logs bandwidth and IOPS per I/O too.
+    for kind in ["bw", "iops"] {
+        let log = std::fs::read_to_string(d.join(format!("s_{kind}.1.log"))).unwrap();
+        assert_eq!(log.lines().count(), 4, "{log}");
+        assert!(log.lines().all(|l| l.split(", ").count() == 5), "{log}");
+    }
     std::fs::remove_dir_all(&d).unwrap();
 }
 
