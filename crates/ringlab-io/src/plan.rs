@@ -303,6 +303,11 @@ pub struct IoArgs {
     #[arg(long, hide = true)]
     pub log_rates_per_io: bool,
 
+    /// The bytes every write carries, repeated (fio's buffer_pattern:
+    /// 0xHEX or 'text'); default: pseudo-random data.
+    #[arg(long, value_name = "PATTERN")]
+    pub buffer_pattern: Option<String>,
+
     /// fio's log_offset: the offset column of the latency log (`ringlab
     /// io` always writes it; `ringlab fio` only with log_offset=1).
     #[arg(long, hide = true, value_name = "0|1")]
@@ -377,6 +382,8 @@ pub struct IoPlan {
     pub invalidate_each_pass: bool,
     /// --random-distribution.
     pub distribution: crate::workload::Distribution,
+    /// --buffer-pattern, as bytes.
+    pub buffer_pattern: Option<Vec<u8>>,
     /// fio's rw modifier: blocks skipped after each sequential I/O, or the
     /// I/Os per random offset.
     pub seq_skip_blocks: i64,
@@ -748,6 +755,13 @@ impl IoPlan {
             random_map: args.random_map,
             invalidate_each_pass: args.invalidate_each_pass && args.invalidate == 1,
             seq_skip_blocks: rw_skip(args, bs)?,
+            buffer_pattern: match &args.buffer_pattern {
+                Some(p) if args.verify => {
+                    usage!("--buffer-pattern {p}: --verify writes its own header and payload in every block: drop one of them")
+                }
+                Some(p) => Some(parse_pattern(p)?),
+                None => None,
+            },
             rand_run: match (&args.rw_modifier, args.rw.is_random()) {
                 (Some(m), true) => m.trim().parse().map_err(|_| {
                     usage_error(format!(
@@ -970,6 +984,32 @@ fn block_sizes(args: &IoArgs) -> Result<([BlockSizes; 2], u64, u64)> {
         }
     }
     Ok((sizes, min, max))
+}
+
+/// fio's buffer_pattern: `0x` and hex digits, or a quoted string.
+fn parse_pattern(text: &str) -> Result<Vec<u8>> {
+    let t = text.trim();
+    let bytes = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        let hex = if hex.len() % 2 == 1 {
+            format!("0{hex}")
+        } else {
+            hex.to_string()
+        };
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok())
+            .collect::<Option<Vec<u8>>>()
+    } else if t.len() >= 2
+        && ((t.starts_with('\'') && t.ends_with('\'')) || (t.starts_with('"') && t.ends_with('"')))
+    {
+        Some(t[1..t.len() - 1].as_bytes().to_vec())
+    } else {
+        None
+    };
+    match bytes {
+        Some(b) if !b.is_empty() => Ok(b),
+        _ => usage!("--buffer-pattern {text}: ringlab takes 0xHEX or a quoted 'string' (fio's other forms, numbers and '|' combinations, are not supported yet)"),
+    }
 }
 
 /// fio's `rw=read:N` as blocks of `bs` (signed).

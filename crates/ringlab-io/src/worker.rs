@@ -85,7 +85,18 @@ pub fn run_job<E: Engine>(
         // Every slot holds the largest block (--bsrange, --bssplit).
         let mut buffers = BufferPool::new(plan.bs_max as usize, depth as usize)?;
         for s in 0..depth {
-            verify::fill_payload(buffers.slot_mut(s), plan.seed ^ ((s as u64) << 32) ^ 0xb0ff);
+            match &plan.buffer_pattern {
+                // fio's buffer_pattern: the pattern repeated over the buffer.
+                Some(p) => {
+                    for (b, v) in buffers.slot_mut(s).iter_mut().zip(p.iter().cycle()) {
+                        *b = *v;
+                    }
+                }
+                None => verify::fill_payload(
+                    buffers.slot_mut(s),
+                    plan.seed ^ ((s as u64) << 32) ^ 0xb0ff,
+                ),
+            }
         }
         let engine = make_engine(&EngineSetup {
             fd: fd.as_raw_fd(),

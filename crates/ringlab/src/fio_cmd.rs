@@ -380,6 +380,10 @@ fn take_personal(opts: &mut Vec<Written>) -> Result<Personal> {
                     usage_error(format!("{}={v}: not a time", o.origin.name(&o.key)))
                 })?;
             }
+            "refill_buffers" if is_set(&o) => p.notes.push(format!(
+                "{}: ringlab fills each buffer once with pseudo-random data; fio refills it before every write (the I/O is the same, the bytes differ)",
+                o.origin.name(&o.key)
+            )),
             "rate_min" | "rate_iops_min" => p.notes.push(format!(
                 "{}: fio ends the job if its rate falls below this; ringlab does not check it (the work is the same while the rate holds)",
                 o.origin.name(&o.key)

@@ -151,6 +151,8 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("write_iops_log", Kind::Value("write-iops-log")),
     opt!("log_avg_msec", Kind::Value("log-avg-msec")),
     opt!("write_hist_log", Kind::Value("write-hist-log")),
+    opt!("buffer_pattern", Kind::Value("buffer-pattern")),
+    opt!("refill_buffers", Kind::Ignored("the bytes written change, not the I/O: ringlab fills each buffer once with pseudo-random data, fio refills it before every write (a compressing or deduplicating device sees the difference)")),
     opt!("random_distribution", Kind::Value("random-distribution")),
     opt!("random_generator", Kind::Special),
     opt!("log_hist_msec", Kind::Value("log-hist-msec")),
