@@ -1002,7 +1002,7 @@ fn parse_pattern(text: &str) -> Result<Vec<u8>> {
     } else if t.len() >= 2
         && ((t.starts_with('\'') && t.ends_with('\'')) || (t.starts_with('"') && t.ends_with('"')))
     {
-        Some(t[1..t.len() - 1].as_bytes().to_vec())
+        Some(t.as_bytes()[1..t.len() - 1].to_vec())
     } else {
         None
     };
