@@ -31,6 +31,68 @@ impl StartGate {
     }
 }
 
+/// The start line of several runs that must begin together (the jobs of
+/// one fio group): each run arrives when its jobs are set up and waits for
+/// the others; one that fails to set up releases the rest with `false`.
+pub struct GroupGate {
+    members: usize,
+    state: Mutex<(usize, bool)>,
+    all: Condvar,
+    /// When each member started (the wall clock right after the gate).
+    starts: Mutex<Vec<Option<std::time::SystemTime>>>,
+}
+
+impl GroupGate {
+    pub fn new(members: usize) -> GroupGate {
+        GroupGate {
+            members,
+            state: Mutex::new((0, false)),
+            all: Condvar::new(),
+            starts: Mutex::new(vec![None; members]),
+        }
+    }
+
+    /// Arrives (`ok`: this run is set up) and waits for every member;
+    /// returns whether all of them set up.
+    pub fn arrive(&self, ok: bool) -> bool {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.0 += 1;
+        s.1 |= !ok;
+        self.all.notify_all();
+        while s.0 < self.members && !s.1 {
+            s = self.all.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        !s.1
+    }
+
+    /// A member failed before it could arrive: nobody waits for it.
+    pub fn fail(&self) {
+        let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        s.1 = true;
+        self.all.notify_all();
+    }
+
+    /// Notes when member `i` started.
+    pub fn started(&self, i: usize, at: std::time::SystemTime) {
+        if let Some(slot) = self
+            .starts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get_mut(i)
+        {
+            *slot = Some(at);
+        }
+    }
+
+    /// When each member started (None: it never did).
+    pub fn starts(&self) -> Vec<Option<std::time::SystemTime>> {
+        self.starts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
 /// Signals (SIGINT, SIGTERM, SIGHUP) received since [`interrupt_flag`] installed
 /// its handler.
 static SIGNALS: AtomicUsize = AtomicUsize::new(0);

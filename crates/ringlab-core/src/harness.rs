@@ -144,6 +144,12 @@ impl<T: Send + 'static> Harness<T> {
         self.all_ready
     }
 
+    /// Sends every job home at [`Harness::start`] (a run started together
+    /// with others whose setup failed).
+    pub fn cancel(&mut self) {
+        self.all_ready = false;
+    }
+
     /// Lets every job go (or, if one failed to set up, none); returns the
     /// wall-clock start of the run.
     pub fn start(&mut self) -> SystemTime {

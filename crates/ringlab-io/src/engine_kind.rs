@@ -17,6 +17,9 @@ pub enum EngineKind {
     /// glibc POSIX AIO (aio_read/aio_write/aio_suspend), a thread pool in
     /// user space.
     Posixaio,
+    /// No I/O at all: every request completes at once, no system call, no
+    /// file (fio's null engine: the cost of the loop itself).
+    Null,
 }
 
 impl EngineKind {
@@ -26,11 +29,12 @@ impl EngineKind {
             EngineKind::Uring => "uring",
             EngineKind::Libaio => "libaio",
             EngineKind::Posixaio => "posixaio",
+            EngineKind::Null => "null",
         }
     }
 
     /// Whether the engine keeps more than one I/O in flight.
     pub fn is_async(self) -> bool {
-        !matches!(self, EngineKind::Sync)
+        !matches!(self, EngineKind::Sync | EngineKind::Null)
     }
 }

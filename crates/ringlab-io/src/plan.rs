@@ -43,8 +43,9 @@ pub struct IoArgs {
 
     /// Interface under test: sync (pread/pwrite, one I/O at a time per job),
     /// posixaio (glibc aio_read/aio_write), libaio (Linux AIO, io_submit and
-    /// io_getevents; needs --direct) or uring (io_uring, batched submit and
-    /// reap, set up by the io_uring options below).
+    /// io_getevents; needs --direct), uring (io_uring, batched submit and
+    /// reap, set up by the io_uring options below) or null (fio's null
+    /// engine: no system call, no file).
     #[arg(long, visible_alias = "ioengine", value_enum, default_value_t = EngineKind::Uring)]
     pub engine: EngineKind,
 
@@ -160,6 +161,22 @@ pub struct IoArgs {
     #[arg(long, value_name = "PREFIX")]
     pub write_iops_log: Option<String>,
 
+    /// Write each job's completion-latency histogram log to
+    /// PREFIX_clat_hist.N.log in fio's format (fio's write_hist_log): per
+    /// --log-hist-msec window, the I/Os in each of fio's 1856 latency bins.
+    #[arg(long, value_name = "PREFIX")]
+    pub write_hist_log: Option<String>,
+
+    /// Window of the histogram log in milliseconds (fio's log_hist_msec;
+    /// 0, fio's default, writes no entry).
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub log_hist_msec: u64,
+
+    /// Bins of the histogram log merged by 2^N (fio's log_hist_coarseness,
+    /// 0 to 6).
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=6))]
+    pub log_hist_coarseness: u32,
+
     /// Window of the logs in milliseconds: the latency log then holds the
     /// mean per window; 0: every I/O in the latency log, 500 ms windows for
     /// bandwidth and IOPS (fio's defaults).
@@ -258,6 +275,51 @@ pub struct IoArgs {
     #[arg(long, value_name = "LEVEL", default_value = "default")]
     pub evidence: ringlab_kstat::Level,
 
+    /// fio's random map (fio's default, set by `ringlab fio`): a random
+    /// pattern touches each block once per pass over the region, and an
+    /// I/O that would overlap blocks already done is cut short at them.
+    #[arg(long, hide = true)]
+    pub random_map: bool,
+
+    /// fio's fadvise_hint: posix_fadvise on each job's file descriptor
+    /// when it is opened (random: POSIX_FADV_RANDOM, sequential:
+    /// POSIX_FADV_SEQUENTIAL); `ringlab fio` sets it as fio does.
+    #[arg(long, hide = true, value_name = "none|random|sequential")]
+    pub fadvise_hint: Option<String>,
+
+    /// How random offsets are drawn (fio's random_distribution): random
+    /// (uniform), zipf:THETA, pareto:H, normal:PCT.
+    #[arg(long, value_name = "DIST", default_value = "random")]
+    pub random_distribution: String,
+
+    /// fio's rw offset modifier (`rw=read:8k`, `rw=randread:4`): for a
+    /// sequential pattern the bytes skipped after each I/O (negative: back),
+    /// for a random one a new random offset every N I/Os.
+    #[arg(long, hide = true, value_name = "N", allow_hyphen_values = true)]
+    pub rw_modifier: Option<String>,
+
+    /// fio's pass over the file: every --size bytes a job issues, its
+    /// file's cached pages are dropped again (fio re-opens its files, and
+    /// invalidate=1 drops their cache, at each pass; `ringlab fio` sets it).
+    #[arg(long, hide = true)]
+    pub invalidate_each_pass: bool,
+
+    /// fio's bandwidth and IOPS logs without log_avg_msec: one line per
+    /// I/O (bandwidth: its bytes over its completion latency), as fio;
+    /// `ringlab fio` sets it.
+    #[arg(long, hide = true)]
+    pub log_rates_per_io: bool,
+
+    /// The bytes every write carries, repeated (fio's buffer_pattern:
+    /// 0xHEX or 'text'); default: pseudo-random data.
+    #[arg(long, value_name = "PATTERN")]
+    pub buffer_pattern: Option<String>,
+
+    /// fio's log_offset: the offset column of the latency log (`ringlab
+    /// io` always writes it; `ringlab fio` only with log_offset=1).
+    #[arg(long, hide = true, value_name = "0|1")]
+    pub log_offset: Option<u8>,
+
     #[command(flatten)]
     pub uring: UringArgs,
 
@@ -335,6 +397,20 @@ pub struct IoPlan {
     /// Each shard uses its own part of a named TARGET's region
     /// (--shard-region split); a created file is each shard's own anyway.
     pub shard_region_split: bool,
+    /// fio's random map: each block once per pass (--random-map).
+    pub random_map: bool,
+    /// posix_fadvise advice given on each job's descriptor at open.
+    pub fadvise: Option<i32>,
+    /// Drop the cache again at each pass over the region (fio's re-open).
+    pub invalidate_each_pass: bool,
+    /// --random-distribution.
+    pub distribution: crate::workload::Distribution,
+    /// --buffer-pattern, as bytes.
+    pub buffer_pattern: Option<Vec<u8>>,
+    /// fio's rw modifier: blocks skipped after each sequential I/O, or the
+    /// I/Os per random offset.
+    pub seq_skip_blocks: i64,
+    pub rand_run: u64,
 }
 
 /// fio's logs: the prefixes given and the averaging window.
@@ -344,6 +420,14 @@ pub struct LogPlan {
     pub bw: Option<String>,
     pub iops: Option<String>,
     pub avg_msec: u64,
+    /// Write the offset column (fio's log_offset; ringlab io: always).
+    pub offset: bool,
+    /// Bandwidth and IOPS logs per I/O (fio without log_avg_msec).
+    pub rates_per_io: bool,
+    /// --write-hist-log, its window and coarseness.
+    pub hist: Option<String>,
+    pub hist_msec: u64,
+    pub hist_coarseness: u32,
 }
 
 /// --thinktime: after every `blocks` I/Os issued, wait for the I/O in
@@ -549,15 +633,24 @@ impl IoPlan {
         };
         let logs = (args.write_lat_log.is_some()
             || args.write_bw_log.is_some()
-            || args.write_iops_log.is_some())
+            || args.write_iops_log.is_some()
+            || args.write_hist_log.is_some())
         .then(|| LogPlan {
+            hist: args.write_hist_log.clone(),
+            rates_per_io: args.log_rates_per_io && args.log_avg_msec == 0,
+            hist_msec: args.log_hist_msec,
+            hist_coarseness: args.log_hist_coarseness,
             lat: args.write_lat_log.clone(),
             bw: args.write_bw_log.clone(),
             iops: args.write_iops_log.clone(),
             avg_msec: args.log_avg_msec,
+            offset: args.log_offset != Some(0),
         });
         if logs.is_some() && args.rw == Rw::Nop {
             usage!("fio's logs hold reads and writes; --rw nop has neither");
+        }
+        if args.gtod_reduce && args.write_hist_log.is_some() {
+            usage!("--write-hist-log logs the latency of each I/O, and --gtod-reduce times none: drop one of them");
         }
         if args.gtod_reduce && args.write_lat_log.is_some() {
             usage!("--write-lat-log logs the latency of each I/O, and --gtod-reduce times none: drop one of them");
@@ -712,6 +805,32 @@ impl IoPlan {
             evidence: args.evidence,
             shards,
             shard_region_split: args.shard_region == "split" && args.target.is_some(),
+            random_map: args.random_map,
+            invalidate_each_pass: args.invalidate_each_pass && args.invalidate == 1,
+            seq_skip_blocks: rw_skip(args, bs)?,
+            buffer_pattern: match &args.buffer_pattern {
+                Some(p) if args.verify => {
+                    usage!("--buffer-pattern {p}: --verify writes its own header and payload in every block: drop one of them")
+                }
+                Some(p) => Some(parse_pattern(p)?),
+                None => None,
+            },
+            rand_run: match (&args.rw_modifier, args.rw.is_random()) {
+                (Some(m), true) => m.trim().parse().map_err(|_| {
+                    usage_error(format!(
+                        "rw modifier {m}: a random pattern takes a number of I/Os (randread:N)"
+                    ))
+                })?,
+                _ => 0,
+            },
+            distribution: crate::workload::Distribution::parse(&args.random_distribution)
+                .map_err(|e| usage_error(format!("--random-distribution {e}")))?,
+            fadvise: match args.fadvise_hint.as_deref() {
+                None | Some("none") => None,
+                Some("random") => Some(libc::POSIX_FADV_RANDOM),
+                Some("sequential") => Some(libc::POSIX_FADV_SEQUENTIAL),
+                Some(other) => usage!("--fadvise-hint {other}: none, random or sequential"),
+            },
         })
     }
 
@@ -930,6 +1049,53 @@ fn block_sizes(args: &IoArgs) -> Result<([BlockSizes; 2], u64, u64)> {
         }
     }
     Ok((sizes, min, max))
+}
+
+/// fio's buffer_pattern: `0x` and hex digits, or a quoted string.
+fn parse_pattern(text: &str) -> Result<Vec<u8>> {
+    let t = text.trim();
+    let bytes = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        let hex = if hex.len() % 2 == 1 {
+            format!("0{hex}")
+        } else {
+            hex.to_string()
+        };
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).ok())
+            .collect::<Option<Vec<u8>>>()
+    } else if t.len() >= 2
+        && ((t.starts_with('\'') && t.ends_with('\'')) || (t.starts_with('"') && t.ends_with('"')))
+    {
+        Some(t.as_bytes()[1..t.len() - 1].to_vec())
+    } else {
+        None
+    };
+    match bytes {
+        Some(b) if !b.is_empty() => Ok(b),
+        _ => usage!("--buffer-pattern {text}: ringlab takes 0xHEX or a quoted 'string' (fio's other forms, numbers and '|' combinations, are not supported yet)"),
+    }
+}
+
+/// fio's `rw=read:N` as blocks of `bs` (signed).
+fn rw_skip(args: &IoArgs, bs: u64) -> Result<i64> {
+    let Some(m) = &args.rw_modifier else {
+        return Ok(0);
+    };
+    if args.rw.is_random() {
+        return Ok(0);
+    }
+    let t = m.trim();
+    let (neg, abs) = match t.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, t),
+    };
+    let n = size_flag("rw modifier", abs)?;
+    if n % bs != 0 {
+        usage!("rw modifier {m}: not a multiple of the block size {bs} (ringlab places I/O at whole blocks)");
+    }
+    let blocks = (n / bs) as i64;
+    Ok(if neg { -blocks } else { blocks })
 }
 
 fn check_engine_and_pattern(args: &IoArgs) -> Result<()> {

@@ -21,6 +21,15 @@ pub struct RunOptions {
     /// Set asynchronously (SIGINT, SIGTERM) to end the run early; the
     /// figures measured so far are still reported.
     pub interrupted: Arc<AtomicBool>,
+    /// Start together with other runs (a fio group): the gate and this
+    /// run's place in it.
+    pub group: Option<(Arc<ringlab_core::gate::GroupGate>, usize)>,
+    /// fio's startdelay: wait this long after the start line before
+    /// starting (the run time counts from then).
+    pub start_delay: Duration,
+    /// Held while the target is prepared, so runs started together that
+    /// share a file lay it out once, one after the other.
+    pub prepare_lock: Option<Arc<std::sync::Mutex<()>>>,
 }
 
 /// Runs `plan` and returns its result; the target ringlab created, if any,
@@ -30,7 +39,13 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     // fio's logs are checked and opened before anything is laid out.
     let avoid: Vec<&std::path::Path> = plan.target.as_deref().into_iter().collect();
     let logs = worker::LogFiles::open(plan, &avoid)?;
-    let target = Arc::new(target::prepare(plan, &opts.interrupted, opts.progress)?);
+    let target = {
+        let _one_at_a_time = opts
+            .prepare_lock
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
+        Arc::new(target::prepare(plan, &opts.interrupted, opts.progress)?)
+    };
     if plan.shard_region_split {
         let (_, blocks) = target.shard_blocks(plan);
         if blocks * plan.bs < plan.bs_max {
@@ -117,7 +132,18 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     }
     // Every shard starts at --start-at, its jobs set up and waiting.
     plan.shards.wait(&opts.interrupted);
+    if let Some((gate, _)) = &opts.group {
+        if !gate.arrive(harness.all_ready()) {
+            harness.cancel();
+        }
+    }
+    if !opts.start_delay.is_zero() && harness.all_ready() {
+        std::thread::sleep(opts.start_delay);
+    }
     let started_at = harness.start();
+    if let Some((gate, i)) = &opts.group {
+        gate.started(*i, started_at);
+    }
     let mut line = ProgressLine::new(opts.progress);
     let mut kstat_tick = 0;
     let mut status = StatusLines::new(plan.status_interval, plan.mean_io_bytes());
@@ -236,12 +262,13 @@ fn run_job(
     ctx: JobContext,
     ready: impl FnOnce(bool) -> bool,
 ) -> Result<JobOutcome> {
-    use crate::engines::{LibaioEngine, PosixAioEngine, SyncEngine, UringEngine};
+    use crate::engines::{LibaioEngine, NullEngine, PosixAioEngine, SyncEngine, UringEngine};
     match kind {
         EngineKind::Sync => worker::run_job(ctx, ready, |s| Ok(SyncEngine::new(s))),
         EngineKind::Uring => worker::run_job(ctx, ready, UringEngine::new),
         EngineKind::Libaio => worker::run_job(ctx, ready, LibaioEngine::new),
         EngineKind::Posixaio => worker::run_job(ctx, ready, PosixAioEngine::new),
+        EngineKind::Null => worker::run_job(ctx, ready, |s| Ok(NullEngine::new(s))),
     }
 }
 

@@ -157,6 +157,21 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
     // holds a few dozen counters. Raise the descriptor limit now (or say
     // how) rather than fail in a job thread.
     ringlab_core::limits::ensure_fd_limit(128 + plan.numjobs as u64 * 4, "--numjobs")?;
+    if plan.engine == crate::engine_kind::EngineKind::Null {
+        // fio's null engine touches no file: the jobs hold /dev/null, and
+        // offsets run over --size.
+        let size = plan.size.unwrap_or(crate::plan::DEFAULT_SIZE);
+        return Ok(Target {
+            path: PathBuf::from("/dev/null"),
+            kind: TargetKind::File,
+            size,
+            region: size.saturating_sub(plan.offset),
+            logical_block_size: 512,
+            fs_type: None,
+            scheduler: None,
+            created: None,
+        });
+    }
     if plan.rw == Rw::Nop {
         // NOPs touch no file; the jobs get /dev/null as a descriptor to
         // hold, and the result names no target.

@@ -72,6 +72,8 @@ struct JobLogFiles {
     lat: Option<[NewFile; 3]>,
     bw: Option<NewFile>,
     iops: Option<NewFile>,
+    /// --write-hist-log: fio's `_clat_hist` log.
+    hist: Option<NewFile>,
 }
 
 impl LogFiles {
@@ -106,6 +108,7 @@ impl LogFiles {
                 lat,
                 bw: open(&l.bw, "--write-bw-log", "bw", job)?,
                 iops: open(&l.iops, "--write-iops-log", "iops", job)?,
+                hist: open(&l.hist, "--write-hist-log", "clat_hist", job)?,
             })));
         }
         Ok(Some(Arc::new(LogFiles {
@@ -175,6 +178,10 @@ pub fn run_job<E: Engine>(
             pin_to_cpu(cpu)?;
         }
         let fd = ctx.target.open(&plan)?;
+        if let Some(advice) = plan.fadvise {
+            // SAFETY: a valid fd; the advice only steers read-ahead.
+            unsafe { libc::posix_fadvise(fd.as_raw_fd(), 0, 0, advice) };
+        }
         let depth = if plan.engine.is_async() {
             plan.iodepth
         } else {
@@ -183,7 +190,18 @@ pub fn run_job<E: Engine>(
         // Every slot holds the largest block (--bsrange, --bssplit).
         let mut buffers = BufferPool::new(plan.bs_max as usize, depth as usize)?;
         for s in 0..depth {
-            verify::fill_payload(buffers.slot_mut(s), plan.seed ^ ((s as u64) << 32) ^ 0xb0ff);
+            match &plan.buffer_pattern {
+                // fio's buffer_pattern: the pattern repeated over the buffer.
+                Some(p) => {
+                    for (b, v) in buffers.slot_mut(s).iter_mut().zip(p.iter().cycle()) {
+                        *b = *v;
+                    }
+                }
+                None => verify::fill_payload(
+                    buffers.slot_mut(s),
+                    plan.seed ^ ((s as u64) << 32) ^ 0xb0ff,
+                ),
+            }
         }
         let engine = make_engine(&EngineSetup {
             fd: fd.as_raw_fd(),
@@ -258,7 +276,11 @@ pub fn run_job<E: Engine>(
             plan.bs,
             plan.seed,
             ctx.job,
-        ),
+        )
+        .with_distribution(plan.distribution)
+        .with_modifier(plan.seq_skip_blocks, plan.rand_run)
+        .with_random_map(plan.random_map)
+        .with_passes(plan.invalidate_each_pass),
         slots: vec![SlotState::default(); depth as usize],
         just_queued: Vec::with_capacity(depth as usize),
         coarse: plan.gtod_reduce.then_some(Coarse {
@@ -270,7 +292,7 @@ pub fn run_job<E: Engine>(
             crate::engines::EngineKind::Uring | crate::engines::EngineKind::Libaio => {
                 plan.uring.submit_batch == 1
             }
-            crate::engines::EngineKind::Sync => false,
+            crate::engines::EngineKind::Sync | crate::engines::EngineKind::Null => false,
         },
         free: (0..depth).rev().collect(),
         inflight: 0,
@@ -561,6 +583,12 @@ struct Logs {
     /// --write-lat-log: fio's `_lat`, `_clat` and `_slat` logs, in the
     /// order of [`IoLatencies`].
     lat: Option<Box<[LatLog; 3]>>,
+    /// fio's log_offset: per-I/O lines carry the offset column.
+    offset_column: bool,
+    /// Bandwidth and IOPS lines per I/O (fio without log_avg_msec).
+    rates_per_io: bool,
+    /// --write-hist-log.
+    hist: Option<HistLog>,
     bw: Option<LogWriter>,
     iops: Option<LogWriter>,
     /// The latency logs' window; 0: every I/O.
@@ -592,6 +620,57 @@ struct LogWindow {
     bs: [u64; 2],
 }
 
+/// fio's latency histogram bins: 29 groups of 64 (FIO_IO_U_PLAT_*).
+const PLAT_BITS: u32 = 6;
+const PLAT_VAL: u64 = 1 << PLAT_BITS;
+const PLAT_NR: usize = 29 * PLAT_VAL as usize;
+
+/// fio's plat_val_to_idx: the bin of a latency in ns.
+fn plat_idx(v: u64) -> usize {
+    let msb = if v == 0 { 0 } else { 63 - v.leading_zeros() };
+    if msb <= PLAT_BITS {
+        return v as usize;
+    }
+    let error_bits = msb - PLAT_BITS;
+    let base = ((error_bits + 1) as u64) << PLAT_BITS;
+    let offset = (PLAT_VAL - 1) & (v >> error_bits);
+    ((base + offset) as usize).min(PLAT_NR - 1)
+}
+
+/// fio's histogram log: per direction, the bins since the last entry.
+struct HistLog {
+    file: LogWriter,
+    window_ms: u64,
+    coarseness: u32,
+    last_ms: [Option<u64>; 2],
+    bins: [Vec<u64>; 2],
+}
+
+impl HistLog {
+    fn record(&mut self, at_ns: u64, d: usize, bs: u64, clat_ns: u64) -> std::io::Result<()> {
+        use std::io::Write;
+        self.bins[d][plat_idx(clat_ns)] += 1;
+        if self.window_ms == 0 {
+            return Ok(());
+        }
+        let now = at_ns / 1_000_000;
+        let last = *self.last_ms[d].get_or_insert(now);
+        let window = now - last;
+        if window < self.window_ms {
+            return Ok(());
+        }
+        let stride = 1usize << self.coarseness;
+        write!(self.file, "{now}, {d}, {bs}")?;
+        for chunk in self.bins[d].chunks(stride) {
+            write!(self.file, ", {}", chunk.iter().sum::<u64>())?;
+        }
+        writeln!(self.file)?;
+        self.bins[d].iter_mut().for_each(|b| *b = 0);
+        self.last_ms[d] = Some(now - (window - self.window_ms));
+        Ok(())
+    }
+}
+
 impl Logs {
     fn open(plan: &crate::plan::LogPlan, files: JobLogFiles) -> Result<Logs> {
         let buffered = |f: NewFile| std::io::BufWriter::with_capacity(1 << 16, f);
@@ -606,8 +685,18 @@ impl Logs {
                 },
             }))
         });
+        let hist = files.hist.map(|f| HistLog {
+            file: buffered(f),
+            window_ms: plan.hist_msec,
+            coarseness: plan.hist_coarseness,
+            last_ms: [None; 2],
+            bins: [vec![0; PLAT_NR], vec![0; PLAT_NR]],
+        });
         Ok(Logs {
             lat,
+            hist,
+            offset_column: plan.offset,
+            rates_per_io: plan.rates_per_io,
             bw: files.bw.map(buffered),
             iops: files.iops.map(buffered),
             lat_window_ns: avg,
@@ -638,8 +727,10 @@ impl Logs {
             for (log, v) in logs.iter_mut().zip(lats) {
                 let Some(v) = v else { continue };
                 let w = &mut log.file;
-                if self.lat_window_ns == 0 {
+                if self.lat_window_ns == 0 && self.offset_column {
                     writeln!(w, "{}, {v}, {d}, {bs}, {offset}, 0", at_ns / 1_000_000)?;
+                } else if self.lat_window_ns == 0 {
+                    writeln!(w, "{}, {v}, {d}, {bs}, 0", at_ns / 1_000_000)?;
                 } else {
                     log.win.flush(at_ns, self.lat_window_ns, |t, d, win| {
                         write_mean_latency(w, t, d, win)
@@ -647,6 +738,32 @@ impl Logs {
                     log.win.add(d, bs, v);
                 }
             }
+        }
+        if let Some(h) = &mut self.hist {
+            if let Some(clat) = lats[1].or(lats[0]) {
+                h.record(at_ns, d, bs, clat)?;
+            }
+        }
+        if self.rates_per_io {
+            // fio's per-I/O lines: bandwidth is the I/O's bytes over its
+            // completion latency (bytes * 1e6 / ns, fio's unit), IOPS is 1.
+            let t = at_ns / 1_000_000;
+            let off = if self.offset_column {
+                format!("{offset}, ")
+            } else {
+                String::new()
+            };
+            if let Some(w) = &mut self.bw {
+                let rate = lats[1]
+                    .or(lats[0])
+                    .filter(|ns| *ns > 0)
+                    .map_or(0, |ns| bs * 1_000_000 / ns);
+                writeln!(w, "{t}, {rate}, {d}, {bs}, {off}0")?;
+            }
+            if let Some(w) = &mut self.iops {
+                writeln!(w, "{t}, 1, {d}, {bs}, {off}0")?;
+            }
+            return Ok(());
         }
         if self.bw.is_some() || self.iops.is_some() {
             let (bw, iops) = (&mut self.bw, &mut self.iops);
@@ -675,7 +792,7 @@ impl Logs {
         }
         let start = self.rate_win.end_ns.saturating_sub(self.rate_window_ns);
         let secs = at_ns.saturating_sub(start) as f64 / 1e9;
-        if secs > 0.0 {
+        if secs > 0.0 && !self.rates_per_io {
             let (bw, iops) = (&mut self.bw, &mut self.iops);
             let t = at_ns / 1_000_000;
             self.rate_win
@@ -685,7 +802,8 @@ impl Logs {
         }
         let mut files = Vec::new();
         let lat = self.lat.map(|l| *l).into_iter().flatten().map(|l| l.file);
-        for w in lat.chain(self.bw).chain(self.iops) {
+        let hist = self.hist.map(|h| h.file);
+        for w in lat.chain(self.bw).chain(self.iops).chain(hist) {
             files.push(w.into_inner().map_err(|e| e.into_error())?);
         }
         Ok(files)
@@ -1110,6 +1228,12 @@ impl<E: Engine> Job<'_, E> {
                 .pending
                 .take()
                 .unwrap_or_else(|| self.workload.next_io());
+            if self.workload.take_new_pass() {
+                // fio re-opens its file at each pass, and invalidate=1
+                // drops its cache then.
+                // SAFETY: a valid fd; fadvise only drops clean cached pages.
+                unsafe { libc::posix_fadvise(self.fd, 0, 0, libc::POSIX_FADV_DONTNEED) };
+            }
             if let Some(v) = &self.verify {
                 if v.inflight_blocks.contains(&io.block) {
                     self.pending = Some(io);

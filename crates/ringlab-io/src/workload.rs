@@ -282,9 +282,223 @@ pub struct Workload {
     /// Blocks a read and a write cover when their size is fixed (0: it
     /// varies), so the common case divides nothing per I/O.
     fixed_span: [u64; 2],
+    /// fio's random map: the blocks done in this pass (random patterns
+    /// with --random-map).
+    map: Option<RandomMap>,
+    /// Bytes of one pass over the region (0: passes not tracked), the
+    /// bytes issued in this pass, and whether a new pass began.
+    pass_bytes: u64,
+    pass_issued: u64,
+    new_pass: bool,
+    dist: Distribution,
+    zipf: Option<rand_distr::Zipf<f64>>,
+    /// fio's `rw=read:N`: blocks skipped (negative: back) after each
+    /// sequential I/O.
+    skip: i64,
+    /// fio's `rw=randread:N`: a new random offset every N I/Os, the ones
+    /// between follow on sequentially (0 and 1: every I/O).
+    rand_run: u64,
+    in_run: u64,
+    last_end: u64,
+}
+
+/// fio's random_distribution: how random offsets are drawn over the
+/// region's blocks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Distribution {
+    /// Every block alike (fio's `random`).
+    Uniform,
+    /// Zipf with this theta (fio's `zipf:THETA`).
+    Zipf(f64),
+    /// Pareto with this power (fio's `pareto:H`, 0 < H < 1).
+    Pareto(f64),
+    /// Normal around the middle, deviation this percent of the region
+    /// (fio's `normal:P` / `gauss:P`).
+    Normal(f64),
+}
+
+impl Distribution {
+    /// fio's syntax: `random`, `zipf:1.2`, `pareto:0.9`, `normal:5`.
+    pub fn parse(text: &str) -> Result<Distribution, String> {
+        let (name, arg) = match text.split_once(':') {
+            Some((n, a)) => (n.trim(), Some(a.trim())),
+            None => (text.trim(), None),
+        };
+        let num = |a: Option<&str>| -> Result<f64, String> {
+            a.and_then(|a| a.parse::<f64>().ok())
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| format!("{text}: {name} needs a number after ':' ({name}:VALUE)"))
+        };
+        Ok(match name {
+            "random" => Distribution::Uniform,
+            "zipf" => {
+                let t = num(arg)?;
+                if t <= 0.0 || t == 1.0 {
+                    return Err(format!(
+                        "{text}: zipf's theta must be above 0 and not 1 (fio's rule)"
+                    ));
+                }
+                Distribution::Zipf(t)
+            }
+            "pareto" => {
+                let h = num(arg)?;
+                if h <= 0.0 || h >= 1.0 {
+                    return Err(format!("{text}: pareto's power must be between 0 and 1"));
+                }
+                Distribution::Pareto(h)
+            }
+            "normal" | "gauss" => {
+                let p = num(arg)?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err(format!(
+                        "{text}: the deviation is a percentage from 0 to 100"
+                    ));
+                }
+                Distribution::Normal(p)
+            }
+            "zoned" | "zoned_abs" => {
+                return Err(format!(
+                    "{text}: zoned distributions are not supported by ringlab yet"
+                ))
+            }
+            _ => {
+                return Err(format!(
+                    "{text}: fio's distributions are random, zipf:T, pareto:H, normal:P"
+                ))
+            }
+        })
+    }
+}
+
+/// Spreads a rank over the region, as fio's hash does (hot blocks are
+/// not all at its start).
+fn scatter(rank: u64, n: u64) -> u64 {
+    let mut z = rank.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) % n.max(1)
+}
+
+/// fio's random map (its axmap): one bit per block of the region, set when
+/// an I/O covers it. A random pick that lands on a block done moves on to
+/// the next free one; an I/O stops at the first block already done; when
+/// every block is done, a new pass begins.
+pub struct RandomMap {
+    bits: Vec<u64>,
+    /// One bit per word of `bits`: set when that word is full.
+    full: Vec<u64>,
+    blocks: u64,
+    free: u64,
+}
+
+impl RandomMap {
+    pub fn new(blocks: u64) -> RandomMap {
+        let words = blocks.div_ceil(64) as usize;
+        let mut m = RandomMap {
+            bits: vec![0; words],
+            full: vec![0; words.div_ceil(64)],
+            blocks,
+            free: blocks,
+        };
+        m.clear_tail();
+        m
+    }
+
+    /// Marks the bits past the last block as done, so words fill up.
+    fn clear_tail(&mut self) {
+        let used = self.blocks % 64;
+        if used != 0 {
+            let last = self.bits.len() - 1;
+            self.bits[last] = !0u64 << used;
+            if self.bits[last] == !0 {
+                self.full[last / 64] |= 1 << (last % 64);
+            }
+        }
+    }
+
+    fn reset(&mut self) {
+        self.bits.iter_mut().for_each(|w| *w = 0);
+        self.full.iter_mut().for_each(|w| *w = 0);
+        self.free = self.blocks;
+        self.clear_tail();
+    }
+
+    fn is_set(&self, b: u64) -> bool {
+        self.bits[(b / 64) as usize] & (1 << (b % 64)) != 0
+    }
+
+    fn set(&mut self, b: u64) {
+        let w = (b / 64) as usize;
+        self.bits[w] |= 1 << (b % 64);
+        self.free -= 1;
+        if self.bits[w] == !0 {
+            self.full[w / 64] |= 1 << (w % 64);
+        }
+    }
+
+    /// The first free block at or after `from`, wrapping to 0.
+    fn next_free(&self, from: u64) -> Option<u64> {
+        if self.free == 0 {
+            return None;
+        }
+        let start = (from / 64) as usize;
+        let words = self.bits.len();
+        // The word of `from`, above it first.
+        let w = self.bits[start] | ((1u64 << (from % 64)) - 1);
+        if w != !0 {
+            return Some(start as u64 * 64 + (!w).trailing_zeros() as u64);
+        }
+        let mut i = (start + 1) % words;
+        let mut seen = 0;
+        while seen < words {
+            // 64 full words at a time through the summary.
+            if i.is_multiple_of(64) && i + 64 <= words && self.full[i / 64] == !0 {
+                i = (i + 64) % words;
+                seen += 64;
+                continue;
+            }
+            let w = self.bits[i];
+            if w != !0 {
+                return Some(i as u64 * 64 + (!w).trailing_zeros() as u64);
+            }
+            i = (i + 1) % words;
+            seen += 1;
+        }
+        // Found nothing in a whole turn (cannot happen with free > 0).
+        (0..self.blocks).find(|&b| !self.is_set(b))
+    }
+
+    /// Takes up to `span` blocks from a random pick `pick`: the first free
+    /// block at or after it, and the free blocks after that one (an I/O
+    /// never covers a block done, nor runs past the region). Returns the
+    /// first block and how many were taken.
+    pub fn claim(&mut self, pick: u64, span: u64) -> (u64, u64) {
+        let first = match self.next_free(pick) {
+            Some(b) => b,
+            None => {
+                self.reset();
+                pick
+            }
+        };
+        let mut n = 0;
+        while n < span && first + n < self.blocks && !self.is_set(first + n) {
+            self.set(first + n);
+            n += 1;
+        }
+        (first, n.max(1))
+    }
 }
 
 impl Workload {
+    /// With fio's random map (random patterns only; sequential ones touch
+    /// each block once per pass anyway).
+    pub fn with_random_map(mut self, on: bool) -> Workload {
+        if on && self.rw.is_random() {
+            self.map = Some(RandomMap::new(self.count));
+        }
+        self
+    }
+
     /// `seed` is the run's seed; each job gets its own stream from it.
     pub fn new(rw: Rw, rwmixread: u32, first: u64, count: u64, seed: u64, job: u32) -> Workload {
         Workload::with_sizes(
@@ -328,7 +542,87 @@ impl Workload {
             }),
             sizes,
             unit,
+            map: None,
+            pass_bytes: 0,
+            pass_issued: 0,
+            new_pass: false,
+            dist: Distribution::Uniform,
+            zipf: None,
+            skip: 0,
+            rand_run: 0,
+            in_run: 0,
+            last_end: 0,
         }
+    }
+
+    /// fio's offset modifiers: `skip` blocks after each sequential I/O, or
+    /// a new random offset every `rand_run` I/Os.
+    pub fn with_modifier(mut self, skip: i64, rand_run: u64) -> Workload {
+        self.skip = skip;
+        self.rand_run = rand_run;
+        self
+    }
+
+    /// Draws random offsets from `dist` (random patterns only).
+    pub fn with_distribution(mut self, dist: Distribution) -> Workload {
+        self.dist = dist;
+        if let Distribution::Zipf(t) = dist {
+            self.zipf = rand_distr::Zipf::new(self.count as f64, t).ok();
+        }
+        self
+    }
+
+    /// A random block in `[0, n)` from the distribution.
+    fn draw(&mut self, n: u64) -> u64 {
+        use rand_distr::Distribution as _;
+        match self.dist {
+            Distribution::Uniform => self.rng.random_range(0..n),
+            Distribution::Zipf(_) => match &self.zipf {
+                Some(z) => {
+                    let rank = z.sample(&mut self.rng) as u64;
+                    scatter(rank.saturating_sub(1), n)
+                }
+                None => self.rng.random_range(0..n),
+            },
+            Distribution::Pareto(h) => {
+                let pow = h.ln() / (1.0 - h).ln();
+                let r: f64 = self.rng.random();
+                let rank = ((n.saturating_sub(1)) as f64 * r.powf(pow)) as u64;
+                scatter(rank, n)
+            }
+            Distribution::Normal(pct) => {
+                let mid = n as f64 / 2.0;
+                let dev = (n as f64 * pct / 100.0).max(f64::MIN_POSITIVE);
+                let x = rand_distr::Normal::new(mid, dev)
+                    .map(|d| d.sample(&mut self.rng))
+                    .unwrap_or(mid);
+                (x.max(0.0) as u64).min(n - 1)
+            }
+        }
+    }
+
+    /// Tracks passes over the region (fio's loop of `size` bytes).
+    pub fn with_passes(mut self, on: bool) -> Workload {
+        if on {
+            self.pass_bytes = self.count * self.unit;
+        }
+        self
+    }
+
+    /// Whether a new pass over the region began since the last call.
+    pub fn take_new_pass(&mut self) -> bool {
+        std::mem::take(&mut self.new_pass)
+    }
+
+    fn count_pass(&mut self, len: u64) {
+        if self.pass_bytes == 0 {
+            return;
+        }
+        if self.pass_issued >= self.pass_bytes {
+            self.pass_issued -= self.pass_bytes;
+            self.new_pass = true;
+        }
+        self.pass_issued += len;
     }
 
     #[inline]
@@ -359,16 +653,59 @@ impl Workload {
                 }
             }
         };
-        let rel = if self.rw.is_random() {
-            self.rng.random_range(0..self.count - span + 1)
+        // rw=randread:N: the I/Os between two random offsets follow on.
+        let follow = self.rw.is_random() && self.rand_run > 1 && {
+            self.in_run += 1;
+            if self.in_run >= self.rand_run {
+                self.in_run = 0;
+            }
+            self.in_run != 1
+        };
+        let rel = if follow && self.last_end + span <= self.count {
+            let b = self.last_end;
+            if let Some(map) = self.map.as_mut() {
+                let (first, _) = map.claim(b, span);
+                first
+            } else {
+                b
+            }
+        } else if self.map.is_some() {
+            let pick = self.draw(self.count);
+            let Some(map) = self.map.as_mut() else {
+                unreachable!("checked above")
+            };
+            let (first, n) = map.claim(pick, span);
+            if n < span {
+                // fio cuts the I/O at the first block already done.
+                self.count_pass(n * self.unit);
+                return NextIo {
+                    dir,
+                    block: self.first + first,
+                    len: (n * self.unit) as u32,
+                };
+            }
+            first
+        } else if self.rw.is_random() {
+            self.draw(self.count - span + 1)
         } else {
             let mut b = self.next_seq;
             if b + span > self.count {
                 b = 0;
             }
-            self.next_seq = if b + span == self.count { 0 } else { b + span };
+            self.next_seq = if self.skip != 0 {
+                // fio's rw=read:N: on past N bytes (back if negative),
+                // wrapping around the region.
+                let places = (self.count - span + 1) as i64;
+                ((b + span) as i64 + self.skip).rem_euclid(places) as u64
+            } else if b + span == self.count {
+                0
+            } else {
+                b + span
+            };
             b
         };
+        self.count_pass(len);
+        self.last_end = rel + span;
         NextIo {
             dir,
             block: self.first + rel,
@@ -517,6 +854,39 @@ mod tests {
             .unwrap_err()
             .contains("multiple"));
         assert!(parse_bssplit("4k/x").is_err());
+    }
+
+    #[test]
+    fn random_map_reads_each_block_once_per_pass() {
+        let mut w = Workload::new(Rw::Randread, 100, 10, 1000, 7, 0).with_random_map(true);
+        for _pass in 0..3 {
+            let mut seen = std::collections::HashSet::new();
+            for io in take(&mut w, 1000) {
+                assert!(io.block >= 10 && io.block < 1010);
+                assert!(seen.insert(io.block), "block {} twice in a pass", io.block);
+            }
+            assert_eq!(seen.len(), 1000);
+        }
+    }
+
+    #[test]
+    fn random_map_cuts_ios_at_blocks_done() {
+        let sizes = [
+            BlockSizes::Range { lo: 1, hi: 8 },
+            BlockSizes::Range { lo: 1, hi: 8 },
+        ];
+        let mut w = Workload::with_sizes(Rw::Randread, 100, (0, 4096), sizes, 1, 3, 0)
+            .with_random_map(true);
+        let mut covered = vec![0u32; 4096];
+        let mut total = 0;
+        while total < 4096 {
+            let io = w.next_io();
+            for b in io.block..io.block + io.len as u64 {
+                covered[b as usize] += 1;
+            }
+            total += io.len as u64;
+        }
+        assert!(covered.iter().all(|&c| c == 1));
     }
 
     #[test]

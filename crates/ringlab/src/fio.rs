@@ -216,6 +216,9 @@ pub fn run_job_file(path: &Path, rest: &[OsString]) -> Result<()> {
     let opts = RunOptions {
         progress: std::io::stdout().is_terminal(),
         interrupted: interrupted.clone(),
+        group: None,
+        start_delay: std::time::Duration::ZERO,
+        prepare_lock: None,
     };
     let mut results: Vec<RunResult> = Vec::new();
     for j in &jobs {
@@ -251,7 +254,7 @@ fn say_how_groups_run(jobs: &[Job]) {
             .collect();
         if same.len() > 1 {
             eprintln!(
-                "ringlab: note: jobs [{}] form one group, which fio runs at the same time; ringlab runs them one after the other (its runner runs one workload at a time), so each job's figures are its own, not measured alongside the others",
+                "ringlab: note: jobs [{}] form one group, which fio runs at the same time; ringlab runs them one after the other (its runner runs one workload at a time), so each job's figures are its own, not measured alongside the others ('ringlab fio JOBFILE' runs them together, as fio)",
                 same.join("], [")
             );
         }

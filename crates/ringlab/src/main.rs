@@ -9,11 +9,13 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use ringlab_core::output::Output;
 use ringlab_io::run::{run_io, RunOptions};
 use ringlab_io::{IoArgs, IoPlan, UsageError};
+use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 mod fio;
+mod fio_cmd;
 mod lab;
 mod wrk;
 
@@ -128,6 +130,19 @@ enum Command {
         #[arg(long, help_heading = "fio")]
         parse_only: bool,
     },
+    /// fio's command line, job files, defaults and output formats
+    /// (normal, terse, json, json+) on ringlab's engines; also when the
+    /// binary runs under the name `fio`. 'ringlab fio --help' for more.
+    #[command(disable_help_flag = true)]
+    Fio {
+        /// fio's arguments, as fio takes them.
+        #[arg(
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            value_name = "FIO ARGS"
+        )]
+        args: Vec<OsString>,
+    },
     /// What this kernel and a device support: io_uring setup flags and
     /// opcodes (found by trying them), RLIMIT_MEMLOCK, and for a device its
     /// scheduler, queues, poll queues and interrupt CPUs.
@@ -206,6 +221,11 @@ fn main() -> ExitCode {
     // `ringlab wrk ...`, or this binary run as `wrk`: wrk's command line.
     if let Some(args) = wrk::wrk_args(&std::env::args_os().collect::<Vec<_>>()) {
         return wrk::main(&args);
+    }
+    // `ringlab fio ...` or the binary run as `fio`: fio's meaning.
+    if let Some(args) = fio_cmd::wanted(&std::env::args_os().collect::<Vec<_>>()) {
+        quiet_closed_output();
+        return fio_cmd::main(args);
     }
     // fio's spellings of `ringlab io` become ringlab's before clap parses
     // them; a job file is run as one.
@@ -355,6 +375,10 @@ fn run(
             Some(path) => fio::run_job_file(&path, &[]),
             None if parse_only => parse_only_io(&io, fio_words, translated),
             None => run_io_command(&io, &output, fio_words),
+        },
+        Command::Fio { args } => match fio_cmd::main(args) {
+            c if c == ExitCode::SUCCESS => Ok(()),
+            _ => Err(anyhow::anyhow!("ringlab fio failed")),
         },
         Command::Http { http, output } => run_http_command(&http, &output),
         // Dispatched before clap parses (see main); here for completeness.
@@ -506,6 +530,9 @@ fn run_io_command(
     let opts = RunOptions {
         progress: std::io::stdout().is_terminal(),
         interrupted,
+        group: None,
+        start_delay: std::time::Duration::ZERO,
+        prepare_lock: None,
     };
     fio::print_notes(&fio_words.notes);
     let result = run_io(&plan, &opts)?;

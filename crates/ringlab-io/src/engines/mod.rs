@@ -19,12 +19,14 @@
 //! the job thread.
 
 mod libaio;
+mod null;
 mod posixaio;
 mod sync;
 mod uring;
 
 pub use crate::engine_kind::EngineKind;
 pub use libaio::LibaioEngine;
+pub use null::NullEngine;
 pub use posixaio::PosixAioEngine;
 pub use sync::SyncEngine;
 pub use uring::{probe_io_uring, UringEngine, UringShared};
@@ -103,7 +105,7 @@ impl EngineKind {
     /// Checks, before any file is laid out, that the interface is usable.
     pub fn probe(self, plan: &IoPlan) -> Result<()> {
         match self {
-            EngineKind::Sync | EngineKind::Posixaio => Ok(()),
+            EngineKind::Sync | EngineKind::Posixaio | EngineKind::Null => Ok(()),
             EngineKind::Uring => probe_io_uring(plan),
             EngineKind::Libaio => libaio::probe(plan),
         }

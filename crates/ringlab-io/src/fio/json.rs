@@ -197,9 +197,13 @@ fn entry(
     e["latency_us"] = us;
     e["latency_ms"] = ms;
     e["ringlab"] = match job {
-        Some((n, cpu)) => json!({"job": n, "cpu": cpu}),
+        Some((n, cpu)) => json!({"job": n, "cpu": cpu, "threads": 1}),
         None => json!({"threads": threads}),
     };
+    // A synchronous engine has one I/O in flight, submitted one at a time:
+    // fio's depth distribution is known by construction.
+    e["ringlab"]["sync_engine"] =
+        json!(j.result.config.get("engine").and_then(Value::as_str) == Some("sync"));
     e
 }
 
@@ -302,7 +306,9 @@ fn direction(
         "bw_bytes": bw_bytes,
         "bw": bw_kib,
         "iops": d.iops,
-        "runtime": elapsed_ns / 1_000_000,
+        // At least 1 ms for a direction that moved data (fio never
+        // divides by a zero runtime).
+        "runtime": elapsed_ns.div_ceil(1_000_000),
         "total_ios": d.ops,
         // A short transfer fails a ringlab run, and nothing is dropped.
         "short_ios": 0,

@@ -6,6 +6,8 @@ pub mod cli;
 pub mod jobfile;
 pub mod json;
 pub mod names;
+pub mod normal;
 pub mod options;
+pub mod value;
 
 pub use options::help_text;

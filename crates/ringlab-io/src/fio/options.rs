@@ -118,7 +118,9 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("description", Kind::Ignored("a label for people; ringlab prints the job name")),
     // No-ops in ringlab, each with its reason.
     opt!("thread", ["threads"], Kind::Ignored("ringlab's jobs are always threads of one process, which is what thread=1 asks")),
-    opt!("norandommap", Kind::Ignored("ringlab draws random offsets uniformly with repetition and keeps no map of blocks done: norandommap is its only behaviour")),
+    opt!("norandommap", Kind::Ignored("ringlab io draws random offsets uniformly with repetition (norandommap is its default); ringlab fio keeps fio's random map unless norandommap is given")),
+    opt!("fadvise_hint", Kind::Special),
+    opt!("log_offset", Kind::Special),
     opt!("disable_slat", Kind::Ignored("ringlab stamps submissions once per loop turn, not per I/O, so there is no cost to save; slat_ns is still reported")),
     opt!("disable_clat", Kind::Ignored("ringlab's clat comes from the clock reads its lat needs anyway, so there is no cost to save; clat_ns is still reported (--gtod-reduce times nothing)")),
     opt!("disable_lat", Kind::Ignored("ringlab's lat comes from the clock reads its slat and clat need anyway, so there is no cost to save; lat_ns is still reported (--gtod-reduce times nothing)")),
@@ -148,6 +150,13 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("write_bw_log", Kind::Value("write-bw-log")),
     opt!("write_iops_log", Kind::Value("write-iops-log")),
     opt!("log_avg_msec", Kind::Value("log-avg-msec")),
+    opt!("write_hist_log", Kind::Value("write-hist-log")),
+    opt!("buffer_pattern", Kind::Value("buffer-pattern")),
+    opt!("refill_buffers", Kind::Ignored("the bytes written change, not the I/O: ringlab fills each buffer once with pseudo-random data, fio refills it before every write (a compressing or deduplicating device sees the difference)")),
+    opt!("random_distribution", Kind::Value("random-distribution")),
+    opt!("random_generator", Kind::Special),
+    opt!("log_hist_msec", Kind::Value("log-hist-msec")),
+    opt!("log_hist_coarseness", Kind::Value("log-hist-coarseness")),
     // fio options with a ringlab cousin that is not the same thing.
     opt!("verify", Kind::Refused("ringlab's --verify stamps every block with its own header and a CRC32C and checks it on read; use --verify instead of fio's verify=")),
     opt!("do_verify", Kind::Refused("ringlab's --verify checks during the run and reads back after it; use --verify")),
@@ -176,7 +185,8 @@ pub fn is_boolean(rec: &FioOption) -> bool {
         Kind::Ignored(_) => rec.name != "description",
         Kind::Special => matches!(
             rec.name,
-            "time_based"
+            "log_offset"
+                | "time_based"
                 | "direct"
                 | "buffered"
                 | "group_reporting"
@@ -256,6 +266,10 @@ pub struct Translated {
     pub output: Option<String>,
     /// `--output-format` given with fio's values.
     pub output_format: Option<String>,
+    /// fio's fadvise_hint: none, random, sequential, or auto (by pattern).
+    pub fadvise: Option<String>,
+    /// fio's log_offset, when given.
+    pub log_offset: Option<bool>,
 }
 
 fn bool_value(o: &Written) -> Result<bool> {
@@ -403,9 +417,11 @@ fn batch(o: &Written) -> Result<(Written, u32)> {
 fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Result<()> {
     match name {
         "rw" => {
-            let v = value_of(o)?;
-            if v.contains(':') {
-                return Err(refuse(o, "ringlab has no equivalent of fio's offset modifiers (rw=PATTERN:N); drop the ':N'"));
+            let mut v = value_of(o)?;
+            if let Some((pattern, modifier)) = v.clone().split_once(':') {
+                t.args
+                    .extend(["--rw-modifier".to_string(), modifier.trim().to_string()]);
+                v = pattern.trim().to_string();
             }
             if v.contains("trim") {
                 return Err(refuse(o, "ringlab has no equivalent of trim workloads: its patterns are read, write, randread, randwrite, randrw, rw"));
@@ -454,10 +470,12 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
         }
         "filename" => {
             let v = value_of(o)?;
-            if v.contains(':') {
-                return Err(refuse(o, "ringlab has no equivalent of several files per job (fio's ':' separator): name one file or device"));
+            // fio separates files with ':'; '\:' is a ':' in a name.
+            let parts = split_unescaped(&v);
+            if parts.len() > 1 {
+                return Err(refuse(o, "ringlab has no equivalent of several files per job (fio's ':' separator; write '\\:' for a ':' in a name): name one file or device"));
             }
-            g.filename = Some(v);
+            g.filename = Some(parts.into_iter().next().unwrap_or_default());
         }
         "directory" => {
             let v = value_of(o)?;
@@ -477,7 +495,8 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
                 "io_uring" | "uring" => "uring",
                 "libaio" => "libaio",
                 "posixaio" => "posixaio",
-                _ => return Err(refuse(o, "ringlab has no equivalent of this engine: its engines are psync/sync (ringlab's sync), io_uring, libaio and posixaio")),
+                "null" => "null",
+                _ => return Err(refuse(o, "ringlab has no equivalent of this engine: its engines are psync/sync (ringlab's sync), io_uring, libaio, posixaio and null")),
             };
             if o.key == "ioengine" && (v == "sync" || v == "pvsync") {
                 t.notes.push(format!(
@@ -531,6 +550,30 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
             }
         }
         "group_reporting" => t.group_reporting = bool_value(o)?,
+        "fadvise_hint" => {
+            let v = o.value.as_deref().map(str::trim).unwrap_or("1");
+            let hint = match v {
+                "0" | "none" | "normal" => "none",
+                "random" => "random",
+                "sequential" => "sequential",
+                // fio's 1: random for a random pattern, sequential else.
+                "1" => "auto",
+                _ => return Err(refuse(
+                    o,
+                    "fio's hints are 0, 1, sequential, random (and normal, which gives no advice)",
+                )),
+            };
+            t.fadvise = Some(hint.to_string());
+        }
+        "random_generator" => match value_of(o)?.as_str() {
+            // Other generators of uniform offsets: the same work.
+            "tausworthe" | "tausworthe64" => {}
+            "lfsr" => t.notes.push("random_generator=lfsr: ringlab draws offsets with its own generator and fio's random map (each block once per pass, as lfsr gives); the order differs".to_string()),
+            _ => return Err(refuse(o, "fio's generators are tausworthe, lfsr, tausworthe64")),
+        },
+        "log_offset" => {
+            t.log_offset = Some(bool_value(o)?);
+        }
         // Structure of a job file; on a command line with one job they
         // change nothing.
         "stonewall" | "new_group" | "wait_for" => {}
@@ -548,8 +591,9 @@ fn finish(t: &mut Translated, g: Gathered, in_file: bool) -> Result<()> {
         t.args.extend(["--size".to_string(), s.clone()]);
     }
     match (&g.filename, &g.directory) {
-        (Some(f), Some(d)) if !f.starts_with('/') => {
-            t.target = Some(PathBuf::from(d).join(f).to_string_lossy().into_owned());
+        // fio joins them whatever the filename: DIR/ then the name.
+        (Some(f), Some(d)) => {
+            t.target = Some(format!("{}/{f}", d.trim_end_matches('/')));
         }
         (Some(f), _) => t.target = Some(f.clone()),
         // fio names a job's file after the job, in the directory given.
@@ -619,6 +663,22 @@ fn finish(t: &mut Translated, g: Gathered, in_file: bool) -> Result<()> {
             }
         }
     }
+    if let Some(h) = t.fadvise.clone() {
+        let hint = if h == "auto" {
+            let random = t
+                .args
+                .windows(2)
+                .any(|w| w[0] == "--rw" && w[1].starts_with("rand"));
+            if random { "random" } else { "sequential" }.to_string()
+        } else {
+            h
+        };
+        t.args.extend(["--fadvise-hint".to_string(), hint]);
+    }
+    if let Some(on) = t.log_offset {
+        t.args
+            .extend(["--log-offset".to_string(), u8::from(on).to_string()]);
+    }
     if g.cpus_given && !g.cpus_policy_split {
         t.notes.push("cpus_allowed: ringlab pins each job to one CPU of the list in turn (fio's cpus_allowed_policy=split); fio's default, shared, lets every job run on all of them".to_string());
     }
@@ -665,6 +725,31 @@ fn finish(t: &mut Translated, g: Gathered, in_file: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// fio's list of files: split at each ':' not escaped as '\:', with the
+/// escapes removed.
+pub fn split_unescaped(v: &str) -> Vec<String> {
+    let mut parts = vec![String::new()];
+    let mut chars = v.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&':') => {
+                chars.next();
+                if let Some(p) = parts.last_mut() {
+                    p.push(':')
+                }
+            }
+            ':' => parts.push(String::new()),
+            c => {
+                if let Some(p) = parts.last_mut() {
+                    p.push(c)
+                }
+            }
+        }
+    }
+    parts.retain(|p| !p.is_empty());
+    parts
 }
 
 /// Levenshtein distance, for suggestions.
@@ -786,7 +871,7 @@ pub fn help_text() -> String {
             names.push_str(a);
         }
         let what = match (o.kind, o.name) {
-            (Kind::Special, "rw") => "--rw (no :N modifiers, no trim)".to_string(),
+            (Kind::Special, "rw") => "--rw; :N offset modifiers (read:8k, randread:4); no trim".to_string(),
             (Kind::Special, "bs") => "--bs; R,W (sizes of reads and writes): --bssplit R,W".to_string(),
             (Kind::Special, "size") | (Kind::Special, "filesize") => {
                 "--size; in a job file without time_based also --io-size (fio stops after size bytes)".to_string()
@@ -806,7 +891,7 @@ pub fn help_text() -> String {
                 "the job's name (fio-json jobname); without filename the target is NAME.0.0".to_string()
             }
             (Kind::Special, "ioengine") => {
-                "--engine: psync/sync/pvsync=sync, io_uring=uring, libaio, posixaio".to_string()
+                "--engine: psync/sync/pvsync=sync, io_uring=uring, libaio, posixaio, null".to_string()
             }
             (Kind::Special, "direct") => "=1: --direct".to_string(),
             (Kind::Special, "buffered") => "=0: --direct".to_string(),
@@ -820,6 +905,15 @@ pub fn help_text() -> String {
                 "the percentiles of fio-json's clat_ns (P:P:..); text and json keep p50 to p99.99".to_string()
             }
             (Kind::Special, "force_async") => "--force-async=N".to_string(),
+            (Kind::Special, "fadvise_hint") => {
+                "posix_fadvise on each job's file at open (1: by pattern; ringlab fio's default)".to_string()
+            }
+            (Kind::Special, "random_generator") => {
+                "tausworthe/tausworthe64/lfsr: accepted; ringlab's generator draws the offsets".to_string()
+            }
+            (Kind::Special, "log_offset") => {
+                "the offset column of per-I/O latency logs (ringlab io writes it always)".to_string()
+            }
             (Kind::Special, "iodepth_batch_submit") => {
                 "--submit-batch N (0: iodepth)".to_string()
             }
@@ -932,7 +1026,8 @@ mod tests {
     fn names_become_targets_as_fio_names_them() {
         assert_eq!(args("name=j directory=/d", false), "/d/j.0.0");
         assert_eq!(args("filename=f directory=/d", false), "/d/f");
-        assert_eq!(args("filename=/abs directory=/d", false), "/abs");
+        assert_eq!(args("filename=/abs directory=/d", false), "/d//abs");
+        assert_eq!(args(r"filename=a\:b", false), "a:b");
         assert_eq!(args("directory=/d", false), "--directory /d");
         assert_eq!(args("name=j", false), "./j.0.0");
     }
@@ -963,7 +1058,10 @@ mod tests {
         assert!(err("ioengine=mmap").contains("no equivalent"));
         assert!(err("filename=a:b").contains("several files"));
         assert!(err("verify=crc32c").contains("--verify"));
-        assert!(err("rw=randread:8").contains("offset modifiers"));
+        assert_eq!(
+            args("rw=randread:8", false),
+            "--rw-modifier 8 --rw randread"
+        );
         assert_eq!(
             args("thinktime=10 thinktime_spin=5 thinktime_blocks=4", false),
             "--thinktime 10 --thinktime-spin 5 --thinktime-blocks 4"
