@@ -269,9 +269,11 @@ pub struct IoArgs {
     pub no_kstat: bool,
 
     /// How much kernel evidence to collect: `default` (system calls,
-    /// io-wq offloads, file lookups, context switches, IPIs, helper
-    /// threads: under 2% of a CPU-bound run) or `full` (every io_uring
-    /// tracepoint and each request's time in each stage; costs more).
+    /// io-wq offloads, context switches, IPIs, helper threads, and the
+    /// proof of each knob asked for: under 2% of a CPU-bound run), `full`
+    /// (every io_uring tracepoint: a few percent more) or `stages` (full,
+    /// and each request's time in each stage, `ringlab io` on io_uring:
+    /// about 30%).
     #[arg(long, value_name = "LEVEL", default_value = "default")]
     pub evidence: ringlab_kstat::Level,
 
@@ -834,12 +836,22 @@ impl IoPlan {
         })
     }
 
+    /// The per-op figures that prove the ring knobs the user gave (not
+    /// those of the default ring), for the kernel evidence to count.
+    pub fn knob_proofs(&self) -> Vec<&'static str> {
+        ringlab_core::uring::knobs::KNOBS
+            .iter()
+            .filter(|k| k.is_on(&self.uring) && !self.uring_defaults.contains(&k.flag))
+            .filter_map(|k| k.proof.as_ref().map(|p| p.figure))
+            .collect()
+    }
+
     /// Whether the run logs each request for the stage latencies:
-    /// `--evidence full` on io_uring with one job (the kernel's events are
+    /// `--evidence stages` on io_uring with one job (the kernel's events are
     /// joined by user_data, which is per ring).
     pub fn stage_latencies(&self) -> bool {
         self.kstat
-            && self.evidence == ringlab_kstat::Level::Full
+            && self.evidence == ringlab_kstat::Level::Stages
             && self.engine == crate::engine_kind::EngineKind::Uring
             && self.numjobs == 1
             && self.rw != crate::workload::Rw::Nop

@@ -65,12 +65,12 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         let disk = (plan.rw != crate::workload::Rw::Nop)
             .then(|| ringlab_kstat::device::disk_of_path(&target.access_path()))
             .flatten();
-        ringlab_kstat::Collector::open(disk, plan.evidence)
+        ringlab_kstat::Collector::open(disk, plan.evidence, &plan.knob_proofs())
     });
-    // --evidence full: the kernel's timestamps of every request.
+    // --evidence stages: the kernel's timestamps of every request.
     let mut stage_note = None;
     let mut tracer = None;
-    if plan.kstat && plan.evidence == ringlab_kstat::Level::Full {
+    if plan.kstat && plan.evidence == ringlab_kstat::Level::Stages {
         if plan.stage_latencies() {
             let disk = ringlab_kstat::device::disk_of_path(&target.access_path());
             match ringlab_kstat::stages::Tracer::open(disk.as_deref()) {

@@ -154,7 +154,7 @@ pub fn render_kstat(out: &mut String, k: &ringlab_stats::KstatReport) {
     }
 }
 
-/// `--evidence full`: per stage, the percentiles of the requests' time in
+/// `--evidence stages`: per stage, the percentiles of the requests' time in
 /// it, from the kernel's own timestamps.
 fn render_stages(out: &mut String, st: &ringlab_stats::StageReport) {
     let block = match st.requests_matched_block {

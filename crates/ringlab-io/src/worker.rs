@@ -143,12 +143,12 @@ pub struct JobOutcome {
     /// What the figures do not cover (a read-back cut short by an
     /// interruption, I/O abandoned in flight), for the result's warnings.
     pub warnings: Vec<String>,
-    /// `--evidence full` on io_uring: each measured request's issue and
+    /// `--evidence stages` on io_uring: each measured request's issue and
     /// reap times, for the stage latencies.
     pub stages: Option<StageLog>,
 }
 
-/// Requests logged for the stage latencies (`--evidence full`).
+/// Requests logged for the stage latencies (`--evidence stages`).
 pub struct StageLog {
     /// (user_data, offset, issue, reap), job clock nanoseconds.
     pub requests: Vec<(u32, u64, u64, u64)>,
@@ -942,7 +942,7 @@ struct Job<'a, E: Engine> {
     /// never grows).
     just_queued: Vec<u32>,
     ops: u64,
-    /// `--evidence full` on io_uring: the requests' issue and reap times.
+    /// `--evidence stages` on io_uring: the requests' issue and reap times.
     stage_log: Option<StageLog>,
     clock: Instant,
     ctx: &'a JobContext,

@@ -26,6 +26,10 @@ pub enum Level {
     Default,
     /// [`DEFAULT_TRACEPOINTS`] and [`FULL_ONLY_TRACEPOINTS`].
     Full,
+    /// As `Full`, and each request timed through its stages from the
+    /// kernel's timestamps (a copy of four events per request: costs about
+    /// 30% of a CPU-bound run).
+    Stages,
 }
 
 impl std::str::FromStr for Level {
@@ -34,8 +38,9 @@ impl std::str::FromStr for Level {
         match s {
             "default" => Ok(Level::Default),
             "full" => Ok(Level::Full),
+            "stages" => Ok(Level::Stages),
             other => Err(format!(
-                "--evidence {other:?}: say default (cheap counters, the default) or full (every io_uring tracepoint and the per-request stage latencies)"
+                "--evidence {other:?}: say default (cheap counters, the default), full (every io_uring tracepoint) or stages (full, and each request's time in each stage)"
             )),
         }
     }
@@ -45,7 +50,7 @@ impl Level {
     /// The tracepoints counted at this level.
     pub fn tracepoints(self) -> Vec<&'static str> {
         let mut all = DEFAULT_TRACEPOINTS.to_vec();
-        if self == Level::Full {
+        if self != Level::Default {
             all.extend(FULL_ONLY_TRACEPOINTS);
         }
         all
@@ -53,29 +58,32 @@ impl Level {
 }
 
 /// Counted by default: system calls (and `io_uring_enter` among them),
-/// io-wq offloads and file lookups (the evidence of `--force-async` and
-/// `--fixed-files`, and of a device that cannot complete without blocking),
-/// poll arming, and the failures and overflows (rare, so free). Each hit of
-/// a counted tracepoint costs about 40 ns of BPF program and its call; at
-/// depth 1 on zram (about 7 us a request, two context switches, six
-/// io_uring tracepoint hits) counting every tracepoint took about 4% of the
-/// IOPS, this set under 2%. Context switches come from /proc instead.
+/// io-wq offloads (the evidence of `--force-async`, and of a device that
+/// cannot complete a request without blocking), poll arming (multishot
+/// receive's proof: rare when it works), and the failures and overflows
+/// (rare, so free); and whatever proves a knob the user asked for (see
+/// [`Collector::open`]). Each hit of a counted tracepoint costs about 40 ns
+/// of BPF program and its call: at depth 1 on zram (about 7 us a request,
+/// two context switches, six io_uring tracepoint hits) counting every
+/// tracepoint took about 30% of the IOPS with the stage tracing, and three
+/// per-request tracepoints (syscalls, offloads, file lookups) about 2.3% of
+/// the CPU in a profile; two stay. Context switches come from /proc.
 pub const DEFAULT_TRACEPOINTS: &[&str] = &[
     "raw_syscalls:sys_enter",
     "io_uring:io_uring_queue_async_work",
-    "io_uring:io_uring_file_get",
     "io_uring:io_uring_poll_arm",
     "io_uring:io_uring_req_failed",
     "io_uring:io_uring_cqe_overflow",
 ];
 
 /// Why a tracepoint of the full set has no count in a default run.
-pub const NOT_BY_DEFAULT: &str = "not counted by default (a per-request tracepoint: counting every one costs a few percent of a CPU-bound run); --evidence full counts it";
+pub const NOT_BY_DEFAULT: &str = "not counted by default (a per-request tracepoint: counting every one costs a few percent of a CPU-bound run); --evidence full counts it, as does asking for the knob it proves";
 
 /// Counted with `--evidence full` on top of [`DEFAULT_TRACEPOINTS`]: the
 /// per-request io_uring tracepoints and the context switches.
 pub const FULL_ONLY_TRACEPOINTS: &[&str] = &[
     "sched:sched_switch",
+    "io_uring:io_uring_file_get",
     "io_uring:io_uring_submit_req",
     "io_uring:io_uring_complete",
     "io_uring:io_uring_task_add",
@@ -134,8 +142,18 @@ impl Collector {
     /// Attaches the counters of this process (they count from now; the
     /// measured run is the difference between [`Collector::enable`] and
     /// [`Collector::disable`]). `device` is the target's disk (`vda`).
-    pub fn open(device: Option<String>, level: Level) -> Collector {
-        let counters = NamedCounters::attach(std::process::id(), &level.tracepoints());
+    /// `proofs`: per-op figures (`io_uring_file_get_per_op`) that prove a
+    /// knob the user asked for; their tracepoints are counted at every
+    /// level (a knob's proof costs least where the knob works: fixed files
+    /// make no file lookups).
+    pub fn open(device: Option<String>, level: Level, proofs: &[&str]) -> Collector {
+        let mut points = level.tracepoints();
+        for &name in FULL_ONLY_TRACEPOINTS {
+            if !points.contains(&name) && proofs.contains(&per_op_name(name).as_str()) {
+                points.push(name);
+            }
+        }
+        let counters = NamedCounters::attach(std::process::id(), &points);
         let mut unavailable: Vec<UnavailableCounter> = counters
             .unavailable
             .iter()
@@ -147,6 +165,9 @@ impl Collector {
         if level == Level::Default {
             // sched_switch is left out too, but its count comes from /proc.
             for &name in &FULL_ONLY_TRACEPOINTS[1..] {
+                if points.contains(&name) {
+                    continue;
+                }
                 unavailable.push(UnavailableCounter {
                     counter: name.to_string(),
                     reason: NOT_BY_DEFAULT.into(),
@@ -427,7 +448,7 @@ mod tests {
 
     #[test]
     fn counts_this_process_when_permitted() {
-        let mut c = Collector::open(None, Level::Default);
+        let mut c = Collector::open(None, Level::Default, &[]);
         c.enable(std::sync::Arc::new(|| 100));
         for _ in 0..100 {
             // A cheap system call.

@@ -1,4 +1,4 @@
-//! Where the time of each request goes (`--evidence full`): the kernel's
+//! Where the time of each request goes (`--evidence stages`): the kernel's
 //! own timestamps of every request at `io_uring_submit_req`, the block
 //! layer's `block_rq_issue` and `block_rq_complete` (where the device has a
 //! request queue; zram has none) and `io_uring_complete`, joined with

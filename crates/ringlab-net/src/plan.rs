@@ -91,9 +91,11 @@ pub struct HttpArgs {
     pub no_kstat: bool,
 
     /// How much kernel evidence to collect: `default` (system calls,
-    /// io-wq offloads, file lookups, context switches, IPIs, helper
-    /// threads: under 2% of a CPU-bound run) or `full` (every io_uring
-    /// tracepoint and each request's time in each stage; costs more).
+    /// io-wq offloads, context switches, IPIs, helper threads, and the
+    /// proof of each knob asked for: under 2% of a CPU-bound run), `full`
+    /// (every io_uring tracepoint: a few percent more) or `stages` (full,
+    /// and each request's time in each stage, `ringlab io` on io_uring:
+    /// about 30%).
     #[arg(long, value_name = "LEVEL", default_value = "default")]
     pub evidence: ringlab_kstat::Level,
 

@@ -167,9 +167,15 @@ pub fn run_http_with(
     sys::flush_c_stdio();
 
     // Counters open before the client threads exist, so they follow them.
-    let mut kstat = plan
-        .kstat
-        .then(|| ringlab_kstat::Collector::open(None, plan.evidence));
+    let mut kstat = plan.kstat.then(|| {
+        // The proofs of the ring knobs given (not the default ring's).
+        let proofs: Vec<&str> = ringlab_core::uring::knobs::KNOBS
+            .iter()
+            .filter(|k| k.is_on(&plan.ring) && !plan.ring_defaults.contains(&k.flag))
+            .filter_map(|k| k.proof.as_ref().map(|p| p.figure))
+            .collect();
+        ringlab_kstat::Collector::open(None, plan.evidence, &proofs)
+    });
     let fds_before = open_fds();
     let n = plan.threads as usize;
     let progress: Vec<Arc<AtomicU64>> = (0..n).map(|_| Arc::new(AtomicU64::new(0))).collect();

@@ -444,13 +444,13 @@ pub struct KstatReport {
     pub helper_threads_created: u64,
     /// One line per requested io_uring knob: did the counters show it?
     pub evidence: Vec<KnobEvidence>,
-    /// `--evidence full`: each request's time in each stage, from the
+    /// `--evidence stages`: each request's time in each stage, from the
     /// kernel's own timestamps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<StageReport>,
 }
 
-/// Per-request stage latencies (`--evidence full`).
+/// Per-request stage latencies (`--evidence stages`).
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StageReport {

@@ -86,7 +86,8 @@ fn fixed_files_run_has_no_file_lookup_note_and_a_shared_table_run_has_it() {
         "{:?}",
         fixed["diagnoses"]
     );
-    let plain = json_run(&base);
+    // Lookups without the knob are counted with --evidence full.
+    let plain = json_run(&format!("{base} --evidence full"));
     let lookups = per_op(&plain, "io_uring_file_get_per_op").unwrap();
     assert!(
         lookups > 0.5,

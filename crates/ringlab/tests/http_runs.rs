@@ -154,7 +154,7 @@ fn ring_knobs_run_and_are_recorded() {
     // registered sockets need no file lookup and a multishot receive arms
     // no poll per request; the plain ring looks its files up.
     let plain = json_run(&format!(
-        "http {} -t 1 -c 2 -d 300ms --io uring",
+        "http {} -t 1 -c 2 -d 300ms --io uring --evidence full",
         server.url()
     ));
     let file_get =

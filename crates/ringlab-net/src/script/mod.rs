@@ -329,10 +329,13 @@ impl ScriptRun {
             });
             let wrk: Table = lua.globals().get("wrk").map_err(lua_err)?;
             wrk.set("thread", ThreadUd(sh.clone())).map_err(lua_err)?;
-            let _call = watchdog::Call::enter("setup()");
-            setup
-                .call::<()>(ThreadUd(sh.clone()))
-                .map_err(|e| script_error(spec, "setup()", &e))?;
+            {
+                // Scoped: the first request() below is watched as itself.
+                let _call = watchdog::Call::enter("setup()");
+                setup
+                    .call::<()>(ThreadUd(sh.clone()))
+                    .map_err(|e| script_error(spec, "setup()", &e))?;
+            }
             // wrk's script_init: each thread's init(args) right after its
             // setup(thread), so their prints interleave as in wrk.
             let args = lua.create_table().map_err(lua_err)?;
