@@ -320,11 +320,11 @@ fn stage_evidence_times_each_request_through_its_stages() {
     let disk_has_queue = r["target"]["scheduler"].as_str().is_some();
     if disk_has_queue {
         let block = st["requests_matched_block"].as_u64().unwrap_or(0);
-        // Most requests find their block request by sector (98-99.9% on
-        // a quiet machine); on a loaded one fewer did (58% seen at load
-        // 20, not explained yet), so the bound is half.
+        // Nearly every request finds its block request by sector (98-99%;
+        // before the join allowed a block issue before submit_req's
+        // timestamp, 12-58% did).
         assert!(
-            block * 2 >= matched,
+            block * 10 >= matched * 8,
             "{block} of {matched} with block events: {st}"
         );
         assert!(stages
