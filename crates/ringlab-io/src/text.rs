@@ -80,6 +80,14 @@ pub fn render_kstat(out: &mut String, k: &ringlab_stats::KstatReport) {
         }
     }
     let _ = writeln!(out, "kernel, per op: {}", figs.join(", "));
+    if k.sampled_ops > 0 {
+        let _ = writeln!(
+            out,
+            "  system calls counted in {} ms windows of every second ({} operations inside them; --evidence full counts the whole run)",
+            ringlab_kstat::windows::WINDOW.as_millis(),
+            k.sampled_ops
+        );
+    }
     if let Some(cpu) = p("cpu_us_per_op") {
         let helpers = match (p("cpu_us_with_helpers_per_op"), k.helper_threads.len()) {
             (Some(w), n) if n > 0 => format!(

@@ -150,6 +150,15 @@ fn own_fd(fd: i64) -> OwnedFd {
     unsafe { OwnedFd::from_raw_fd(fd as i32) }
 }
 
+fn open_link(name: &CString, prog: &OwnedFd) -> Result<OwnedFd, String> {
+    let mut attr = [0u64; 16];
+    attr[0] = name.as_ptr() as u64;
+    attr[1] = prog.as_raw_fd() as u64;
+    let link = sys_bpf(BPF_RAW_TRACEPOINT_OPEN, &mut attr)
+        .map_err(|e| bpf_error(&format!("attaching to {}", name.to_string_lossy()), e))?;
+    Ok(own_fd(link))
+}
+
 /// Why BPF refused, in words a user can act on.
 fn bpf_error(what: &str, e: io::Error) -> String {
     match e.raw_os_error() {
@@ -181,6 +190,8 @@ fn possible_cpus() -> usize {
 /// Counters of one thread group on a set of raw tracepoints.
 pub struct TgidCounters {
     map: OwnedFd,
+    /// The loaded programs and their raw tracepoints, to attach again.
+    progs: Vec<(CString, OwnedFd)>,
     /// Attached programs (closing a link detaches it).
     links: Vec<OwnedFd>,
     slots: u32,
@@ -213,6 +224,7 @@ impl TgidCounters {
         let map = own_fd(sys_bpf(BPF_MAP_CREATE, &mut attr).map_err(|e| bpf_error("BPF map", e))?);
         let mut counters = TgidCounters {
             map,
+            progs: Vec::new(),
             links: Vec::new(),
             slots,
             cpus: possible_cpus(),
@@ -247,12 +259,20 @@ impl TgidCounters {
                 .map_err(|e| bpf_error(&format!("loading the counter for {}", p.tracepoint), e))?,
         );
         let name = CString::new(p.tracepoint).map_err(|e| e.to_string())?;
-        let mut attr = [0u64; 16];
-        attr[0] = name.as_ptr() as u64;
-        attr[1] = prog.as_raw_fd() as u64;
-        let link = sys_bpf(BPF_RAW_TRACEPOINT_OPEN, &mut attr)
-            .map_err(|e| bpf_error(&format!("attaching to {}", p.tracepoint), e))?;
-        self.links.push(own_fd(link));
+        self.links.push(open_link(&name, &prog)?);
+        self.progs.push((name, prog));
+        Ok(())
+    }
+
+    /// Attaches every program again after [`TgidCounters::detach`] (for
+    /// counting in windows); the counts go on from where they were.
+    pub fn reattach(&mut self) -> Result<(), String> {
+        if !self.links.is_empty() {
+            return Ok(());
+        }
+        for (name, prog) in &self.progs {
+            self.links.push(open_link(name, prog)?);
+        }
         Ok(())
     }
 

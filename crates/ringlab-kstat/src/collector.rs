@@ -10,6 +10,7 @@
 
 use crate::bpf::NamedCounters;
 use crate::device::{device_irqs, read_interrupts, IrqLine};
+use crate::windows::{SyscallWindows, Totals, WINDOW};
 use ringlab_stats::{
     DeviceIrqDelta, HelperThread, InterruptDeltas, KstatReport, UnavailableCounter,
 };
@@ -57,7 +58,8 @@ impl Level {
     }
 }
 
-/// Counted by default: system calls (and `io_uring_enter` among them),
+/// Counted by default: system calls (and `io_uring_enter` among them; in
+/// windows of 100 ms every second, [`crate::windows`]),
 /// io-wq offloads (the evidence of `--force-async`, and of a device that
 /// cannot complete a request without blocking), poll arming (multishot
 /// receive's proof: rare when it works), and the failures and overflows
@@ -75,6 +77,9 @@ pub const DEFAULT_TRACEPOINTS: &[&str] = &[
     "io_uring:io_uring_req_failed",
     "io_uring:io_uring_cqe_overflow",
 ];
+
+/// System calls, counted in windows by default.
+const SYS_ENTER: &str = "raw_syscalls:sys_enter";
 
 /// Why a tracepoint of the full set has no count in a default run.
 pub const NOT_BY_DEFAULT: &str = "not counted by default (a per-request tracepoint: counting every one costs a few percent of a CPU-bound run); --evidence full counts it, as does asking for the knob it proves";
@@ -125,6 +130,11 @@ pub struct Collector {
     level: Level,
     /// The BPF counters of this process.
     counters: NamedCounters,
+    /// `--evidence default`: system calls counted in windows
+    /// ([`crate::windows`]); `Err`: why they could not be.
+    windows: Option<Result<SyscallWindows, String>>,
+    /// What the windows counted, once the run ended.
+    windowed: Option<Result<Totals, String>>,
     /// Counts at the measured run's start and end, by tracepoint.
     at_start: BTreeMap<&'static str, u64>,
     at_end: BTreeMap<&'static str, u64>,
@@ -148,6 +158,10 @@ impl Collector {
     /// make no file lookups).
     pub fn open(device: Option<String>, level: Level, proofs: &[&str]) -> Collector {
         let mut points = level.tracepoints();
+        if level == Level::Default {
+            // Counted in windows instead (crate::windows).
+            points.retain(|&p| p != SYS_ENTER);
+        }
         for &name in FULL_ONLY_TRACEPOINTS {
             if !points.contains(&name) && proofs.contains(&per_op_name(name).as_str()) {
                 points.push(name);
@@ -175,6 +189,8 @@ impl Collector {
             }
         }
         Collector {
+            windows: None,
+            windowed: None,
             level,
             counters,
             at_start: BTreeMap::new(),
@@ -192,7 +208,10 @@ impl Collector {
     /// The measured run starts now. (`_ops_now`, the run's operation
     /// count, was read by the sampling windows of perf counting; BPF
     /// counts every request, so no window is needed.)
-    pub fn enable(&mut self, _ops_now: OpsNow) {
+    pub fn enable(&mut self, ops_now: OpsNow) {
+        if self.level == Level::Default {
+            self.windows = Some(SyscallWindows::start(std::process::id(), ops_now));
+        }
         self.irq_before = read_interrupts().ok();
         // Helpers are the threads alive from now on: one sampled before
         // (a probe ring's poller, gone since) was never the run's.
@@ -219,6 +238,10 @@ impl Collector {
             return;
         }
         self.at_end = self.counters.snapshot();
+        self.windowed = self
+            .windows
+            .take()
+            .map(|w| w.and_then(SyscallWindows::finish));
         self.sample_threads();
         self.irq_after = read_interrupts().ok();
         self.enabled = false;
@@ -282,6 +305,32 @@ impl Collector {
             }
         }
         self.counters.detach_in_background();
+        let mut sampled = BTreeMap::new();
+        let mut sampled_ops = 0;
+        match self.windowed.take() {
+            None => {}
+            Some(Err(reason)) => {
+                for counter in [SYS_ENTER, crate::bpf::IO_URING_ENTER] {
+                    unavailable.push(UnavailableCounter {
+                        counter: counter.into(),
+                        reason: reason.clone(),
+                    });
+                }
+            }
+            Some(Ok(t)) if t.ops == 0 => {
+                for counter in [SYS_ENTER, crate::bpf::IO_URING_ENTER] {
+                    unavailable.push(UnavailableCounter {
+                        counter: counter.into(),
+                        reason: format!("counted in {} ms windows of every second (--evidence full counts the whole run), and no operation completed inside one", WINDOW.as_millis()),
+                    });
+                }
+            }
+            Some(Ok(t)) => {
+                sampled.insert(SYS_ENTER.to_string(), t.syscalls);
+                sampled.insert(crate::bpf::IO_URING_ENTER.to_string(), t.io_uring_enter);
+                sampled_ops = t.ops;
+            }
+        }
         let helper_threads: Vec<HelperThread> = self
             .helpers
             .iter()
@@ -313,6 +362,9 @@ impl Collector {
             let per = |v: u64| v as f64 / ops as f64;
             for (name, &v) in &counters {
                 per_op.insert(per_op_name(name), per(v));
+            }
+            for (name, &v) in &sampled {
+                per_op.insert(per_op_name(name), v as f64 / sampled_ops as f64);
             }
             if let Some(i) = &interrupts {
                 let res: u64 = i.rescheduling_per_cpu.iter().sum();
@@ -354,8 +406,8 @@ impl Collector {
         }
         KstatReport {
             counters,
-            sampled_counters: BTreeMap::new(),
-            sampled_ops: 0,
+            sampled_counters: sampled,
+            sampled_ops,
             sampler_syscalls: None,
             unavailable,
             per_op,

@@ -13,6 +13,7 @@ pub mod host;
 pub mod perf;
 pub mod rusage;
 pub mod stages;
+pub mod windows;
 
 pub use collector::{Collector, Level};
 pub use explain::explain;
