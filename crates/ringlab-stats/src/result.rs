@@ -420,9 +420,10 @@ pub struct KstatReport {
     /// by BPF for the process's thread group (its threads and the kernel
     /// helper threads of its rings); which ones follows `--evidence`.
     pub counters: std::collections::BTreeMap<String, u64>,
-    /// Empty since counting moved to BPF; in results made before, the
-    /// per-request tracepoints counted only inside sampling windows, whose
-    /// per-op figures divide by `sampled_ops`.
+    /// Counted only inside sampling windows, per-op figures dividing by
+    /// `sampled_ops`: system calls under `--evidence default` (100 ms of
+    /// every second); in results made before BPF counting, the per-request
+    /// io_uring tracepoints.
     pub sampled_counters: std::collections::BTreeMap<String, u64>,
     /// Operations completed inside the sampling windows.
     pub sampled_ops: u64,
