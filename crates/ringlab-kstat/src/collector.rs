@@ -16,7 +16,6 @@ use ringlab_stats::{
 };
 use std::collections::BTreeMap;
 use std::fs;
-use std::sync::Arc;
 
 /// How much evidence a run collects.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -97,8 +96,7 @@ pub const FULL_ONLY_TRACEPOINTS: &[&str] = &[
     "io_uring:io_uring_cqring_wait",
 ];
 
-/// The operations completed so far in the run (all jobs).
-pub type OpsNow = Arc<dyn Fn() -> u64 + Send + Sync>;
+pub use crate::windows::OpsNow;
 
 /// The per-op name of a counter: `raw_syscalls:sys_enter` →
 /// `syscalls_per_op`.

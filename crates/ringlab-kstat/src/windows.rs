@@ -12,10 +12,12 @@
 //! sleep) are a handful per window against thousands of operations.
 
 use crate::bpf::{Counted, TgidCounters};
-use crate::collector::OpsNow;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// The operations completed so far in the run (all jobs).
+pub type OpsNow = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// How long each window counts.
 pub const WINDOW: Duration = Duration::from_millis(100);
