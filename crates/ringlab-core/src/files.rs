@@ -46,9 +46,21 @@ pub fn allow_overwrite(on: bool) {
 /// Whether ringlab wrote `path` (it carries [`WRITTEN_XATTR`]); `None`
 /// where the file system keeps no user attributes.
 pub fn written_by_ringlab(path: &Path) -> Option<bool> {
+    has_xattr(path, WRITTEN_XATTR)
+}
+
+/// Marks an open file as written by ringlab; `false` where the file system
+/// keeps no user attributes.
+pub fn mark_written(file: &File) -> bool {
+    set_xattr_flag(file, WRITTEN_XATTR)
+}
+
+/// Whether `path` carries the user attribute `name`; `None` where the file
+/// system keeps no user attributes.
+pub fn has_xattr(path: &Path, name: &str) -> Option<bool> {
     let (Ok(p), Ok(name)) = (
         CString::new(path.as_os_str().as_bytes()),
-        CString::new(WRITTEN_XATTR),
+        CString::new(name),
     ) else {
         return Some(false);
     };
@@ -72,10 +84,10 @@ pub fn written_by_ringlab(path: &Path) -> Option<bool> {
     }
 }
 
-/// Marks an open file as written by ringlab; `false` where the file system
-/// keeps no user attributes.
-pub fn mark_written(file: &File) -> bool {
-    let Ok(name) = CString::new(WRITTEN_XATTR) else {
+/// Sets the user attribute `name` (value "1") on an open file; `false`
+/// where the file system keeps no user attributes.
+pub fn set_xattr_flag(file: &File, name: &str) -> bool {
+    let Ok(name) = CString::new(name) else {
         return false;
     };
     let value = b"1";

@@ -10,11 +10,8 @@ use crate::plan::IoPlan;
 use anyhow::{Context, Result};
 use ringlab_core::usage;
 use ringlab_stats::units::format_bytes;
-use std::ffi::CString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
-use std::os::fd::AsRawFd;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -25,43 +22,12 @@ pub const LAYOUT_XATTR: &str = "user.ringlab.layout";
 /// Marks a file ringlab laid out; `false` where the file system keeps no
 /// user attributes.
 pub fn mark(file: &File) -> bool {
-    let (Ok(name), value) = (CString::new(LAYOUT_XATTR), b"1") else {
-        return false;
-    };
-    // SAFETY: a valid fd, a NUL-terminated name, and a value buffer of the
-    // length given.
-    let rc = unsafe {
-        libc::fsetxattr(
-            file.as_raw_fd(),
-            name.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
-    rc == 0
+    ringlab_core::files::set_xattr_flag(file, LAYOUT_XATTR)
 }
 
 /// Whether ringlab laid out this file (it carries [`LAYOUT_XATTR`]).
 pub fn is_marked(path: &Path) -> bool {
-    let (Ok(p), Ok(name)) = (
-        CString::new(path.as_os_str().as_bytes()),
-        CString::new(LAYOUT_XATTR),
-    ) else {
-        return false;
-    };
-    let mut buf = [0u8; 8];
-    // SAFETY: NUL-terminated path and name; the buffer is ours, of the
-    // length given.
-    let n = unsafe {
-        libc::getxattr(
-            p.as_ptr(),
-            name.as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    n >= 0
+    ringlab_core::files::has_xattr(path, LAYOUT_XATTR) == Some(true)
 }
 
 /// What the first bytes of a file say it is, when that makes it no target.

@@ -839,11 +839,7 @@ impl IoPlan {
     /// The per-op figures that prove the ring knobs the user gave (not
     /// those of the default ring), for the kernel evidence to count.
     pub fn knob_proofs(&self) -> Vec<&'static str> {
-        ringlab_core::uring::knobs::KNOBS
-            .iter()
-            .filter(|k| k.is_on(&self.uring) && !self.uring_defaults.contains(&k.flag))
-            .filter_map(|k| k.proof.as_ref().map(|p| p.figure))
-            .collect()
+        ringlab_core::uring::knobs::given_proofs(&self.uring, &self.uring_defaults)
     }
 
     /// Whether the run logs each request for the stage latencies:

@@ -176,8 +176,8 @@ impl Collector {
             .collect();
         if level == Level::Default {
             // sched_switch is left out too, but its count comes from /proc.
-            for &name in &FULL_ONLY_TRACEPOINTS[1..] {
-                if points.contains(&name) {
+            for &name in FULL_ONLY_TRACEPOINTS {
+                if points.contains(&name) || name == "sched:sched_switch" {
                     continue;
                 }
                 unavailable.push(UnavailableCounter {

@@ -168,12 +168,7 @@ pub fn run_http_with(
 
     // Counters open before the client threads exist, so they follow them.
     let mut kstat = plan.kstat.then(|| {
-        // The proofs of the ring knobs given (not the default ring's).
-        let proofs: Vec<&str> = ringlab_core::uring::knobs::KNOBS
-            .iter()
-            .filter(|k| k.is_on(&plan.ring) && !plan.ring_defaults.contains(&k.flag))
-            .filter_map(|k| k.proof.as_ref().map(|p| p.figure))
-            .collect();
+        let proofs = ringlab_core::uring::knobs::given_proofs(&plan.ring, &plan.ring_defaults);
         ringlab_kstat::Collector::open(None, plan.evidence, &proofs)
     });
     let fds_before = open_fds();

@@ -107,6 +107,18 @@ pub struct Proof {
     pub why: &'static str,
 }
 
+/// The per-op figures that prove the knobs of `o` the user gave: every
+/// knob that is on, has a proof, and is not among `defaults` (the ring
+/// knobs ringlab chose by default). The kernel evidence counts them at
+/// every level.
+pub fn given_proofs(o: &UringOptions, defaults: &[&str]) -> Vec<&'static str> {
+    KNOBS
+        .iter()
+        .filter(|k| k.is_on(o) && !defaults.contains(&k.flag))
+        .filter_map(|k| k.proof.as_ref().map(|p| p.figure))
+        .collect()
+}
+
 /// File lookups (`io_uring_file_get`) per request below which registered
 /// files are in effect: the one threshold of the `fixed-files` row, also
 /// the bar above which the `file-lookup-shared` diagnosis says the
