@@ -81,9 +81,24 @@ pub fn render_kstat(out: &mut String, k: &ringlab_stats::KstatReport) {
     }
     let _ = writeln!(out, "kernel, per op: {}", figs.join(", "));
     if k.sampled_ops > 0 {
+        let mut what: Vec<&str> = Vec::new();
+        for (counter, label) in [
+            ("raw_syscalls:sys_enter", "system calls"),
+            ("io_uring:io_uring_queue_async_work", "io-wq offloads"),
+            ("io_uring:io_uring_poll_arm", "poll arming"),
+        ] {
+            if k.sampled_counters.contains_key(counter) {
+                what.push(label);
+            }
+        }
+        let what = match what.as_slice() {
+            [] => "the per-request tracepoints".to_string(),
+            [one] => one.to_string(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        };
         let _ = writeln!(
             out,
-            "  system calls counted in {} ms windows of every second ({} operations inside them; --evidence full counts the whole run)",
+            "  {what} counted in {} ms windows of every second ({} operations inside them; --evidence full counts the whole run)",
             ringlab_kstat::windows::WINDOW.as_millis(),
             k.sampled_ops
         );

@@ -10,7 +10,7 @@
 
 use crate::bpf::NamedCounters;
 use crate::device::{device_irqs, read_interrupts, IrqLine};
-use crate::windows::{SyscallWindows, Totals, WINDOW};
+use crate::windows::{Totals, Windows, WINDOW};
 use ringlab_stats::{
     DeviceIrqDelta, HelperThread, InterruptDeltas, KstatReport, UnavailableCounter,
 };
@@ -57,13 +57,13 @@ impl Level {
     }
 }
 
-/// Counted by default: system calls (and `io_uring_enter` among them; in
-/// windows of 100 ms every second, [`crate::windows`]),
+/// Counted by default: system calls (and `io_uring_enter` among them),
 /// io-wq offloads (the evidence of `--force-async`, and of a device that
-/// cannot complete a request without blocking), poll arming (multishot
-/// receive's proof: rare when it works), and the failures and overflows
-/// (rare, so free); and whatever proves a knob the user asked for (see
-/// [`Collector::open`]). Each hit of a counted tracepoint costs about 40 ns
+/// cannot complete a request without blocking) and poll arming (multishot
+/// receive's proof: rare when it works), these three in windows of 100 ms
+/// every second ([`WINDOWED_BY_DEFAULT`], [`crate::windows`]); the failures
+/// and overflows for the whole run (rare, so free); and whatever proves a
+/// knob the user asked for, for the whole run (see [`Collector::open`]). Each hit of a counted tracepoint costs about 40 ns
 /// of BPF program and its call: at depth 1 on zram (about 7 us a request,
 /// two context switches, six io_uring tracepoint hits) counting every
 /// tracepoint took about 30% of the IOPS with the stage tracing, and three
@@ -79,6 +79,22 @@ pub const DEFAULT_TRACEPOINTS: &[&str] = &[
 
 /// System calls, counted in windows by default.
 const SYS_ENTER: &str = "raw_syscalls:sys_enter";
+
+/// The tracepoints of [`DEFAULT_TRACEPOINTS`] that may fire on every
+/// request: by default counted in windows ([`crate::windows`]) unless they
+/// prove a knob the user asked for.
+pub const WINDOWED_BY_DEFAULT: &[&str] = &[
+    SYS_ENTER,
+    "io_uring:io_uring_queue_async_work",
+    "io_uring:io_uring_poll_arm",
+];
+
+/// Whether `tracepoint`'s count proves one of `proofs` (per-op figures).
+fn proves(tracepoint: &str, proofs: &[&str]) -> bool {
+    proofs.contains(&per_op_name(tracepoint).as_str())
+        || (tracepoint == SYS_ENTER
+            && proofs.contains(&per_op_name(crate::bpf::IO_URING_ENTER).as_str()))
+}
 
 /// Why a tracepoint of the full set has no count in a default run.
 pub const NOT_BY_DEFAULT: &str = "not counted by default (a per-request tracepoint: counting every one costs a few percent of a CPU-bound run); --evidence full counts it, as does asking for the knob it proves";
@@ -128,9 +144,11 @@ pub struct Collector {
     level: Level,
     /// The BPF counters of this process.
     counters: NamedCounters,
-    /// `--evidence default`: system calls counted in windows
-    /// ([`crate::windows`]); `Err`: why they could not be.
-    windows: Option<Result<SyscallWindows, String>>,
+    /// `--evidence default`: the tracepoints counted in windows
+    /// ([`WINDOWED_BY_DEFAULT`] less the proofs).
+    windowed_points: Vec<&'static str>,
+    /// Their windows once the run started; `Err`: why they could not be.
+    windows: Option<Result<Windows, String>>,
     /// What the windows counted, once the run ended.
     windowed: Option<Result<Totals, String>>,
     /// Counts at the measured run's start and end, by tracepoint.
@@ -156,12 +174,19 @@ impl Collector {
     /// make no file lookups).
     pub fn open(device: Option<String>, level: Level, proofs: &[&str]) -> Collector {
         let mut points = level.tracepoints();
+        let mut windowed_points = Vec::new();
         if level == Level::Default {
-            // Counted in windows instead (crate::windows).
-            points.retain(|&p| p != SYS_ENTER);
+            // Counted in windows instead (crate::windows), unless a knob's
+            // proof: that is counted for the whole run.
+            windowed_points = WINDOWED_BY_DEFAULT
+                .iter()
+                .copied()
+                .filter(|p| !proves(p, proofs))
+                .collect();
+            points.retain(|p| !windowed_points.contains(p));
         }
         for &name in FULL_ONLY_TRACEPOINTS {
-            if !points.contains(&name) && proofs.contains(&per_op_name(name).as_str()) {
+            if !points.contains(&name) && proves(name, proofs) {
                 points.push(name);
             }
         }
@@ -187,6 +212,7 @@ impl Collector {
             }
         }
         Collector {
+            windowed_points,
             windows: None,
             windowed: None,
             level,
@@ -203,12 +229,15 @@ impl Collector {
         }
     }
 
-    /// The measured run starts now. (`_ops_now`, the run's operation
-    /// count, was read by the sampling windows of perf counting; BPF
-    /// counts every request, so no window is needed.)
+    /// The measured run starts now; `ops_now` gives the run's operations
+    /// so far (the windows divide by the operations inside them).
     pub fn enable(&mut self, ops_now: OpsNow) {
-        if self.level == Level::Default {
-            self.windows = Some(SyscallWindows::start(std::process::id(), ops_now));
+        if !self.windowed_points.is_empty() {
+            self.windows = Some(Windows::start(
+                std::process::id(),
+                &self.windowed_points,
+                ops_now,
+            ));
         }
         self.irq_before = read_interrupts().ok();
         // Helpers are the threads alive from now on: one sampled before
@@ -236,10 +265,7 @@ impl Collector {
             return;
         }
         self.at_end = self.counters.snapshot();
-        self.windowed = self
-            .windows
-            .take()
-            .map(|w| w.and_then(SyscallWindows::finish));
+        self.windowed = self.windows.take().map(|w| w.and_then(Windows::finish));
         self.sample_threads();
         self.irq_after = read_interrupts().ok();
         self.enabled = false;
@@ -305,27 +331,46 @@ impl Collector {
         self.counters.detach_in_background();
         let mut sampled = BTreeMap::new();
         let mut sampled_ops = 0;
+        // The windowed tracepoints, and io_uring_enter with sys_enter.
+        let windowed_names: Vec<&'static str> = self
+            .windowed_points
+            .iter()
+            .flat_map(|&p| {
+                std::iter::once(p).chain((p == SYS_ENTER).then_some(crate::bpf::IO_URING_ENTER))
+            })
+            .collect();
+        let window_note = format!(
+            "counted in {} ms windows of every second (--evidence full counts the whole run)",
+            WINDOW.as_millis()
+        );
         match self.windowed.take() {
             None => {}
             Some(Err(reason)) => {
-                for counter in [SYS_ENTER, crate::bpf::IO_URING_ENTER] {
+                for counter in &windowed_names {
                     unavailable.push(UnavailableCounter {
-                        counter: counter.into(),
+                        counter: counter.to_string(),
                         reason: reason.clone(),
                     });
                 }
             }
             Some(Ok(t)) if t.ops == 0 => {
-                for counter in [SYS_ENTER, crate::bpf::IO_URING_ENTER] {
+                for counter in &windowed_names {
                     unavailable.push(UnavailableCounter {
-                        counter: counter.into(),
-                        reason: format!("counted in {} ms windows of every second (--evidence full counts the whole run), and no operation completed inside one", WINDOW.as_millis()),
+                        counter: counter.to_string(),
+                        reason: format!("{window_note}, and no operation completed inside one"),
                     });
                 }
             }
             Some(Ok(t)) => {
-                sampled.insert(SYS_ENTER.to_string(), t.syscalls);
-                sampled.insert(crate::bpf::IO_URING_ENTER.to_string(), t.io_uring_enter);
+                for (name, why) in &t.failed {
+                    unavailable.push(UnavailableCounter {
+                        counter: name.to_string(),
+                        reason: why.clone(),
+                    });
+                }
+                for (name, v) in t.counts {
+                    sampled.insert(name.to_string(), v);
+                }
                 sampled_ops = t.ops;
             }
         }

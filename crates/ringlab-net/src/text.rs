@@ -440,6 +440,11 @@ pub fn cost_lines(t: &Figures, h: &HttpFigures, kstat: Option<&KstatReport>) -> 
                 .iter()
                 .find(|u| u.counter == "raw_syscalls:sys_enter"),
         ) {
+            (Some(v), _) if k.sampled_counters.contains_key("raw_syscalls:sys_enter") => format!(
+                "{v:.2} counted by the kernel (raw_syscalls:sys_enter) in {} ms windows of every second ({} requests inside them; --evidence full counts the whole run)",
+                ringlab_kstat::windows::WINDOW.as_millis(),
+                k.sampled_ops
+            ),
             (Some(v), _) => format!("{v:.2} counted by the kernel (raw_syscalls:sys_enter)"),
             (None, Some(u)) => format!("kernel count unavailable: {}", u.reason),
             (None, None) => "kernel count unavailable: no response completed".to_string(),

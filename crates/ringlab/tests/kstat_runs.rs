@@ -267,6 +267,45 @@ fn default_evidence_names_what_it_does_not_count() {
         k.get("stages").is_none(),
         "stages only with --evidence stages"
     );
+    // The tracepoints that can fire on every request are counted in
+    // windows by default, and the per-op figure divides by the operations
+    // inside them; a knob's proof (--force-async: the offloads) is counted
+    // for the whole run instead.
+    if kstat_per_op(&r, "syscalls_per_op", "raw_syscalls:sys_enter").is_some() {
+        for counter in [
+            "raw_syscalls:sys_enter",
+            "io_uring:io_uring_queue_async_work",
+            "io_uring:io_uring_poll_arm",
+        ] {
+            assert!(
+                k["sampled_counters"].get(counter).is_some(),
+                "{counter}: {k}"
+            );
+            assert!(k["counters"].get(counter).is_none(), "{counter}: {k}");
+        }
+        assert!(k["sampled_ops"].as_u64().unwrap() > 0, "{k}");
+        assert!(
+            k["per_op"]["io_uring_queue_async_work_per_op"].is_f64(),
+            "{k}"
+        );
+        let forced = run(
+            &dir.path().display().to_string(),
+            "--iodepth 4 --force-async",
+        );
+        let f = &forced["kstat"];
+        assert!(
+            f["counters"]
+                .get("io_uring:io_uring_queue_async_work")
+                .is_some(),
+            "the proof of --force-async is counted for the whole run: {f}"
+        );
+        assert!(f["sampled_counters"]
+            .get("io_uring:io_uring_queue_async_work")
+            .is_none());
+        assert!(f["sampled_counters"]
+            .get("raw_syscalls:sys_enter")
+            .is_some());
+    }
 }
 
 #[test]
