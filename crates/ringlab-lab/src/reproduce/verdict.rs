@@ -13,6 +13,10 @@ use serde::Serialize;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 
+/// A verdict that a and b differ needs the rank test's p below this as
+/// well as its interval on one side.
+pub const SIGNIFICANCE: f64 = 0.05;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
@@ -510,19 +514,22 @@ fn evaluate_pair(
         }
     };
     let near_one = size > 0.5 && size < 2.0;
+    let rank = format!(
+        "; a verdict that a and b differ also needs the rank test's p below {SIGNIFICANCE}"
+    );
     out.rule = match check.expect.as_str() {
         "greater" => format!(
             "reproduced when the 95% interval of a/b lies wholly at or above {} (the claimed {} less the {:.0}% tolerance); contradicted when wholly below it; inconclusive when it holds it",
             threshold_text(lo_t, near_one), threshold_text(size, near_one), tol * 100.0
-        ),
+        ) + &rank,
         "less" => format!(
             "reproduced when the 95% interval of a/b lies wholly at or below {} (the claimed {} plus the {:.0}% tolerance); contradicted when wholly above it; inconclusive when it holds it",
             threshold_text(hi_t, near_one), threshold_text(size, near_one), tol * 100.0
-        ),
+        ) + &rank,
         _ => format!(
             "reproduced when the 95% interval of a/b lies wholly inside the equivalence zone [{}, {}]; contradicted when wholly outside it; inconclusive when it crosses its edge",
             effect::percent(lo_t), effect::percent(hi_t)
-        ),
+        ) + &rank,
     };
     if pairs.is_empty() {
         out.reason = format!(
@@ -720,6 +727,31 @@ fn evaluate_pair(
                 (Verdict::Inconclusive, format!("the interval crosses the edge of the equivalence zone {zone}: the runs cannot tell equal from different"))
             }
         }
+    };
+    // A verdict that says a and b differ (an effect past a threshold
+    // away from 1, the opposite effect, or a pair outside the zone of
+    // equivalence) needs the rank test too: with a handful of repeats the
+    // bootstrap interval can miss 1 while the two sets overlap (seen:
+    // 0.313x [0.152x, 0.827x] at p = 0.69 on a busy machine), and a
+    // verdict on that flips between runs.
+    let says_different = match (verdict, check.expect.as_str()) {
+        (Verdict::Reproduced, "greater") => lo_t > 1.0,
+        (Verdict::Reproduced, "less") => hi_t < 1.0,
+        (Verdict::Reproduced, _) => false,
+        (Verdict::Contradicted, "greater") => iv.hi < 1.0,
+        (Verdict::Contradicted, "less") => iv.lo > 1.0,
+        (Verdict::Contradicted, _) => true,
+        (Verdict::Inconclusive | Verdict::CannotRun, _) => false,
+    };
+    let (verdict, why) = match out.p_value {
+        Some(p) if says_different && p >= SIGNIFICANCE => (
+            Verdict::Inconclusive,
+            format!(
+                "{why}, but the rank test does not tell the two sets apart (p = {} >= {SIGNIFICANCE}): too few or too scattered repeats to decide",
+                num(p)
+            ),
+        ),
+        _ => (verdict, why),
     };
     out.verdict = verdict;
     out.reason = if verdict == Verdict::Inconclusive && spread && check.expect != "equal" {
@@ -951,6 +983,40 @@ tolerance = 0.1
         );
         assert!(o[0].interval.unwrap().contains(1.0));
         assert_eq!(combine(&o, Some(0)), (Verdict::Inconclusive, Some(0)));
+    }
+
+    #[test]
+    fn an_interval_off_one_without_a_rank_difference_decides_nothing() {
+        // At depth 1 fast is half of slow in every repeat; at depth 16 the
+        // two overlap. The mean of the two ratios (about 0.75) has an
+        // interval wholly below 1, but at depth 16 the rank test finds no
+        // difference: the verdict may not say "the opposite of the claim".
+        let mut v = points_with(&[50.0, 51.0, 49.0, 50.5, 49.5], &[100.0; 5], 3e6, &[]);
+        let overlap_fast = [95.0, 105.0, 100.0, 98.0, 102.0];
+        let overlap_slow = [100.0, 96.0, 104.0, 99.0, 101.0];
+        for p in &mut v {
+            if p.values["iodepth"] == 16 {
+                let i = p.result["total"]["lat_ns"]["mean"].as_f64().unwrap() / 3e6;
+                let i = ((i - 1.0) / 0.01).round() as usize;
+                let x = if p.values["engine"] == "fast" {
+                    overlap_fast[i]
+                } else {
+                    overlap_slow[i]
+                };
+                p.result["total"]["iops"] = json!(x * 2.0);
+            }
+        }
+        let o = run(&v, Some(4e6));
+        let iv = o[0].interval.unwrap();
+        assert!(iv.hi < 1.0, "the interval is wholly below 1: {iv:?}");
+        assert!(o[0].p_value.unwrap() >= SIGNIFICANCE, "{:?}", o[0].p_value);
+        assert_eq!(o[0].verdict, Verdict::Inconclusive, "{}", o[0].reason);
+        assert!(
+            o[0].reason
+                .contains("the rank test does not tell the two sets apart"),
+            "{}",
+            o[0].reason
+        );
     }
 
     #[test]
