@@ -214,10 +214,50 @@ pub struct ProcSample {
     pub runnable: Option<u64>,
     /// (steal, all) jiffies summed over CPUs since boot.
     steal_total: Option<(u64, u64)>,
+    /// Busy jiffies (user, nice, system, irq, softirq) summed over CPUs
+    /// since boot.
+    busy: Option<u64>,
+    /// CPU time of this process, its waited-for children (the runs) and
+    /// the background process, ns.
+    ours_ns: Option<u64>,
+}
+
+/// Other work above this share of all CPUs' time during a sweep makes the
+/// machine busy: a timing verdict from it is not decided.
+pub const BUSY_OTHER_PERCENT: f64 = 10.0;
+
+/// User plus system CPU time of a `getrusage` target, ns.
+fn rusage_ns(who: libc::c_int) -> Option<u64> {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+        return None;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    Some(tv(ru.ru_utime) + tv(ru.ru_stime))
+}
+
+/// utime + stime of a live process (all its threads), ns.
+fn proc_cpu_ns(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command (which may hold spaces) in parentheses.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line: 12 and 13 here.
+    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(ticks * jiffy_ns())
+}
+
+fn jiffy_ns() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    1_000_000_000 / if hz > 0 { hz as u64 } else { 100 }
 }
 
 impl ProcSample {
-    pub fn take() -> ProcSample {
+    /// Now; `background`: a process of ours that runs beside the sweeps
+    /// (its CPU time is ours, not other work).
+    pub fn take(background: Option<u32>) -> ProcSample {
         let load1 = std::fs::read_to_string("/proc/loadavg")
             .ok()
             .and_then(|t| t.split_whitespace().next()?.parse().ok());
@@ -237,10 +277,27 @@ impl ProcSample {
             let all: u64 = f.iter().take(8).sum();
             Some((*f.get(7)?, all))
         });
+        let busy = stat.lines().find(|l| l.starts_with("cpu ")).and_then(|l| {
+            let f: Vec<u64> = l
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            Some(f.first()? + f.get(1)? + f.get(2)? + f.get(5)? + f.get(6)?)
+        });
+        let ours_ns = (|| {
+            let bg = match background {
+                Some(pid) => proc_cpu_ns(pid)?,
+                None => 0,
+            };
+            Some(rusage_ns(libc::RUSAGE_SELF)? + rusage_ns(libc::RUSAGE_CHILDREN)? + bg)
+        })();
         ProcSample {
             load1,
             runnable,
             steal_total,
+            busy,
+            ours_ns,
         }
     }
 }
@@ -259,11 +316,29 @@ pub fn quietness(
         _ => None,
     };
     let mut warnings = Vec::new();
-    // Before a sweep nothing of ours runs but this process: any load is
-    // someone else's.
-    if let Some(l) = before.load1.filter(|l| *l > 0.5 * cpus as f64) {
+    // The CPU time the machine spent busy during the sweep less what this
+    // process, its runs and its background process used: other work. (The
+    // load average is recorded but decides nothing: it is a one-minute
+    // average that still holds the previous sweep's own runs.)
+    let other_cpu_percent = match (
+        before.busy,
+        after.busy,
+        before.steal_total,
+        after.steal_total,
+        before.ours_ns,
+        after.ours_ns,
+    ) {
+        (Some(b0), Some(b1), Some((_, t0)), Some((_, t1)), Some(o0), Some(o1)) if t1 > t0 => {
+            let busy_ns = b1.saturating_sub(b0) as f64 * jiffy_ns() as f64;
+            let ours = o1.saturating_sub(o0) as f64;
+            let all_ns = (t1 - t0) as f64 * jiffy_ns() as f64;
+            Some(((busy_ns - ours).max(0.0) * 100.0 / all_ns).min(100.0))
+        }
+        _ => None,
+    };
+    if let Some(o) = other_cpu_percent.filter(|o| *o > BUSY_OTHER_PERCENT) {
         warnings.push(format!(
-            "load average {l:.2} on {cpus} CPU(s) before the runs: other work was running"
+            "other processes used {o:.0}% of the {cpus} CPU(s)' time during the runs"
         ));
     }
     if let Some(r) = before.runnable.filter(|r| *r > 1) {
@@ -280,6 +355,7 @@ pub fn quietness(
         "load1_after": after.load1,
         "runnable_before": before.runnable,
         "steal_percent": steal_percent,
+        "other_cpu_percent": other_cpu_percent,
         "warnings": warnings,
     })
 }
@@ -287,6 +363,35 @@ pub fn quietness(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn other_work_is_the_busy_time_less_ours() {
+        let at = |busy: u64, all: u64, ours_ns: u64| ProcSample {
+            load1: Some(3.0),
+            runnable: Some(1),
+            steal_total: Some((0, all)),
+            busy: Some(busy),
+            ours_ns: Some(ours_ns),
+        };
+        let j = jiffy_ns();
+        // 1000 jiffies of all CPUs, 600 busy, 500 of them ours: 10% other.
+        let q = quietness("s", &at(0, 0, 0), &at(600, 1000, 500 * j), 2);
+        assert!(
+            (q["other_cpu_percent"].as_f64().unwrap() - 10.0).abs() < 1e-9,
+            "{q}"
+        );
+        assert!(q["warnings"].as_array().unwrap().is_empty(), "{q}");
+        // The same busy time, 200 jiffies ours: 40% other, a warning; the
+        // load average alone (3.0: our own previous sweep) warns of nothing.
+        let q = quietness("s", &at(0, 0, 0), &at(600, 1000, 200 * j), 2);
+        assert!(
+            (q["other_cpu_percent"].as_f64().unwrap() - 40.0).abs() < 1e-9,
+            "{q}"
+        );
+        let w = q["warnings"].as_array().unwrap();
+        assert_eq!(w.len(), 1, "{q}");
+        assert!(w[0].as_str().unwrap().contains("40%"), "{q}");
+    }
 
     #[test]
     fn requirements_name_what_is_missing() {

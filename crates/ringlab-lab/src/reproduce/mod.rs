@@ -801,7 +801,8 @@ fn run_recipe(
     let mut verdict = loop {
         let t0 = Instant::now();
         for s in &todo {
-            run_round(r, s, round, dir, opts, &vars, machine, &mut quiet)?;
+            let bg_pid = bg.as_ref().map(|b| b.child.id());
+            run_round(r, s, round, dir, opts, &vars, machine, bg_pid, &mut quiet)?;
         }
         let round_time = t0.elapsed();
         let ran = runs_in(
@@ -953,6 +954,7 @@ fn run_round(
     opts: &ReproduceOptions,
     vars: &Vars,
     machine: &Machine,
+    bg_pid: Option<u32>,
     quiet: &mut Vec<Json>,
 ) -> Result<()> {
     let mut spec = s.clone();
@@ -999,10 +1001,10 @@ fn run_round(
             Files::warm(Path::new(p))?;
         }
     }
-    let before = machine::ProcSample::take();
+    let before = machine::ProcSample::take(bg_pid);
     with_affinity(cpus.as_deref(), || run_sweep(&plan, &sweep_dir, &sopts))?
         .with_context(|| format!("sweep {} of recipe {}", s.name, r.name))?;
-    let after = machine::ProcSample::take();
+    let after = machine::ProcSample::take(bg_pid);
     let name = sweep_dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -1029,9 +1031,39 @@ fn attach_quietness(verdict: &mut Json, quiet: &[Json]) {
             .filter_map(|q| q[key].as_f64())
             .reduce(f64::max)
     };
+    // Other work on the CPUs during a sweep changes what timing shows (an
+    // SQPOLL poller or an io-wq worker that has to share its CPU): such a
+    // verdict is not decided. Kernel counts per request (kstat.*) are not
+    // timing and stand.
+    let other = worst("other_cpu_percent").filter(|o| *o > machine::BUSY_OTHER_PERCENT);
+    if let (Some(o), Some(obj)) = (other, verdict.as_object_mut()) {
+        let decisive = matches!(obj["verdict"].as_str(), Some("reproduced" | "contradicted"));
+        let metric = obj["decided_by"]
+            .as_u64()
+            .and_then(|i| obj["checks"].get(i.checked_sub(1)? as usize))
+            .and_then(|c| c["metric"].as_str())
+            .unwrap_or("")
+            .to_string();
+        if decisive && !metric.starts_with("kstat.") {
+            let was = obj["verdict"].as_str().unwrap_or("").to_string();
+            let reason = obj["reason"].as_str().unwrap_or("").to_string();
+            obj.insert("verdict".into(), json!("inconclusive"));
+            obj.insert(
+                "reason".into(),
+                json!(format!(
+                    "Not decided: other processes used up to {o:.0}% of the CPUs' time during the runs (over {}%), and a verdict on timing ({metric}) from a busy machine says more about the other work than about the claim; run again on a quiet machine. The runs alone would say {was}: {reason}",
+                    machine::BUSY_OTHER_PERCENT
+                )),
+            );
+        }
+    }
     if let Some(o) = verdict.as_object_mut() {
         if !busy.is_empty() {
             let mut parts = Vec::new();
+            if let Some(c) = worst("other_cpu_percent").filter(|c| *c > machine::BUSY_OTHER_PERCENT)
+            {
+                parts.push(format!("other processes up to {c:.0}% of the CPUs"));
+            }
             if let Some(l) = worst("load1_before") {
                 parts.push(format!("load average up to {l:.1} before a sweep"));
             }
@@ -1295,6 +1327,38 @@ fn evidence(r: &Recipe, points: &[Point]) -> Json {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_busy_machine_decides_no_timing_verdict() {
+        let verdict = |metric: &str| {
+            json!({"verdict": "reproduced", "decided_by": 1, "reason": "Decided by check 1.",
+                   "checks": [{"metric": metric}]})
+        };
+        let busy = [json!({"sweep": "s", "other_cpu_percent": 42.0,
+                           "warnings": ["other processes used 42% of the 2 CPU(s)' time during the runs"]})];
+        let quiet = [json!({"sweep": "s", "other_cpu_percent": 3.0, "warnings": []})];
+        let mut v = verdict("total.iops");
+        attach_quietness(&mut v, &busy);
+        assert_eq!(v["verdict"], "inconclusive", "{v}");
+        let why = v["reason"].as_str().unwrap();
+        assert!(
+            why.starts_with("Not decided: other processes used up to 42%"),
+            "{why}"
+        );
+        assert!(why.contains("would say reproduced"), "{why}");
+        // Kernel counts per request are not timing: they stand.
+        let mut k = verdict("kstat.per_op.ipis_per_op");
+        attach_quietness(&mut k, &busy);
+        assert_eq!(k["verdict"], "reproduced", "{k}");
+        assert!(k["reason"]
+            .as_str()
+            .unwrap()
+            .contains("Warning: the machine was busy"));
+        let mut q = verdict("total.iops");
+        attach_quietness(&mut q, &quiet);
+        assert_eq!(q["verdict"], "reproduced", "{q}");
+        assert!(!q["reason"].as_str().unwrap().contains("busy"));
+    }
 
     #[test]
     fn a_further_round_repeats_only_the_points_of_undecided_checks() {
