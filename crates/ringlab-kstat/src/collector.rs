@@ -9,11 +9,9 @@
 //! free.
 
 use crate::bpf::NamedCounters;
-use crate::device::{device_irqs, read_interrupts, IrqLine};
+use crate::device::{irq_deltas, read_interrupts, IrqLine};
 use crate::windows::{Totals, Windows, WINDOW};
-use ringlab_stats::{
-    DeviceIrqDelta, HelperThread, InterruptDeltas, KstatReport, UnavailableCounter,
-};
+use ringlab_stats::{HelperThread, KstatReport, UnavailableCounter};
 use std::collections::BTreeMap;
 use std::fs;
 
@@ -478,39 +476,6 @@ fn status_field(task: &std::path::Path, key: &str) -> Option<u64> {
     })
 }
 
-fn per_cpu_delta(a: &[IrqLine], b: &[IrqLine], irq: &str) -> Vec<u64> {
-    let find = |lines: &[IrqLine]| {
-        lines
-            .iter()
-            .find(|l| l.irq == irq)
-            .map(|l| l.per_cpu.clone())
-    };
-    match (find(a), find(b)) {
-        (Some(x), Some(y)) => y
-            .iter()
-            .zip(x.iter().chain(std::iter::repeat(&0)))
-            .map(|(after, before)| after.saturating_sub(*before))
-            .collect(),
-        _ => Vec::new(),
-    }
-}
-
-fn irq_deltas(a: &[IrqLine], b: &[IrqLine], device: Option<&str>) -> InterruptDeltas {
-    let device_vectors = device.map(device_irqs).unwrap_or_default();
-    InterruptDeltas {
-        rescheduling_per_cpu: per_cpu_delta(a, b, "RES"),
-        function_call_per_cpu: per_cpu_delta(a, b, "CAL"),
-        device: device_vectors
-            .into_iter()
-            .map(|d| DeviceIrqDelta {
-                irq: d.irq,
-                per_cpu: per_cpu_delta(a, b, &d.irq.to_string()),
-                name: d.name,
-            })
-            .collect(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -530,6 +495,7 @@ mod tests {
 
     #[test]
     fn interrupt_deltas_per_cpu() {
+        use crate::device::per_cpu_delta;
         let a = crate::device::parse_interrupts(
             "  CPU0 CPU1\nRES: 1 2 Resched\n 36: 5 5 virtio1-req.0\n",
         );

@@ -3,6 +3,7 @@
 //! its queues and whether it can be polled. Results turn on exactly these
 //! facts (the COOP_TASKRUN thesis: interrupt vs non-interrupt cores).
 
+use ringlab_stats::{DeviceIrqDelta, InterruptDeltas};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fs;
@@ -185,6 +186,43 @@ pub fn device_irqs(name: &str) -> Vec<DeviceIrq> {
         }
     }
     by_irq.into_values().collect()
+}
+
+/// Per CPU, how much interrupt line `irq` (`RES`, `36`) rose from `a` to
+/// `b`; empty when either has no such line.
+pub fn per_cpu_delta(a: &[IrqLine], b: &[IrqLine], irq: &str) -> Vec<u64> {
+    let find = |lines: &[IrqLine]| {
+        lines
+            .iter()
+            .find(|l| l.irq == irq)
+            .map(|l| l.per_cpu.clone())
+    };
+    match (find(a), find(b)) {
+        (Some(x), Some(y)) => y
+            .iter()
+            .zip(x.iter().chain(std::iter::repeat(&0)))
+            .map(|(after, before)| after.saturating_sub(*before))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The rises of the IPI lines and of `device`'s interrupt vectors from
+/// `a` to `b` (two reads of /proc/interrupts).
+pub fn irq_deltas(a: &[IrqLine], b: &[IrqLine], device: Option<&str>) -> InterruptDeltas {
+    let device_vectors = device.map(device_irqs).unwrap_or_default();
+    InterruptDeltas {
+        rescheduling_per_cpu: per_cpu_delta(a, b, "RES"),
+        function_call_per_cpu: per_cpu_delta(a, b, "CAL"),
+        device: device_vectors
+            .into_iter()
+            .map(|d| DeviceIrqDelta {
+                irq: d.irq,
+                per_cpu: per_cpu_delta(a, b, &d.irq.to_string()),
+                name: d.name,
+            })
+            .collect(),
+    }
 }
 
 #[cfg(test)]

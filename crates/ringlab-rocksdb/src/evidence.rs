@@ -7,7 +7,7 @@
 use ringlab_core::uring::knobs::{knob, Arg, UringOptions};
 use ringlab_kstat::bpf::NamedCounters;
 use ringlab_kstat::collector::per_op_name;
-use ringlab_kstat::device::{read_interrupts, IrqLine};
+use ringlab_kstat::device::{irq_deltas, read_interrupts, IrqLine};
 use ringlab_kstat::Level;
 use ringlab_stats::{HelperThread, KstatReport, UnavailableCounter};
 use std::collections::BTreeMap;
@@ -70,18 +70,13 @@ impl ProcessCounters {
         self.counters.detach_in_background();
         match (&self.irq_before, read_interrupts().ok()) {
             (Some(before), Some(after)) => {
-                for (irq, name) in [
-                    ("RES", "irq_vectors:reschedule_entry"),
-                    ("CAL", "irq_vectors:call_function_entry"),
+                let d = irq_deltas(before, &after, None);
+                for (per_cpu, name) in [
+                    (&d.rescheduling_per_cpu, "irq_vectors:reschedule_entry"),
+                    (&d.function_call_per_cpu, "irq_vectors:call_function_entry"),
                 ] {
-                    let sum = |lines: &[IrqLine]| -> Option<u64> {
-                        lines
-                            .iter()
-                            .find(|l| l.irq == irq)
-                            .map(|l| l.per_cpu.iter().sum())
-                    };
-                    if let (Some(a), Some(b)) = (sum(before), sum(&after)) {
-                        out.insert(name.to_string(), b.saturating_sub(a));
+                    if !per_cpu.is_empty() {
+                        out.insert(name.to_string(), per_cpu.iter().sum());
                     }
                 }
             }
