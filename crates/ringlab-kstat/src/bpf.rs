@@ -207,6 +207,20 @@ pub struct Counted {
     pub with_io_uring_enter: bool,
 }
 
+impl Counted {
+    /// One counter per tracepoint; `raw_syscalls:sys_enter` counts
+    /// `io_uring_enter` calls too.
+    pub fn named(tracepoints: &[&'static str]) -> Vec<Counted> {
+        tracepoints
+            .iter()
+            .map(|&tracepoint| Counted {
+                tracepoint,
+                with_io_uring_enter: tracepoint == "raw_syscalls:sys_enter",
+            })
+            .collect()
+    }
+}
+
 impl TgidCounters {
     /// Attaches a counter to each tracepoint in `points` for thread group
     /// `tgid`; counting starts at once. Returns the counters and, for each
@@ -317,13 +331,7 @@ impl NamedCounters {
     /// Attaches to each of `tracepoints` for thread group `tgid`; counting
     /// starts at once.
     pub fn attach(tgid: u32, tracepoints: &[&'static str]) -> NamedCounters {
-        let points: Vec<Counted> = tracepoints
-            .iter()
-            .map(|&tracepoint| Counted {
-                tracepoint,
-                with_io_uring_enter: tracepoint == "raw_syscalls:sys_enter",
-            })
-            .collect();
+        let points = Counted::named(tracepoints);
         let mut unavailable = Vec::new();
         let mut attached = Vec::new();
         let counters = match TgidCounters::attach(tgid, &points) {

@@ -76,13 +76,7 @@ impl Windows {
         tracepoints: &[&'static str],
         ops_now: OpsNow,
     ) -> Result<Windows, String> {
-        let points: Vec<Counted> = tracepoints
-            .iter()
-            .map(|&tracepoint| Counted {
-                tracepoint,
-                with_io_uring_enter: tracepoint == "raw_syscalls:sys_enter",
-            })
-            .collect();
+        let points = Counted::named(tracepoints);
         let (mut c, failed) = TgidCounters::attach(tgid, &points)?;
         // Slot i counts points[i]; the io_uring_enter count of sys_enter
         // is in slot points.len().

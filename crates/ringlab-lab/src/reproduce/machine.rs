@@ -266,25 +266,20 @@ impl ProcSample {
             .lines()
             .find_map(|l| l.strip_prefix("procs_running "))
             .and_then(|v| v.trim().parse().ok());
-        let steal_total = stat.lines().find(|l| l.starts_with("cpu ")).and_then(|l| {
-            let f: Vec<u64> = l
-                .split_whitespace()
-                .skip(1)
-                .filter_map(|x| x.parse().ok())
-                .collect();
-            // user nice system idle iowait irq softirq steal [guest...]:
-            // guest time is already inside user.
-            let all: u64 = f.iter().take(8).sum();
-            Some((*f.get(7)?, all))
-        });
-        let busy = stat.lines().find(|l| l.starts_with("cpu ")).and_then(|l| {
-            let f: Vec<u64> = l
-                .split_whitespace()
-                .skip(1)
-                .filter_map(|x| x.parse().ok())
-                .collect();
-            Some(f.first()? + f.get(1)? + f.get(2)? + f.get(5)? + f.get(6)?)
-        });
+        // user nice system idle iowait irq softirq steal [guest...]: guest
+        // time is already inside user.
+        let cpu: Vec<u64> = stat
+            .lines()
+            .find(|l| l.starts_with("cpu "))
+            .map(|l| {
+                l.split_whitespace()
+                    .skip(1)
+                    .filter_map(|x| x.parse().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let steal_total = (cpu.len() >= 8).then(|| (cpu[7], cpu.iter().take(8).sum()));
+        let busy = (cpu.len() >= 7).then(|| cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6]);
         let ours_ns = (|| {
             let bg = match background {
                 Some(pid) => proc_cpu_ns(pid)?,
