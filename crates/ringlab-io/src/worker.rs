@@ -287,6 +287,7 @@ pub fn run_job<E: Engine>(
             now_ns: 0,
             left: COARSE_EVERY,
         }),
+        engine_counts_submits: false,
         stamp_each: match plan.engine {
             crate::engines::EngineKind::Posixaio => true,
             crate::engines::EngineKind::Uring | crate::engines::EngineKind::Libaio => {
@@ -933,6 +934,8 @@ struct Job<'a, E: Engine> {
     /// submission stamp right after that call, which is also the start of
     /// the next (one clock read per request, beside a system call).
     stamp_each: bool,
+    /// The engine counts its submissions (fio's IO depths "submit").
+    engine_counts_submits: bool,
     /// --gtod-reduce: the clock of the last read, taken once every
     /// [`COARSE_EVERY`] completions instead of per loop turn; `None`: every
     /// I/O is timed.
@@ -1003,6 +1006,8 @@ impl<E: Engine> Job<'_, E> {
         self.unrecorded.n = 0;
         self.measurements = ThreadMeasurements::default();
         self.measurements.syncs = syncs;
+        // The ramp's submissions too.
+        let _ = self.engine.take_submit_counts();
         self.issued_bytes = 0;
         self.issued_ios = 0;
         if let Some(iv) = &mut self.intervals {
@@ -1102,8 +1107,12 @@ impl<E: Engine> Job<'_, E> {
     /// error of the engine itself (a system call that failed) returns at
     /// once; the caller drains.
     fn run(&mut self) -> Result<()> {
+        self.engine_counts_submits = self.engine.take_submit_counts().is_some();
         let r = self.run_loop();
         self.flush_recorded();
+        if let Some(c) = self.engine.take_submit_counts() {
+            self.measurements.io_depths.add_submits(&c);
+        }
         r
     }
 
@@ -1113,6 +1122,20 @@ impl<E: Engine> Job<'_, E> {
         loop {
             let queued = self.fill()?;
             if queued > 0 {
+                // fio's "IO depths": the depth these went out at, and the
+                // submission that handed them over (one call each where
+                // each request is submitted on its own).
+                let d = &mut self.measurements.io_depths;
+                d.issued(self.inflight, u64::from(queued));
+                if !self.engine_counts_submits {
+                    if self.stamp_each {
+                        for _ in 0..queued {
+                            d.submitted(1);
+                        }
+                    } else {
+                        d.submitted(queued);
+                    }
+                }
                 self.engine.commit()?;
                 // fio's slat ends when the request is handed to the kernel:
                 // after io_submit or a submitting io_uring_enter returns
@@ -1143,6 +1166,9 @@ impl<E: Engine> Job<'_, E> {
                 }
                 completions.clear();
                 self.engine.reap(1, &mut completions)?;
+                self.measurements
+                    .io_depths
+                    .completed(completions.len() as u32);
                 let now = self.completed_at(completions.len() as u32);
                 for c in &completions {
                     // A completion thread stamps the moment it saw the
@@ -1308,6 +1334,12 @@ impl<E: Engine> Job<'_, E> {
                 QueueStatus::Completed(result) => {
                     self.issued_bytes += len as u64;
                     self.issued_ios += 1;
+                    // As fio's synchronous engines: depth 1, one request
+                    // per submission and per completion.
+                    let d = &mut self.measurements.io_depths;
+                    d.issued(1, 1);
+                    d.submitted(1);
+                    d.completed(1);
                     self.count_think();
                     let now = self.completed_at(1);
                     if let Err(e) = self.complete(slot, result, now) {

@@ -339,6 +339,10 @@ pub fn merge(inputs: Vec<Input>, opts: MergeOptions) -> Result<RunResult> {
         ctx_involuntary: totals().map(|t| t.ctx_involuntary).sum(),
         verified_blocks: sum_opt(totals().map(|t| t.verified_blocks)),
         syncs: sum_opt(totals().map(|t| t.syncs)),
+        io_depths: totals().filter_map(|t| t.io_depths).reduce(|mut a, b| {
+            a.merge(&b);
+            a
+        }),
     };
     let mut jobs = Vec::new();
     for i in &inputs {

@@ -825,6 +825,7 @@ fn build_result(
         ctx_involuntary: invol,
         verified_blocks: None,
         syncs: None,
+        io_depths: None,
     };
     let mut config_map = serde_json::Map::new();
     config_map.insert("configuration".into(), json!(config.name));

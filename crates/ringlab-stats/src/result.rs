@@ -614,6 +614,109 @@ pub struct Figures {
     /// fsync/fdatasync calls made (--fsync/--fdatasync N); absent without.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub syncs: Option<u64>,
+    /// fio's "IO depths" counts; absent in results from before they were
+    /// counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_depths: Option<IoDepths>,
+}
+
+/// fio's "IO depths": how deep the queue was as I/Os went out, and how
+/// many requests each submission handed over and each reap returned
+/// (fio's `io_u_map`, `io_u_submit`, `io_u_complete`, same buckets).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IoDepths {
+    /// I/Os by the requests in flight once they were queued: 1, 2-3, 4-7,
+    /// 8-15, 16-31, 32-63, 64 and more (fio's `1, 2, 4, ..., >=64`).
+    pub depth: [u64; 7],
+    /// Submissions by the requests each handed to the kernel: 0, 1-4,
+    /// 5-8, 9-16, 17-32, 33-64, more (fio's `0, 4, 8, ..., >=64`).
+    pub submit: [u64; 7],
+    /// Reaps by the completions each returned (the same buckets).
+    pub complete: [u64; 7],
+}
+
+impl IoDepths {
+    /// `n` I/Os went out with `depth` in flight.
+    #[inline]
+    pub fn issued(&mut self, depth: u32, n: u64) {
+        let i = match depth {
+            0 | 1 => 0,
+            2..=3 => 1,
+            4..=7 => 2,
+            8..=15 => 3,
+            16..=31 => 4,
+            32..=63 => 5,
+            _ => 6,
+        };
+        self.depth[i] += n;
+    }
+
+    /// The bucket of a submission or reap of `n` requests.
+    #[inline]
+    pub fn batch(n: u32) -> usize {
+        match n {
+            0 => 0,
+            1..=4 => 1,
+            5..=8 => 2,
+            9..=16 => 3,
+            17..=32 => 4,
+            33..=64 => 5,
+            _ => 6,
+        }
+    }
+
+    /// One submission handed `n` requests to the kernel.
+    #[inline]
+    pub fn submitted(&mut self, n: u32) {
+        self.submit[Self::batch(n)] += 1;
+    }
+
+    /// One reap returned `n` completions.
+    #[inline]
+    pub fn completed(&mut self, n: u32) {
+        self.complete[Self::batch(n)] += 1;
+    }
+
+    /// Adds submission counts an engine kept itself (by [`IoDepths::batch`]).
+    pub fn add_submits(&mut self, counts: &[u64; 7]) {
+        for (x, y) in self.submit.iter_mut().zip(counts) {
+            *x += y;
+        }
+    }
+
+    pub fn merge(&mut self, other: &IoDepths) {
+        for (a, b) in [
+            (&mut self.depth, &other.depth),
+            (&mut self.submit, &other.submit),
+            (&mut self.complete, &other.complete),
+        ] {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.depth
+            .iter()
+            .chain(&self.submit)
+            .chain(&self.complete)
+            .all(|&n| n == 0)
+    }
+
+    /// Each bucket's share of its counts in percent, as fio prints them
+    /// (all zeros where nothing was counted).
+    pub fn percent(counts: &[u64; 7]) -> [f64; 7] {
+        let total: u64 = counts.iter().sum();
+        let mut out = [0.0; 7];
+        if total > 0 {
+            for (o, &c) in out.iter_mut().zip(counts) {
+                *o = c as f64 * 100.0 / total as f64;
+            }
+        }
+        out
+    }
 }
 
 /// Figures of one direction (reads or writes).
@@ -662,6 +765,8 @@ pub struct ThreadMeasurements {
     pub verified_blocks: Option<u64>,
     /// fsync/fdatasync calls (None: the run made no sync calls by plan).
     pub syncs: Option<u64>,
+    /// fio's "IO depths" counts.
+    pub io_depths: IoDepths,
     /// --status-interval: the job's intervals, in order.
     pub intervals: Vec<IntervalRecorder>,
 }
@@ -778,6 +883,7 @@ impl ThreadMeasurements {
             (None, None) => None,
             (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
         };
+        self.io_depths.merge(&other.io_depths);
         // Jobs cut their intervals at the same multiples of the period on
         // clocks started together: interval i of each job is the same span.
         for (i, iv) in other.intervals.iter().enumerate() {
@@ -810,6 +916,7 @@ impl ThreadMeasurements {
             ctx_involuntary: self.ctx_involuntary,
             verified_blocks: self.verified_blocks,
             syncs: self.syncs,
+            io_depths: (!self.io_depths.is_empty()).then_some(self.io_depths),
         }
     }
 }

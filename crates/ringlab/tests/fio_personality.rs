@@ -91,6 +91,88 @@ fn normal_output_matches_fio_regexes() {
 }
 
 #[test]
+fn io_depths_are_counted_as_fio_counts_them() {
+    let d = tmp("depths");
+    // io_uring at depth 8, four requests a submission (fio's
+    // iodepth_batch_submit): every I/O goes out with 5-8 in flight and
+    // each submission hands over 1-4.
+    let out = fio(
+        &d,
+        &[
+            "--name=x",
+            "--filename=F",
+            "--size=256k",
+            "--rw=randread",
+            "--ioengine=io_uring",
+            "--iodepth=8",
+            "--iodepth_batch_submit=4",
+            "--output-format=json,normal",
+        ],
+    );
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let j: serde_json::Value = serde_json::Deserializer::from_str(&text)
+        .into_iter::<serde_json::Value>()
+        .next()
+        .unwrap()
+        .unwrap();
+    let job = &j["jobs"][0];
+    let pct = |key: &str, bucket: &str| job[key][bucket].as_f64().unwrap();
+    let sum = |key: &str| -> f64 {
+        job[key]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_f64().unwrap())
+            .sum()
+    };
+    for key in ["iodepth_level", "iodepth_submit", "iodepth_complete"] {
+        assert!((sum(key) - 100.0).abs() < 1e-6, "{key}: {}", job[key]);
+    }
+    assert!(pct("iodepth_level", "8") > 90.0, "{}", job["iodepth_level"]);
+    assert_eq!(
+        pct("iodepth_submit", "4"),
+        100.0,
+        "{}",
+        job["iodepth_submit"]
+    );
+    assert_eq!(
+        pct("iodepth_complete", "0"),
+        0.0,
+        "{}",
+        job["iodepth_complete"]
+    );
+    for re in [
+        r"(?m)^  IO depths    : 1=[\d.]+%, 2=[\d.]+%, 4=[\d.]+%, 8=[\d.]+%, 16=[\d.]+%, 32=[\d.]+%, >=64=[\d.]+%$",
+        r"(?m)^     submit    : 0=0\.0%, 4=100\.0%, 8=0\.0%, 16=0\.0%, 32=0\.0%, 64=0\.0%, >=64=0\.0%$",
+        r"(?m)^     complete  : 0=0\.0%, 4=[\d.]+%, 8=[\d.]+%, 16=",
+    ] {
+        assert!(Regex::new(re).unwrap().is_match(&text), "{re} in\n{text}");
+    }
+    // fio's synchronous engines take the batch options and ignore them.
+    let out = fio(
+        &d,
+        &[
+            "--name=y",
+            "--filename=F",
+            "--size=64k",
+            "--ioengine=psync",
+            "--iodepth=8",
+            "--iodepth_batch_submit=4",
+            "--iodepth_batch_complete_min=2",
+        ],
+    );
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("  IO depths    : 1=100.0%, 2=0.0%")
+            && text.contains("     submit    : 0=0.0%, 4=100.0%"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn terse_output_is_fio_s_version_3() {
     let d = tmp("terse");
     let out = fio(

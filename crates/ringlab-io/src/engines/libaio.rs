@@ -11,6 +11,7 @@ use crate::plan::IoPlan;
 use crate::workload::Dir;
 use anyhow::{bail, Context, Result};
 use ringlab_core::usage_error;
+use ringlab_stats::IoDepths;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -88,6 +89,8 @@ pub fn probe(plan: &IoPlan) -> Result<()> {
 }
 
 pub struct LibaioEngine {
+    /// fio's submit counts since the last take_submit_counts.
+    submits: [u64; 7],
     ctx: AioContext,
     fd: RawFd,
     /// One control block per slot, at a stable address the kernel reads
@@ -110,6 +113,7 @@ impl LibaioEngine {
         let depth = setup.plan.iodepth;
         let ctx = io_setup(depth).map_err(setup_error)?;
         Ok(LibaioEngine {
+            submits: [0; 7],
             ctx,
             fd: setup.fd,
             iocbs: vec![Iocb::default(); depth as usize].into_boxed_slice(),
@@ -144,6 +148,9 @@ impl LibaioEngine {
             }
             self.pending.drain(..rc as usize);
             self.in_kernel += rc as u32;
+            if rc > 0 {
+                self.submits[IoDepths::batch(rc as u32)] += 1;
+            }
             if rc == 0 {
                 return Ok(());
             }
@@ -153,6 +160,10 @@ impl LibaioEngine {
 }
 
 impl Engine for LibaioEngine {
+    fn take_submit_counts(&mut self) -> Option<[u64; 7]> {
+        Some(std::mem::take(&mut self.submits))
+    }
+
     #[inline]
     fn queue(&mut self, req: &IoRequest) -> Result<QueueStatus> {
         let opcode = match req.dir {

@@ -99,6 +99,14 @@ pub trait Engine {
     fn queue(&mut self, req: &IoRequest) -> Result<QueueStatus>;
     fn commit(&mut self) -> Result<()>;
     fn reap(&mut self, min: u32, out: &mut Vec<Completion>) -> Result<()>;
+    /// fio's submit counts of the submissions (system calls, or hand-overs
+    /// to an SQPOLL poller) this engine made since the last call, by
+    /// [`ringlab_stats::IoDepths::batch`]; reset by the call. `None`: the
+    /// engine keeps none, each loop turn's batch is one submission (or each
+    /// request one where it is submitted on its own) and the worker counts.
+    fn take_submit_counts(&mut self) -> Option<[u64; 7]> {
+        None
+    }
 }
 
 impl EngineKind {

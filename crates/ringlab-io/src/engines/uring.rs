@@ -22,6 +22,7 @@ use anyhow::{bail, Context, Result};
 use io_uring::{opcode, squeue, types, EnterFlags, IoUring};
 use ringlab_core::uring::ring::{build_ring, explain_setup_error, register_ring_fd};
 use ringlab_core::usage_error;
+use ringlab_stats::IoDepths;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::{fence, Ordering};
@@ -39,6 +40,8 @@ pub struct UringShared {
 }
 
 pub struct UringEngine {
+    /// fio's submit counts since the last take_submit_counts.
+    submits: [u64; 7],
     ring: Arc<IoUring>,
     /// What io_uring_enter is called with: the ring's descriptor, or its
     /// registered index (with IORING_ENTER_REGISTERED_RING in `enter_flags`).
@@ -217,6 +220,7 @@ impl UringEngine {
             None => None,
         };
         Ok(UringEngine {
+            submits: [0; 7],
             ring,
             enter_fd,
             enter_flags,
@@ -268,6 +272,7 @@ impl UringEngine {
             if unsafe { self.ring.submission_shared() }.need_wakeup() {
                 flags |= EnterFlags::SQ_WAKEUP.bits();
             } else if min == 0 {
+                self.submits[IoDepths::batch(self.unsubmitted)] += 1;
                 self.unsubmitted = 0;
                 return Ok(());
             }
@@ -275,6 +280,10 @@ impl UringEngine {
         loop {
             match self.enter(self.unsubmitted, min, flags) {
                 Ok(n) => {
+                    let handed = if self.sqpoll { self.unsubmitted } else { n };
+                    if handed > 0 {
+                        self.submits[IoDepths::batch(handed)] += 1;
+                    }
                     self.unsubmitted = if self.sqpoll {
                         0
                     } else {
@@ -403,6 +412,10 @@ impl Engine for UringEngine {
             self.submit(0)?;
         }
         Ok(())
+    }
+
+    fn take_submit_counts(&mut self) -> Option<[u64; 7]> {
+        Some(std::mem::take(&mut self.submits))
     }
 
     #[inline(always)]

@@ -192,6 +192,25 @@ fn entry(
         "latency_percentile": 100.0,
         "latency_window": 0,
     });
+    if let Some(d) = &f.io_depths {
+        // fio's keys: depths 1..32 and >=64; submissions and reaps 0,
+        // 4..64 (bucket tops) and >=64.
+        let level = ["1", "2", "4", "8", "16", "32", ">=64"];
+        let batch = ["0", "4", "8", "16", "32", "64", ">=64"];
+        for (key, names, counts) in [
+            ("iodepth_level", level, &d.depth),
+            ("iodepth_submit", batch, &d.submit),
+            ("iodepth_complete", batch, &d.complete),
+        ] {
+            let pct = ringlab_stats::IoDepths::percent(counts);
+            e[key] = names
+                .iter()
+                .zip(pct)
+                .map(|(n, p)| (n.to_string(), json!(p)))
+                .collect::<serde_json::Map<_, _>>()
+                .into();
+        }
+    }
     let (ns, us, ms) = buckets(&all);
     e["latency_ns"] = ns;
     e["latency_us"] = us;
@@ -200,10 +219,6 @@ fn entry(
         Some((n, cpu)) => json!({"job": n, "cpu": cpu, "threads": 1}),
         None => json!({"threads": threads}),
     };
-    // A synchronous engine has one I/O in flight, submitted one at a time:
-    // fio's depth distribution is known by construction.
-    e["ringlab"]["sync_engine"] =
-        json!(j.result.config.get("engine").and_then(Value::as_str) == Some("sync"));
     e
 }
 

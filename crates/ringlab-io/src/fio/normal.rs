@@ -243,21 +243,32 @@ fn show_lat(out: &mut String, m: &Value, n: usize, unit: &str) {
     }
 }
 
-/// What ringlab measured of the depth distribution: by construction one
-/// I/O per submission for a synchronous engine; not counted otherwise.
+/// fio's "IO depths" lines, from the entry's `iodepth_level`,
+/// `iodepth_submit` and `iodepth_complete` (absent in a result from before
+/// they were counted: then said so).
 fn depth_lines(out: &mut String, job: &Value) {
-    if job["ringlab"]["sync_engine"].as_bool() == Some(true) {
-        out.push_str(
-            "  IO depths    : 1=100.0%, 2=0.0%, 4=0.0%, 8=0.0%, 16=0.0%, 32=0.0%, >=64=0.0%\n",
-        );
-        out.push_str(
-            "     submit    : 0=0.0%, 4=100.0%, 8=0.0%, 16=0.0%, 32=0.0%, 64=0.0%, >=64=0.0%\n",
-        );
-        out.push_str(
-            "     complete  : 0=0.0%, 4=100.0%, 8=0.0%, 16=0.0%, 32=0.0%, 64=0.0%, >=64=0.0%\n",
-        );
-    } else {
-        out.push_str("  IO depths    : unavailable (ringlab does not count the queue depth at each submission)\n");
+    let line = |key: &str, names: [&str; 7]| -> Option<String> {
+        let m = job[key].as_object()?;
+        let parts: Vec<String> = names
+            .iter()
+            .map(|n| Some(format!("{n}={:.1}%", m.get(*n)?.as_f64()?)))
+            .collect::<Option<_>>()?;
+        Some(parts.join(", "))
+    };
+    let batch = ["0", "4", "8", "16", "32", "64", ">=64"];
+    match (
+        line("iodepth_level", ["1", "2", "4", "8", "16", "32", ">=64"]),
+        line("iodepth_submit", batch),
+        line("iodepth_complete", batch),
+    ) {
+        (Some(d), Some(s), Some(c)) => {
+            let _ = writeln!(out, "  IO depths    : {d}");
+            let _ = writeln!(out, "     submit    : {s}");
+            let _ = writeln!(out, "     complete  : {c}");
+        }
+        _ => out.push_str(
+            "  IO depths    : unavailable (a result from before ringlab counted the queue depth at each submission)\n",
+        ),
     }
 }
 
@@ -523,11 +534,15 @@ pub fn terse(doc: &Value) -> String {
             u(&j["majf"]),
             u(&j["minf"])
         );
-        if j["ringlab"]["sync_engine"].as_bool() == Some(true) {
-            out.push_str(";100.0%;0.0%;0.0%;0.0%;0.0%;0.0%;0.0%");
-        } else {
-            // Not counted by ringlab: fio's fields stay, empty of a number.
-            out.push_str(";;;;;;;");
+        match j["iodepth_level"].as_object() {
+            Some(m) => {
+                for n in ["1", "2", "4", "8", "16", "32", ">=64"] {
+                    let _ = write!(out, ";{:.1}%", m.get(n).map_or(0.0, f));
+                }
+            }
+            // A result from before the depths were counted: fio's fields
+            // stay, empty of a number.
+            None => out.push_str(";;;;;;;"),
         }
         // Microseconds, with the nanosecond buckets in the first.
         let ns_total: f64 = j["latency_ns"]

@@ -585,7 +585,7 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
 }
 
 /// Options that only mean something together.
-fn finish(t: &mut Translated, g: Gathered, in_file: bool) -> Result<()> {
+fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
     let size = g.size.clone().or(g.filesize.clone());
     if let Some(s) = &size {
         t.args.extend(["--size".to_string(), s.clone()]);
@@ -694,6 +694,14 @@ fn finish(t: &mut Translated, g: Gathered, in_file: bool) -> Result<()> {
         .as_deref()
         .and_then(|d| d.parse().ok())
         .unwrap_or(1);
+    // fio's synchronous engines (psync, sync, posixaio's one call per
+    // request, null) take the batch options and ignore them: so does this.
+    let batches = matches!(g.engine.as_deref(), None | Some("uring" | "libaio"));
+    if !batches {
+        g.submit_batch = None;
+        g.complete_min = None;
+        g.complete_max = None;
+    }
     if let Some((_, n)) = &g.submit_batch {
         // fio: 0 means "the whole iodepth at once".
         let n = if *n == 0 { depth } else { *n };
