@@ -12,8 +12,10 @@
 //! - Named temporary files are tracked in a table the signal handler reads
 //!   ([`unlink_temps`], async-signal-safe): the first signals end the run,
 //!   which drops them; the third, which ends the process at once, unlinks
-//!   them first. A later run removes those of a process that was killed
-//!   (SIGKILL) before it opens its own ([`remove_stale_temps`]).
+//!   them first. If the process is killed (SIGKILL), the cleaner process
+//!   ([`crate::cleaner`]) removes them as soon as it is gone; a later run
+//!   removes any a cleaner could not (none ran) before it opens its own
+//!   ([`remove_stale_temps`]).
 //! - [`check_free_space`] refuses a layout or growth the file system cannot
 //!   hold.
 
@@ -314,25 +316,31 @@ impl Write for NewFile {
     }
 }
 
-/// A temporary file's name, unlinked on drop and by the signal handler
-/// until [`TempName::forget`].
+/// A temporary file's name, unlinked on drop, by the signal handler and,
+/// if ringlab is killed, by the cleaner process ([`crate::cleaner`]), until
+/// [`TempName::forget`].
 #[derive(Debug)]
 pub struct TempName {
     pub path: PathBuf,
     slot: Option<usize>,
+    watch: Option<u64>,
 }
 
 impl TempName {
-    /// Tracks `path` (which the caller creates).
+    /// Tracks `path` (which the caller creates after this).
     pub fn new(path: PathBuf) -> TempName {
+        let watch = crate::cleaner::watch(&path, crate::cleaner::Kind::File);
         let slot = register(&path);
-        TempName { path, slot }
+        TempName { path, slot, watch }
     }
 
     /// The file was renamed into place: stop tracking it.
     pub fn forget(mut self) {
         if let Some(s) = self.slot.take() {
             unregister(s);
+        }
+        if let Some(w) = self.watch.take() {
+            crate::cleaner::release(w);
         }
         self.path = PathBuf::new();
     }
@@ -345,6 +353,72 @@ impl Drop for TempName {
         }
         if !self.path.as_os_str().is_empty() {
             let _ = fs::remove_file(&self.path);
+        }
+        if let Some(w) = self.watch.take() {
+            crate::cleaner::release(w);
+        }
+    }
+}
+
+/// A temporary directory's name (a database being filled), removed with
+/// its contents on drop and, if ringlab is killed, by the cleaner process,
+/// until [`TempDirName::forget`].
+#[derive(Debug)]
+pub struct TempDirName {
+    pub path: PathBuf,
+    watch: Option<u64>,
+}
+
+impl TempDirName {
+    /// Tracks `path` (which the caller creates after this).
+    pub fn new(path: PathBuf) -> TempDirName {
+        let watch = crate::cleaner::watch(&path, crate::cleaner::Kind::Dir);
+        TempDirName { path, watch }
+    }
+
+    /// The directory was renamed into place: stop tracking it.
+    pub fn forget(mut self) {
+        if let Some(w) = self.watch.take() {
+            crate::cleaner::release(w);
+        }
+        self.path = PathBuf::new();
+    }
+}
+
+impl Drop for TempDirName {
+    fn drop(&mut self) {
+        if !self.path.as_os_str().is_empty() {
+            let _ = fs::remove_dir_all(&self.path);
+        }
+        if let Some(w) = self.watch.take() {
+            crate::cleaner::release(w);
+        }
+    }
+}
+
+/// A file or directory ringlab made for the length of a command (a
+/// recipe's data file, advise's calibration file and results): the caller
+/// removes it when done; if ringlab is killed first, the cleaner process
+/// ([`crate::cleaner`]) does. Dropping this only stops the watch.
+#[derive(Debug)]
+pub struct Watched(Option<u64>);
+
+impl Watched {
+    /// Watches `path`: a file, or with `dir` a directory and its contents.
+    pub fn new(path: &Path, dir: bool) -> Watched {
+        let kind = if dir {
+            crate::cleaner::Kind::Dir
+        } else {
+            crate::cleaner::Kind::File
+        };
+        Watched(crate::cleaner::watch(path, kind))
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if let Some(w) = self.0.take() {
+            crate::cleaner::release(w);
         }
     }
 }

@@ -218,6 +218,12 @@ enum OutputFormat {
 }
 
 fn main() -> ExitCode {
+    // Started as the cleaner of another ringlab (the hidden mode that
+    // removes its temporary files if it is killed): nothing else.
+    if ringlab_core::cleaner::serve_if_asked() {
+        return ExitCode::SUCCESS;
+    }
+    ringlab_core::cleaner::enable();
     // `ringlab wrk ...`, or this binary run as `wrk`: wrk's command line.
     if let Some(args) = wrk::wrk_args(&std::env::args_os().collect::<Vec<_>>()) {
         return wrk::main(&args);
