@@ -448,6 +448,9 @@ fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result
         } else {
             ""
         };
+        if let Err(e) = &ran {
+            say(&format!("ringlab: {e:#}"));
+        }
         say(&format!(
             "ringlab: the script called os.exit({code}) in {hook}: the run stopped there{had}; exit code {code}"
         ));
@@ -475,7 +478,9 @@ fn run_http_inner(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result<(
     outcome.script_done()?;
     // A run in which not one response completed measured nothing: the
     // report above says why, and the run failed.
-    if outcome.result.total.ops == 0 {
+    if outcome.result.total.ops == 0
+        && ringlab_net::script::watchdog::exit_requested().is_none()
+    {
         let why = outcome
             .result
             .warnings
