@@ -247,6 +247,8 @@ impl NewFile {
                 dir.display()
             ))
         };
+        // Named temporaries of killed runs that no cleaner removed.
+        remove_stale_temps(&dest);
         let (file, temp) = match open_unnamed(&dir) {
             Ok(f) => (f, None),
             Err(e)
@@ -254,7 +256,6 @@ impl NewFile {
                     .iter()
                     .any(|n| e.raw_os_error() == Some(n.raw_os_error())) =>
             {
-                remove_stale_temps(&dest);
                 let (f, t) = create_temp(&dest).map_err(cannot)?;
                 (f, Some(t))
             }
@@ -296,7 +297,10 @@ impl NewFile {
             None => {
                 // Give the unnamed file a name beside the destination, then
                 // rename it over the destination.
-                let t = TempName::new(temp_path(&self.dest));
+                // Named for the moment between link and rename only: not
+                // worth starting the cleaner for (a SIGKILL right there
+                // leaves it to the next run's remove_stale_temps).
+                let t = TempName::brief(temp_path(&self.dest));
                 link_fd(&self.file, &t.path).with_context(|| what.clone())?;
                 t
             }
@@ -332,6 +336,17 @@ impl TempName {
         let watch = crate::cleaner::watch(&path, crate::cleaner::Kind::File);
         let slot = register(&path);
         TempName { path, slot, watch }
+    }
+
+    /// Tracks `path` for the signal handler only, not the cleaner: for a
+    /// name that lives for a moment (linked, then renamed at once).
+    pub fn brief(path: PathBuf) -> TempName {
+        let slot = register(&path);
+        TempName {
+            path,
+            slot,
+            watch: None,
+        }
     }
 
     /// The file was renamed into place: stop tracking it.
