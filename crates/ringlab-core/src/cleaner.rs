@@ -64,10 +64,7 @@ pub fn enable() {
 
 /// Whether a cleaner is running for this process (for tests and notes).
 pub fn running() -> bool {
-    matches!(
-        *PIPE.lock().unwrap_or_else(|p| p.into_inner()),
-        Some(Ok(_))
-    )
+    matches!(*PIPE.lock().unwrap_or_else(|p| p.into_inner()), Some(Ok(_)))
 }
 
 /// In `main`, first: when this process was started as the cleaner, serves

@@ -478,9 +478,7 @@ fn run_http_inner(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result<(
     outcome.script_done()?;
     // A run in which not one response completed measured nothing: the
     // report above says why, and the run failed.
-    if outcome.result.total.ops == 0
-        && ringlab_net::script::watchdog::exit_requested().is_none()
-    {
+    if outcome.result.total.ops == 0 && ringlab_net::script::watchdog::exit_requested().is_none() {
         let why = outcome
             .result
             .warnings

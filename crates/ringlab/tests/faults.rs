@@ -1136,9 +1136,10 @@ fn output_on_fuse_leaves_no_temporary_file() {
     signal(&child, libc::SIGKILL);
     let _ = finish(child, "SIGKILL on FUSE");
     // The killed run's cleaner process removes its file.
-    wait_until("the cleaner removes the killed run's temporary file", || {
-        temps(fuse.backing.path()).is_empty()
-    });
+    wait_until(
+        "the cleaner removes the killed run's temporary file",
+        || temps(fuse.backing.path()).is_empty(),
+    );
     let plain = format!(
         "io --directory {} --size 1m --runtime 50ms --no-kstat --output {}",
         scratch.path().display(),

@@ -497,7 +497,11 @@ fn os_exit_ends_the_run_with_its_results_and_code() {
                     script.display()
                 )
             } else {
-                format!("wrk -t 1 -c 1 -d 2s -s {} {}", script.display(), server.url())
+                format!(
+                    "wrk -t 1 -c 1 -d 2s -s {} {}",
+                    script.display(),
+                    server.url()
+                )
             };
             let out = ringlab(&line);
             let err = String::from_utf8_lossy(&out.stderr);

@@ -276,7 +276,9 @@ pub fn calibrate(req: &Request, probe: &Probe, opts: &SweepOptions) -> Result<Ca
         Some(d) => d.clone(),
         None => {
             let d = std::env::temp_dir().join(format!("ringlab-advise-{}", std::process::id()));
-            cleanup.watched.push(ringlab_core::files::Watched::new(&d, true));
+            cleanup
+                .watched
+                .push(ringlab_core::files::Watched::new(&d, true));
             cleanup.dir = Some(d.clone());
             d
         }

@@ -1355,7 +1355,10 @@ mod tests {
         laid.unwrap();
         assert!(still_a_device, "{} was replaced", dev.display());
         let data = std::fs::read(&backing).unwrap();
-        assert!(data.iter().any(|&b| b != 0), "nothing written to the device");
+        assert!(
+            data.iter().any(|&b| b != 0),
+            "nothing written to the device"
+        );
     }
 
     #[test]
