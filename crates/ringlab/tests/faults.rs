@@ -1194,3 +1194,38 @@ fn a_pids_cgroup_limit_is_named() {
         &["cannot start job thread", "pids cgroup", "allows 4 tasks"],
     );
 }
+
+/// Job files are bounded for `io --fio` and `fio` alike: more than 128
+/// sections or 1 MiB is refused before anything runs (a 10 MB file used to
+/// be read whole), and a FIFO is refused without blocking on it.
+#[test]
+fn job_files_are_bounded_for_io_and_fio() {
+    let dir = tempfile::tempdir().unwrap();
+    let many = dir.path().join("many.fio");
+    let mut text = String::from("[global]\nrw=read\nsize=1m\n");
+    for i in 0..129 {
+        text.push_str(&format!("[j{i}]\n"));
+    }
+    fs::write(&many, text).unwrap();
+    let big = dir.path().join("big.fio");
+    let mut text = String::from("[job]\nrw=read\nsize=1m\n");
+    text.push_str(&format!("; {}\n", "x".repeat(1000)).repeat(2100));
+    fs::write(&big, text).unwrap();
+    let fifo = dir.path().join("fifo.fio");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for cmd in ["io --fio", "fio"] {
+        for (file, want) in [
+            (&many, "129 job sections, more than the 128"),
+            (&big, "not a regular file of at most 1048576 bytes"),
+            (&fifo, "not a regular file"),
+        ] {
+            let out = run(&format!("{cmd} {}", file.display()));
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+            assert!(err.contains(want), "{cmd}: {err}");
+        }
+    }
+    assert_eq!(listing(dir.path()), ["big.fio", "fifo.fio", "many.fio"]);
+}
