@@ -62,11 +62,6 @@ pub fn enable() {
     ENABLED.store(true, Ordering::SeqCst);
 }
 
-/// Whether a cleaner is running for this process (for tests and notes).
-pub fn running() -> bool {
-    matches!(*PIPE.lock().unwrap_or_else(|p| p.into_inner()), Some(Ok(_)))
-}
-
 /// In `main`, first: when this process was started as the cleaner, serves
 /// until ringlab's end and returns `true` (main then exits 0).
 pub fn serve_if_asked() -> bool {
