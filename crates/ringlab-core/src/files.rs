@@ -12,8 +12,10 @@
 //! - Named temporary files are tracked in a table the signal handler reads
 //!   ([`unlink_temps`], async-signal-safe): the first signals end the run,
 //!   which drops them; the third, which ends the process at once, unlinks
-//!   them first. A later run removes those of a process that was killed
-//!   (SIGKILL) before it opens its own ([`remove_stale_temps`]).
+//!   them first. If the process is killed (SIGKILL), the cleaner process
+//!   ([`crate::cleaner`]) removes them as soon as it is gone; a later run
+//!   removes any a cleaner could not (none ran) before it opens its own
+//!   ([`remove_stale_temps`]).
 //! - [`check_free_space`] refuses a layout or growth the file system cannot
 //!   hold.
 
@@ -245,6 +247,8 @@ impl NewFile {
                 dir.display()
             ))
         };
+        // Named temporaries of killed runs that no cleaner removed.
+        remove_stale_temps(&dest);
         let (file, temp) = match open_unnamed(&dir) {
             Ok(f) => (f, None),
             Err(e)
@@ -252,7 +256,6 @@ impl NewFile {
                     .iter()
                     .any(|n| e.raw_os_error() == Some(n.raw_os_error())) =>
             {
-                remove_stale_temps(&dest);
                 let (f, t) = create_temp(&dest).map_err(cannot)?;
                 (f, Some(t))
             }
@@ -294,7 +297,10 @@ impl NewFile {
             None => {
                 // Give the unnamed file a name beside the destination, then
                 // rename it over the destination.
-                let t = TempName::new(temp_path(&self.dest));
+                // Named for the moment between link and rename only: not
+                // worth starting the cleaner for (a SIGKILL right there
+                // leaves it to the next run's remove_stale_temps).
+                let t = TempName::brief(temp_path(&self.dest));
                 link_fd(&self.file, &t.path).with_context(|| what.clone())?;
                 t
             }
@@ -314,25 +320,42 @@ impl Write for NewFile {
     }
 }
 
-/// A temporary file's name, unlinked on drop and by the signal handler
-/// until [`TempName::forget`].
+/// A temporary file's name, unlinked on drop, by the signal handler and,
+/// if ringlab is killed, by the cleaner process ([`crate::cleaner`]), until
+/// [`TempName::forget`].
 #[derive(Debug)]
 pub struct TempName {
     pub path: PathBuf,
     slot: Option<usize>,
+    watch: Option<u64>,
 }
 
 impl TempName {
-    /// Tracks `path` (which the caller creates).
+    /// Tracks `path` (which the caller creates after this).
     pub fn new(path: PathBuf) -> TempName {
+        let watch = crate::cleaner::watch(&path, crate::cleaner::Kind::File);
         let slot = register(&path);
-        TempName { path, slot }
+        TempName { path, slot, watch }
+    }
+
+    /// Tracks `path` for the signal handler only, not the cleaner: for a
+    /// name that lives for a moment (linked, then renamed at once).
+    pub fn brief(path: PathBuf) -> TempName {
+        let slot = register(&path);
+        TempName {
+            path,
+            slot,
+            watch: None,
+        }
     }
 
     /// The file was renamed into place: stop tracking it.
     pub fn forget(mut self) {
         if let Some(s) = self.slot.take() {
             unregister(s);
+        }
+        if let Some(w) = self.watch.take() {
+            crate::cleaner::release(w);
         }
         self.path = PathBuf::new();
     }
@@ -345,6 +368,72 @@ impl Drop for TempName {
         }
         if !self.path.as_os_str().is_empty() {
             let _ = fs::remove_file(&self.path);
+        }
+        if let Some(w) = self.watch.take() {
+            crate::cleaner::release(w);
+        }
+    }
+}
+
+/// A temporary directory's name (a database being filled), removed with
+/// its contents on drop and, if ringlab is killed, by the cleaner process,
+/// until [`TempDirName::forget`].
+#[derive(Debug)]
+pub struct TempDirName {
+    pub path: PathBuf,
+    watch: Option<u64>,
+}
+
+impl TempDirName {
+    /// Tracks `path` (which the caller creates after this).
+    pub fn new(path: PathBuf) -> TempDirName {
+        let watch = crate::cleaner::watch(&path, crate::cleaner::Kind::Dir);
+        TempDirName { path, watch }
+    }
+
+    /// The directory was renamed into place: stop tracking it.
+    pub fn forget(mut self) {
+        if let Some(w) = self.watch.take() {
+            crate::cleaner::release(w);
+        }
+        self.path = PathBuf::new();
+    }
+}
+
+impl Drop for TempDirName {
+    fn drop(&mut self) {
+        if !self.path.as_os_str().is_empty() {
+            let _ = fs::remove_dir_all(&self.path);
+        }
+        if let Some(w) = self.watch.take() {
+            crate::cleaner::release(w);
+        }
+    }
+}
+
+/// A file or directory ringlab made for the length of a command (a
+/// recipe's data file, advise's calibration file and results): the caller
+/// removes it when done; if ringlab is killed first, the cleaner process
+/// ([`crate::cleaner`]) does. Dropping this only stops the watch.
+#[derive(Debug)]
+pub struct Watched(Option<u64>);
+
+impl Watched {
+    /// Watches `path`: a file, or with `dir` a directory and its contents.
+    pub fn new(path: &Path, dir: bool) -> Watched {
+        let kind = if dir {
+            crate::cleaner::Kind::Dir
+        } else {
+            crate::cleaner::Kind::File
+        };
+        Watched(crate::cleaner::watch(path, kind))
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if let Some(w) = self.0.take() {
+            crate::cleaner::release(w);
         }
     }
 }

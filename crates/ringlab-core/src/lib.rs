@@ -7,6 +7,7 @@
 //! threads ([`harness`]), and command lines quoted for a shell ([`shell`]).
 
 pub mod child;
+pub mod cleaner;
 pub mod cpus;
 pub mod error;
 pub mod files;

@@ -48,7 +48,8 @@ impl HttpOutcome {
     /// after its report; a no-op without a script or without done().
     pub fn script_done(&self) -> Result<()> {
         let Some(s) = &self.script else { return Ok(()) };
-        if !s.has_done() {
+        // After os.exit the script has ended: no done().
+        if !s.has_done() || crate::script::watchdog::exit_requested().is_some() {
             return Ok(());
         }
         let t = &self.result.total;
@@ -76,11 +77,16 @@ impl HttpOutcome {
             bytes: t.bytes,
             errors,
         };
-        s.done(
+        let done = s.done(
             &summary,
             StatsUd::latency(&self.lat),
             StatsUd::rates(&self.rate_samples),
-        )
+        );
+        // os.exit in done() itself ends it; the caller names the code.
+        if crate::script::watchdog::exit_requested().is_some() {
+            return Ok(());
+        }
+        done
     }
 }
 
@@ -150,7 +156,25 @@ pub fn run_http_with(
                     plan.timeout
                 ),
             );
-            Some(ScriptRun::prepare(&wrk_table(plan), spec, plan.threads)?)
+            let prepared = ScriptRun::prepare(&wrk_table(plan), spec, plan.threads);
+            if crate::script::watchdog::exit_requested().is_some() {
+                // os.exit before the run (top level, setup(), init() or
+                // the first request()): the run ends here, with its empty
+                // results; the caller names the code.
+                sys::flush_c_stdio();
+                let outcomes = (0..plan.threads)
+                    .map(|_| ThreadOutcome {
+                        stats: ClientStats {
+                            syscalls_counted: true,
+                            ..Default::default()
+                        },
+                        measurements: ThreadMeasurements::default(),
+                        script: None,
+                    })
+                    .collect();
+                return Ok(build(plan, SystemTime::now(), outcomes, true, 1));
+            }
+            Some(prepared?)
         }
         None => None,
     };
@@ -492,7 +516,11 @@ fn build(
     let total = figures(&total_m, &total_s, elapsed);
     let http = http_figures(plan, &total_s, &total);
     let mut warnings = Vec::new();
-    if interrupted {
+    if let Some((code, hook)) = crate::script::watchdog::exit_requested() {
+        warnings.push(format!(
+            "the script called os.exit({code}) in {hook}: the figures cover the run up to then"
+        ));
+    } else if interrupted {
         warnings.push("interrupted: the figures cover the run up to the interruption".to_string());
     }
     if let Some(rate) = plan.shard_rate() {
@@ -512,7 +540,8 @@ fn build(
             ));
         }
     }
-    if total.ops == 0 {
+    // After os.exit its own warning says why the run ended.
+    if total.ops == 0 && crate::script::watchdog::exit_requested().is_none() {
         warnings.push(no_response(&total_s, plan));
     }
     warnings.extend(plan.shards.late_warning(started_at));

@@ -363,7 +363,9 @@ fn prepare_db(setup: &Setup, w: &mut dyn Write, interrupted: &Arc<AtomicBool>) -
     }
     remove_stale_fills(&setup.db);
     let temp = ringlab_core::files::temp_path(&setup.db);
-    let fill = FillDir(temp.clone());
+    // Removed unless renamed into place: on failure, on a signal, and by
+    // the cleaner process if ringlab is killed.
+    let fill = ringlab_core::files::TempDirName::new(temp.clone());
     std::fs::create_dir_all(&temp)
         .map_err(|e| usage_error(format!("--db {}: {e}", setup.db.display())))?;
     writeln!(
@@ -446,7 +448,7 @@ fn prepare_db(setup: &Setup, w: &mut dyn Write, interrupted: &Arc<AtomicBool>) -
             setup.db.display()
         )
     })?;
-    std::mem::forget(fill);
+    fill.forget();
     writeln!(
         w,
         "database: filled in {:.0} s",
@@ -464,15 +466,6 @@ fn default_db(keys: u64) -> PathBuf {
         .map(|m| m.uid().to_string())
         .unwrap_or_else(|_| "unknown-user".into());
     PathBuf::from(format!("/var/tmp/ringlab-rocksdb-{uid}-{keys}"))
-}
-
-/// A database being filled: removed unless it was renamed into place.
-struct FillDir(PathBuf);
-
-impl Drop for FillDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Removes the fill directories of runs that were killed (their process is

@@ -662,8 +662,7 @@ fn build_jobs(c: &CmdLine) -> Result<(Vec<Job>, GlobalOptions)> {
     let (mut group, mut batch) = (0u32, 0u32);
     for path in &c.files {
         let shown = path.display().to_string();
-        let bytes = std::fs::read(path)
-            .map_err(|e| usage_error(format!("cannot read job file {shown}: {e}")))?;
+        let bytes = jobfile::read_capped(path, &shown)?;
         let text = String::from_utf8_lossy(&bytes);
         let file = jobfile::parse(&shown, &text, &|k| std::env::var(k).ok())?;
         global.extend(file.global.iter().cloned());

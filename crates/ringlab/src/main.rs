@@ -218,6 +218,12 @@ enum OutputFormat {
 }
 
 fn main() -> ExitCode {
+    // Started as the cleaner of another ringlab (the hidden mode that
+    // removes its temporary files if it is killed): nothing else.
+    if ringlab_core::cleaner::serve_if_asked() {
+        return ExitCode::SUCCESS;
+    }
+    ringlab_core::cleaner::enable();
     // `ringlab wrk ...`, or this binary run as `wrk`: wrk's command line.
     if let Some(args) = wrk::wrk_args(&std::env::args_os().collect::<Vec<_>>()) {
         return wrk::main(&args);
@@ -442,6 +448,9 @@ fn run_http_command(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result
         } else {
             ""
         };
+        if let Err(e) = &ran {
+            say(&format!("ringlab: {e:#}"));
+        }
         say(&format!(
             "ringlab: the script called os.exit({code}) in {hook}: the run stopped there{had}; exit code {code}"
         ));
@@ -469,7 +478,7 @@ fn run_http_inner(args: &ringlab_net::HttpArgs, output: &OutputArgs) -> Result<(
     outcome.script_done()?;
     // A run in which not one response completed measured nothing: the
     // report above says why, and the run failed.
-    if outcome.result.total.ops == 0 {
+    if outcome.result.total.ops == 0 && ringlab_net::script::watchdog::exit_requested().is_none() {
         let why = outcome
             .result
             .warnings

@@ -26,7 +26,27 @@ pub fn wrk_args(args: &[OsString]) -> Option<Vec<OsString>> {
 /// Runs a wrk command line; the exit code follows ringlab's rules (2 for
 /// bad usage or an unusable setup, 1 for a failed run).
 pub fn main(args: &[OsString]) -> ExitCode {
-    match run(args) {
+    let ran = run(args);
+    // os.exit in the script: the run stopped there, its results (if it
+    // got as far) are above; exit with the script's code, naming it.
+    if let Some((code, hook)) = ringlab_net::script::watchdog::exit_requested() {
+        let _ = std::io::stdout().flush();
+        let shown = if ran.is_ok() {
+            "; the results up to then are above"
+        } else {
+            ""
+        };
+        let mut err = std::io::stderr().lock();
+        if let Err(e) = &ran {
+            let _ = writeln!(err, "ringlab wrk: {e:#}");
+        }
+        let _ = writeln!(
+            err,
+            "ringlab wrk: the script called os.exit({code}) in {hook}: the run stopped there{shown}; exit code {code}"
+        );
+        return ExitCode::from(code as u8);
+    }
+    match ran {
         Ok(()) => ExitCode::SUCCESS,
         // The reader of stdout went away (`| head`): exit 1 quietly, as
         // the other commands do.

@@ -290,11 +290,12 @@ fn advise_writes_to_its_own_calibration_file_and_removes_it() {
     );
 }
 
-/// advise killed with SIGKILL: its calibration file has no PID in its name
-/// (`ringlab-advise.dat`), is never partial under that name, and the next
-/// run uses it and removes it at the end.
+/// advise killed with SIGKILL: its calibration file (`ringlab-advise.dat`)
+/// is never partial under that name, a second advise in the directory is
+/// refused meanwhile (flock), the cleaner process removes the file and the
+/// results directory, and the next run works.
 #[test]
-fn advise_after_sigkill_finds_its_calibration_file() {
+fn advise_after_sigkill_leaves_nothing_and_a_second_advise_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let line = format!(
         "advise {} --size 4M --rw randread --bs 4k --iodepth 4 --threads 1 --cpus 0 --budget 20s --output-format json",
@@ -317,8 +318,32 @@ fn advise_after_sigkill_finds_its_calibration_file() {
     }
     // Under its name it is whole (laid out beside it, then renamed).
     assert_eq!(std::fs::metadata(&file).unwrap().len(), 4 << 20);
+    // A second advise in the same directory is refused while the first
+    // holds its lock, and touches nothing.
+    let second = ringlab(&line);
+    assert_eq!(second.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        err.contains("another ringlab advise is calibrating"),
+        "{err}"
+    );
+    assert!(file.exists());
+    let results = std::env::temp_dir().join(format!("ringlab-advise-{}", child.id()));
     child.kill().unwrap();
     let _ = child.wait();
+    // The killed run's cleaner process removes its calibration file and
+    // its results directory.
+    let start = std::time::Instant::now();
+    while !leftovers(dir.path()).is_empty() || results.exists() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "left behind after SIGKILL: {:?}, {} exists: {}",
+            leftovers(dir.path()),
+            results.display(),
+            results.exists()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let a = json_run(&line.replace(" --output-format json", ""));
     assert_valid_against("advise.schema.json", &a);
     assert!(

@@ -944,14 +944,11 @@ fn layouts_check_free_space_and_growth_is_said() {
 }
 
 /// SIGKILL during the layout of a named file leaves nothing under its name
-/// (it is laid out under a temporary name), and the next run lays it out
-/// and removes the dead run's temporary file.
+/// (it is laid out under a temporary name, which the run's cleaner process
+/// removes), and the next run lays it out.
 #[test]
 fn sigkill_during_a_named_layout_leaves_no_partial_file() {
-    if skip_unless_root("sigkill_during_a_named_layout_leaves_no_partial_file") {
-        return;
-    }
-    let fs_ = Tmpfs::mount("4g");
+    let fs_ = Tmpfs::scratch("4g");
     let f = fs_.path().join("named.dat");
     let child = spawn(&format!(
         "io {} --size 3g --runtime 10s --no-kstat",
@@ -967,6 +964,12 @@ fn sigkill_during_a_named_layout_leaves_no_partial_file() {
     signal(&child, libc::SIGKILL);
     let _ = finish(child, "killed layout");
     assert!(!f.exists(), "a partial file under the name");
+    // The temporary file is removed by the run's cleaner process, without
+    // waiting for a next run.
+    let dir = fs_.path().to_path_buf();
+    wait_until("the cleaner removes the partial layout", || {
+        listing(&dir).is_empty()
+    });
     let out = run(&format!(
         "io {} --size 1m --rw randwrite --runtime 50ms --no-kstat",
         f.display()
@@ -1075,8 +1078,8 @@ impl Drop for Fuse {
 
 /// Where O_TMPFILE is missing (FUSE), --output's named temporary file is
 /// removed however the run ends: a clean end, three quick signals (the
-/// signal path unlinks it), and SIGKILL (the next run removes the dead
-/// run's file).
+/// signal path unlinks it), and SIGKILL (the run's cleaner process removes
+/// it).
 #[test]
 fn output_on_fuse_leaves_no_temporary_file() {
     let name = "output_on_fuse_leaves_no_temporary_file";
@@ -1132,10 +1135,10 @@ fn output_on_fuse_leaves_no_temporary_file() {
     wait_until("the job thread starts", || has_thread(pid, "ringlab-job0"));
     signal(&child, libc::SIGKILL);
     let _ = finish(child, "SIGKILL on FUSE");
-    assert_eq!(
-        temps(fuse.backing.path()).len(),
-        1,
-        "SIGKILL leaves its file"
+    // The killed run's cleaner process removes its file.
+    wait_until(
+        "the cleaner removes the killed run's temporary file",
+        || temps(fuse.backing.path()).is_empty(),
     );
     let plain = format!(
         "io --directory {} --size 1m --runtime 50ms --no-kstat --output {}",
@@ -1190,4 +1193,39 @@ fn a_pids_cgroup_limit_is_named() {
         1,
         &["cannot start job thread", "pids cgroup", "allows 4 tasks"],
     );
+}
+
+/// Job files are bounded for `io --fio` and `fio` alike: more than 128
+/// sections or 1 MiB is refused before anything runs (a 10 MB file used to
+/// be read whole), and a FIFO is refused without blocking on it.
+#[test]
+fn job_files_are_bounded_for_io_and_fio() {
+    let dir = tempfile::tempdir().unwrap();
+    let many = dir.path().join("many.fio");
+    let mut text = String::from("[global]\nrw=read\nsize=1m\n");
+    for i in 0..129 {
+        text.push_str(&format!("[j{i}]\n"));
+    }
+    fs::write(&many, text).unwrap();
+    let big = dir.path().join("big.fio");
+    let mut text = String::from("[job]\nrw=read\nsize=1m\n");
+    text.push_str(&format!("; {}\n", "x".repeat(1000)).repeat(2100));
+    fs::write(&big, text).unwrap();
+    let fifo = dir.path().join("fifo.fio");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for cmd in ["io --fio", "fio"] {
+        for (file, want) in [
+            (&many, "129 job sections, more than the 128"),
+            (&big, "not a regular file of at most 1048576 bytes"),
+            (&fifo, "not a regular file"),
+        ] {
+            let out = run(&format!("{cmd} {}", file.display()));
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
+            assert!(err.contains(want), "{cmd}: {err}");
+        }
+    }
+    assert_eq!(listing(dir.path()), ["big.fio", "fifo.fio", "many.fio"]);
 }

@@ -345,6 +345,23 @@ fn reproduce_resumes_after_any_signal() {
         // SAFETY: our own child.
         unsafe { libc::kill(child.id() as i32, sig) };
         let _ = child.wait();
+        // Its data files are gone before any rerun: removed by the run
+        // itself on SIGINT, by its cleaner process after SIGKILL.
+        let start = Instant::now();
+        loop {
+            let dots: Vec<String> = files_in(&out)
+                .into_iter()
+                .filter(|n| n.starts_with('.'))
+                .collect();
+            if dots.is_empty() {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "left after signal {sig}: {dots:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let again = run_in(tmp.path(), &line);
         assert_ok(&again);
         let left: Vec<String> = files_in(&out)

@@ -421,6 +421,124 @@ fn scripts_that_hang_exit_or_return_nonsense_are_named() {
     }
 }
 
+/// The watchdog also stops response() and done() when they overrun the
+/// run (-d plus --timeout), naming them; done() runs after the report, so
+/// the results are out.
+#[test]
+fn endless_response_and_done_are_stopped_and_named() {
+    let server = Server::start("");
+    let dir = tempfile::tempdir().unwrap();
+    for (body, want, results) in [
+        (
+            "function response(s, h, b) while true do end end",
+            "response() has run for",
+            false,
+        ),
+        (
+            "function done(s, l, r) while true do end end",
+            "done() has run for",
+            true,
+        ),
+    ] {
+        let script = dir.path().join("s.lua");
+        std::fs::write(&script, body).unwrap();
+        for cmd in ["http", "wrk"] {
+            let line = if cmd == "http" {
+                format!(
+                    "http {} -t 1 -c 1 -d 300ms --timeout 300ms -s {}",
+                    server.url(),
+                    script.display()
+                )
+            } else {
+                format!(
+                    "wrk -t 1 -c 1 -d 1s --timeout 300ms -s {} {}",
+                    script.display(),
+                    server.url()
+                )
+            };
+            let out = ringlab(&line);
+            let err = String::from_utf8_lossy(&out.stderr);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(out.status.code(), Some(1), "{line}: {err}");
+            assert!(err.contains(want), "{line}: {err}");
+            assert!(err.contains("longer than the whole run may last"), "{err}");
+            assert_eq!(text.contains("requests in"), results, "{line}: {text}");
+        }
+    }
+}
+
+/// os.exit(N) anywhere in a script (the first request() included, before
+/// anything was measured) ends the run with its results, possibly empty,
+/// and a line naming the code and the function; the exit code is N.
+#[test]
+fn os_exit_ends_the_run_with_its_results_and_code() {
+    let server = Server::start("");
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, i32, &str, bool); 5] = [
+        ("function request() os.exit(3) end", 3, "request()", false),
+        (
+            "n = 0 function request() n = n + 1 if n > 20 then os.exit(4) end return wrk.format() end",
+            4,
+            "request()",
+            true,
+        ),
+        ("function init(a) os.exit(7) end", 7, "init()", false),
+        ("function response(s, h, b) os.exit(5) end", 5, "response()", true),
+        ("function done(s, l, r) os.exit(6) end", 6, "done()", true),
+    ];
+    for (i, (body, code, hook, measured)) in cases.iter().enumerate() {
+        let script = dir.path().join(format!("x{i}.lua"));
+        std::fs::write(&script, body).unwrap();
+        for cmd in ["http", "wrk"] {
+            let line = if cmd == "http" {
+                format!(
+                    "http {} -t 1 -c 1 -d 2s -s {}",
+                    server.url(),
+                    script.display()
+                )
+            } else {
+                format!(
+                    "wrk -t 1 -c 1 -d 2s -s {} {}",
+                    script.display(),
+                    server.url()
+                )
+            };
+            let out = ringlab(&line);
+            let err = String::from_utf8_lossy(&out.stderr);
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert_eq!(out.status.code(), Some(*code), "{line}: {err}");
+            assert!(
+                err.contains(&format!("os.exit({code}) in {hook}"))
+                    && err.contains(&format!("exit code {code}")),
+                "{line}: {err}"
+            );
+            // The results block, empty or not.
+            assert!(text.contains("requests in"), "{line}: {text}");
+            assert_eq!(
+                !text.contains(" 0 requests in"),
+                *measured,
+                "{line}: {text}"
+            );
+        }
+        // JSON: one result, whose warning names the code.
+        let out = ringlab(&format!(
+            "http {} -t 1 -c 1 -d 2s -s {} --output-format json",
+            server.url(),
+            script.display()
+        ));
+        assert_eq!(out.status.code(), Some(*code));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON result");
+        if *hook != "done()" {
+            assert!(
+                v["warnings"]
+                    .to_string()
+                    .contains(&format!("os.exit({code}) in {hook}")),
+                "{v}"
+            );
+        }
+    }
+}
+
 /// A URL's #fragment is never sent; user:pass@ is refused with the header
 /// to use instead.
 #[test]

@@ -64,7 +64,7 @@ fn json_output_is_one_result_on_stdout() {
 
 /// A db_bench that writes no database (`/bin/true`) marks nothing; a fill
 /// killed with ringlab (SIGKILL) stops db_bench (parent-death signal) and
-/// leaves nothing a rerun refuses; an interrupted fill removes its partial
+/// leaves nothing behind (the cleaner process removes the fill directory); an interrupted fill removes its partial
 /// database and names no results directory that was never asked for.
 #[test]
 fn a_failed_or_killed_fill_leaves_no_database() {
@@ -113,14 +113,24 @@ fn a_failed_or_killed_fill_leaves_no_database() {
             .unwrap();
         let pid = child.id();
         let start = std::time::Instant::now();
-        // Until db_bench runs (a child of ringlab).
-        while !std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-            .is_ok_and(|c| !c.trim().is_empty())
-        {
+        // Until db_bench runs (a child of ringlab; the other is its
+        // cleaner process).
+        let db_bench = || {
+            std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter(|k| {
+                    std::fs::read_to_string(format!("/proc/{k}/comm"))
+                        .is_ok_and(|c| c.trim() == "db_bench")
+                })
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        while db_bench().is_empty() {
             assert!(start.elapsed() < std::time::Duration::from_secs(20));
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+        let kids = db_bench().join(" ");
         std::thread::sleep(std::time::Duration::from_millis(300));
         // SAFETY: our own child.
         unsafe { libc::kill(pid as i32, sig) };
@@ -150,4 +160,15 @@ fn a_failed_or_killed_fill_leaves_no_database() {
         }
     }
     assert!(!db.exists(), "a partial database under the name");
+    // The fill directory of the killed run is removed by its cleaner
+    // process, without waiting for a next run.
+    let start = std::time::Instant::now();
+    while !common::leftovers(dir.path()).is_empty() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "left behind after SIGKILL: {:?}",
+            common::leftovers(dir.path())
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }

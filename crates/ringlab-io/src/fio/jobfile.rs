@@ -36,6 +36,31 @@ pub struct JobFile {
     pub jobs: Vec<Section>,
 }
 
+/// Reads a job file named on the command line: a regular file of at most
+/// [`JOB_FILE_MAX_BYTES`] (a larger one is refused before it is read).
+pub fn read_capped(path: &Path, shown: &str) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let max = JOB_FILE_MAX_BYTES;
+    let cannot = |e: std::io::Error| usage_error(format!("cannot read job file {shown}: {e}"));
+    // Checked before the open, which would block on a FIFO.
+    let mut meta = std::fs::metadata(path).map_err(cannot)?;
+    let mut bytes = Vec::new();
+    if meta.is_file() {
+        let file = std::fs::File::open(path).map_err(cannot)?;
+        meta = file.metadata().map_err(cannot)?;
+        if meta.is_file() {
+            file.take(max + 1).read_to_end(&mut bytes).map_err(cannot)?;
+        }
+    }
+    if !meta.is_file() || bytes.len() as u64 > max {
+        return Err(usage_error(format!(
+            "job file {shown}: not a regular file of at most {max} bytes ({} bytes): fio job files are small text files",
+            meta.len()
+        )));
+    }
+    Ok(bytes)
+}
+
 /// Whether `path` names an existing regular file that reads as a fio job
 /// file (see [`looks_like_job_file`]).
 pub fn is_job_file_path(path: &Path) -> bool {

@@ -47,6 +47,11 @@ pub struct Calibrated {
 pub struct Cleanup {
     pub file: Option<PathBuf>,
     pub dir: Option<PathBuf>,
+    /// Both, for the cleaner process if advise is killed (dropped after
+    /// the removal above, which [`Drop`] does first).
+    watched: Vec<ringlab_core::files::Watched>,
+    /// The lock on the calibration file's directory, held to the end.
+    _lock: Option<std::fs::File>,
 }
 
 impl Drop for Cleanup {
@@ -78,6 +83,29 @@ pub fn plan_budget(budget_s: f64, setups: usize, overhead_s: f64) -> Option<(u32
 /// The smallest budget that fits two repeats of every setup.
 pub fn min_budget_s(setups: usize, overhead_s: f64) -> f64 {
     (setups as f64 * 2.0 * (MIN_RUN_S + overhead_s)).ceil()
+}
+
+/// Locks `dir` (flock on the directory itself, so nothing is left behind)
+/// for one advise at a time: a second one would share, then remove, the
+/// first one's calibration file.
+fn lock_dir(dir: &Path) -> Result<std::fs::File> {
+    let f = std::fs::File::open(dir).map_err(|e| {
+        usage_error(format!(
+            "{}: cannot open the directory to lock it: {e}",
+            dir.display()
+        ))
+    })?;
+    match rustix::fs::flock(&f, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(f),
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(usage_error(format!(
+            "{}: another ringlab advise is calibrating in this directory (it holds the directory's lock and its ringlab-advise.dat): wait for it to end, or name another directory",
+            dir.display()
+        ))),
+        Err(e) => Err(usage_error(format!(
+            "{}: cannot lock the directory for the calibration file: {e}",
+            dir.display()
+        ))),
+    }
 }
 
 /// The calibration file in `dir`: `ringlab-advise.dat`, with no PID in the
@@ -226,7 +254,12 @@ pub fn calibrate(req: &Request, probe: &Probe, opts: &SweepOptions) -> Result<Ca
     }
     let mut cleanup = Cleanup::default();
     let target = if req.target.is_dir() {
+        cleanup._lock = Some(lock_dir(&req.target)?);
         let f = create_file(&req.target, req.size_bytes)?;
+        // Watched only once it is ours (a file in the way is refused above).
+        cleanup
+            .watched
+            .push(ringlab_core::files::Watched::new(&f, false));
         cleanup.file = Some(f.clone());
         f
     } else if req.target.exists() {
@@ -243,6 +276,9 @@ pub fn calibrate(req: &Request, probe: &Probe, opts: &SweepOptions) -> Result<Ca
         Some(d) => d.clone(),
         None => {
             let d = std::env::temp_dir().join(format!("ringlab-advise-{}", std::process::id()));
+            cleanup
+                .watched
+                .push(ringlab_core::files::Watched::new(&d, true));
             cleanup.dir = Some(d.clone());
             d
         }

@@ -366,6 +366,9 @@ struct Files {
     /// The raw device, and whether this process sized it (then it is
     /// reset at the end).
     raw: Option<(PathBuf, bool)>,
+    /// The files laid out here, removed by the cleaner process if
+    /// reproduce is killed before [`Files::remove`].
+    watched: Vec<ringlab_core::files::Watched>,
 }
 
 /// The zram device the raw-device recipes use when --target names none.
@@ -401,6 +404,7 @@ impl Files {
             tmpfs: None,
             cached: None,
             raw: None,
+            watched: Vec::new(),
         }
     }
 
@@ -415,6 +419,8 @@ impl Files {
             .dir
             .join(format!(".reproduce-cached-{}.dat", std::process::id()));
         lay_out(&p, self.tmpfs_size)?;
+        self.watched
+            .push(ringlab_core::files::Watched::new(&p, false));
         self.cached = Some(p.clone());
         Ok(p)
     }
@@ -473,6 +479,8 @@ impl Files {
         // that names it is the same, so the sweeps resume).
         let p = self.dir.join(".reproduce.dat");
         lay_out(&p, self.size)?;
+        self.watched
+            .push(ringlab_core::files::Watched::new(&p, false));
         self.scratch = Some(p.clone());
         Ok(p)
     }
@@ -487,6 +495,8 @@ impl Files {
         ));
         lay_out(&p, self.tmpfs_size)
             .context("laying out the page-cache (tmpfs) file in /dev/shm")?;
+        self.watched
+            .push(ringlab_core::files::Watched::new(&p, false));
         self.tmpfs = Some(p.clone());
         Ok(p)
     }
@@ -498,6 +508,7 @@ impl Files {
         {
             let _ = std::fs::remove_file(p);
         }
+        self.watched.clear();
         if let Some((_, true)) = self.raw.take() {
             // Sized here: give its memory back.
             let _ = std::fs::write("/sys/block/zram0/reset", "1");
@@ -530,9 +541,17 @@ fn path_hash(dir: &Path) -> u64 {
 /// used as it is. A new one is written under a temporary name beside it and
 /// renamed when complete, so a kill never leaves a partial file; the file
 /// system must have room for it.
+///
+/// A block device (zram, sized here) is written in place: renaming a file
+/// over it would replace the device node.
 fn lay_out(path: &Path, size: u64) -> Result<()> {
-    if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == size) {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(path);
+    if meta.as_ref().is_ok_and(|m| m.is_file() && m.len() == size) {
         return Ok(());
+    }
+    if meta.is_ok_and(|m| m.file_type().is_block_device()) {
+        return lay_out_at(path, size);
     }
     ringlab_core::files::check_free_space(path, size, "laying out the recipe file")?;
     ringlab_core::files::remove_stale_temps(path);
@@ -1327,6 +1346,52 @@ fn evidence(r: &Recipe, points: &[Point]) -> Json {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A block device (zram in the recipes; a loop device here) is filled
+    /// in place, never replaced by a file renamed over its node.
+    #[test]
+    fn a_block_device_is_filled_in_place() {
+        use std::os::unix::fs::FileTypeExt;
+        if !rustix::process::getuid().is_root() {
+            eprintln!("skipped a_block_device_is_filled_in_place: needs root (a loop device)");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let backing = dir.path().join("backing");
+        std::fs::write(&backing, vec![0u8; 1 << 20]).unwrap();
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&backing)
+            .output();
+        let Some(out) = out.ok().filter(|o| o.status.success()) else {
+            eprintln!("skipped a_block_device_is_filled_in_place: losetup failed");
+            return;
+        };
+        let dev = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+        let node = std::fs::metadata(&dev).unwrap();
+        let laid = lay_out(&dev, 1 << 20);
+        let still_a_device = std::fs::metadata(&dev).is_ok_and(|m| m.file_type().is_block_device());
+        if !still_a_device {
+            // Put the node back before failing, so the machine keeps it.
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            let _ = std::fs::remove_file(&dev);
+            let _ = rustix::fs::mknodat(
+                rustix::fs::CWD,
+                &dev,
+                rustix::fs::FileType::BlockDevice,
+                rustix::fs::Mode::from_raw_mode(node.permissions().mode() & 0o7777),
+                node.rdev(),
+            );
+        }
+        let _ = Command::new("losetup").arg("-d").arg(&dev).status();
+        laid.unwrap();
+        assert!(still_a_device, "{} was replaced", dev.display());
+        let data = std::fs::read(&backing).unwrap();
+        assert!(
+            data.iter().any(|&b| b != 0),
+            "nothing written to the device"
+        );
+    }
 
     #[test]
     fn a_busy_machine_decides_no_timing_verdict() {

@@ -521,7 +521,9 @@ impl ThreadScript {
     }
 
     fn fail(&mut self, hook: &str, e: &mlua::Error) {
-        if self.error.is_none() {
+        // os.exit is no failure: the run stops with its results
+        // ([`watchdog::exit_requested`]).
+        if self.error.is_none() && watchdog::exit_requested().is_none() {
             self.error = Some(format!("script {hook}: {}", one_line(e)));
         }
         self.shared.stop.store(true, Ordering::Relaxed);

@@ -129,8 +129,14 @@ fn watch() {
                 continue;
             }
             let name = NAMES[WHICH[s].load(Ordering::Relaxed).min(NAMES.len() - 1)];
+            // done() runs after the report: what was measured is out.
+            let measured = if name == "done()" {
+                "the results above were measured before done() was called"
+            } else {
+                "nothing was measured that can be reported"
+            };
             eprintln!(
-                "ringlab: {}: {name} has run for {:.1} s without returning, longer than the whole run may last ({}): stopped (an endless loop?); nothing was measured that can be reported",
+                "ringlab: {}: {name} has run for {:.1} s without returning, longer than the whole run may last ({}): stopped (an endless loop?); {measured}",
                 WHAT.get().map(String::as_str).unwrap_or("--script"),
                 (now - started) as f64 / 1e3,
                 format_args!("{:.1} s", limit as f64 / 1e3)
