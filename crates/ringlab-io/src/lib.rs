@@ -21,6 +21,7 @@ pub mod text;
 pub mod verify;
 pub mod worker;
 pub mod workload;
+pub mod zones;
 
 pub use plan::{IoArgs, IoPlan};
 pub use ringlab_core::UsageError;
