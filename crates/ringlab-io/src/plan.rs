@@ -533,7 +533,12 @@ fn blockalign(args: &IoArgs, bs: u64) -> Result<u64> {
         return Ok(1);
     };
     let mut align = None;
-    for part in text.split(',').take(2).map(str::trim).filter(|p| !p.is_empty()) {
+    for part in text
+        .split(',')
+        .take(2)
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
         let a = size_flag("blockalign", part)?;
         if a == 0 || a % bs != 0 {
             usage!(

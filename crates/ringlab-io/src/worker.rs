@@ -282,7 +282,10 @@ pub fn run_job<E: Engine>(
         .with_random_map(plan.random_map)
         .with_passes(plan.invalidate_each_pass)
         .with_align(plan.align_blocks)
-        .with_strided(plan.strided, (ctx.target.size / plan.bs).saturating_sub(first))
+        .with_strided(
+            plan.strided,
+            (ctx.target.size / plan.bs).saturating_sub(first),
+        )
         .with_zoned(plan.zoned.as_ref())
         .map_err(|e| ringlab_core::usage_error(format!("--random-distribution {e}")))?,
         slots: vec![SlotState::default(); depth as usize],

@@ -594,7 +594,10 @@ impl Workload {
 
     /// fio's zoned distributions: each random offset first picks a zone by
     /// its share of the accesses, then a block uniformly inside it.
-    pub fn with_zoned(mut self, split: Option<&crate::zones::ZonedSplit>) -> Result<Workload, String> {
+    pub fn with_zoned(
+        mut self,
+        split: Option<&crate::zones::ZonedSplit>,
+    ) -> Result<Workload, String> {
         let Some(split) = split else { return Ok(self) };
         let p = self.place.get_or_insert_with(Default::default);
         let align = p.align.max(1);

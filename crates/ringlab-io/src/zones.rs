@@ -115,12 +115,9 @@ fn zone_list(text: &str, absolute: bool, list: &str) -> Result<Vec<Zone>, String
         let (a, s) = part.split_once('/').unwrap_or((part, ""));
         let access = match a.trim() {
             "" => None,
-            a => Some(
-                a.parse::<u32>()
-                    .ok()
-                    .filter(|v| *v <= 100)
-                    .ok_or_else(|| format!("{text}: {part}: the access share is a whole percent from 0 to 100"))?,
-            ),
+            a => Some(a.parse::<u32>().ok().filter(|v| *v <= 100).ok_or_else(|| {
+                format!("{text}: {part}: the access share is a whole percent from 0 to 100")
+            })?),
         };
         let size = match s.trim() {
             "" => None,
@@ -133,7 +130,9 @@ fn zone_list(text: &str, absolute: bool, list: &str) -> Result<Vec<Zone>, String
             ),
         };
         if absolute && size.is_none() {
-            return Err(format!("{text}: {part}: zoned_abs needs a size in each zone (ACCESS/SIZE)"));
+            return Err(format!(
+                "{text}: {part}: zoned_abs needs a size in each zone (ACCESS/SIZE)"
+            ));
         }
         given.push((access, size));
     }
@@ -148,7 +147,9 @@ fn zone_list(text: &str, absolute: bool, list: &str) -> Result<Vec<Zone>, String
     let sperc: u64 = given.iter().filter_map(|g| g.1).sum();
     let smissing = given.iter().filter(|g| g.1.is_none()).count() as u64;
     if perc > 100 || (!absolute && sperc > 100) {
-        return Err(format!("{text}: the percentages add to more than 100 (fio refuses it)"));
+        return Err(format!(
+            "{text}: the percentages add to more than 100 (fio refuses it)"
+        ));
     }
     // fio checks the shares given before it fills the missing ones, so
     // they must come to 100 (a missing one then gets 0).
@@ -158,7 +159,11 @@ fn zone_list(text: &str, absolute: bool, list: &str) -> Result<Vec<Zone>, String
         ));
     }
     let perc_all = perc;
-    let sperc_all = if smissing == 1 && given.len() == 1 { 100 } else { sperc };
+    let sperc_all = if smissing == 1 && given.len() == 1 {
+        100
+    } else {
+        sperc
+    };
     Ok(given
         .into_iter()
         .map(|(a, s)| Zone {
@@ -195,7 +200,11 @@ impl Strided {
         if s.size == 0 {
             return Err("zonesize must be above zero with zonemode=strided (fio: '--zonesize must be specified')".to_string());
         }
-        for (name, v) in [("zonesize", s.size), ("zonerange", s.range), ("zoneskip", s.skip)] {
+        for (name, v) in [
+            ("zonesize", s.size),
+            ("zonerange", s.range),
+            ("zoneskip", s.skip),
+        ] {
             if v % unit != 0 {
                 return Err(format!(
                     "{name}={v}: not a multiple of the block size {unit}; ringlab's offsets are whole blocks, so fio's zones must be too"
@@ -213,7 +222,13 @@ mod tests {
     #[test]
     fn zoned_fills_the_missing_size_and_maps_percent() {
         let z = ZonedSplit::parse("zoned:50/5:30/15:20/").unwrap().unwrap();
-        assert_eq!(z.dirs[0][2], Zone { access: 20, size: 80 });
+        assert_eq!(
+            z.dirs[0][2],
+            Zone {
+                access: 20,
+                size: 80
+            }
+        );
         assert_eq!(z.dirs[0], z.dirs[1]);
         let t = z.table(0, 1000, 4096).unwrap().unwrap();
         assert_eq!(t.len(), 100);
@@ -227,7 +242,13 @@ mod tests {
         let z = ZonedSplit::parse("zoned:50/5:30/15:20/,50/10:50/90")
             .unwrap()
             .unwrap();
-        assert_eq!(z.dirs[1][1], Zone { access: 50, size: 90 });
+        assert_eq!(
+            z.dirs[1][1],
+            Zone {
+                access: 50,
+                size: 90
+            }
+        );
         assert!(ZonedSplit::parse("zoned:50/5:30/15").unwrap().is_err());
         assert!(ZonedSplit::parse("zoned:60/50:60/50").unwrap().is_err());
         assert!(ZonedSplit::parse("zipf:1.2").is_none());

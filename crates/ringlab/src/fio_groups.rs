@@ -117,8 +117,8 @@ fn present_nodes() -> Vec<usize> {
 
 /// The CPUs of a node (its sysfs cpulist).
 fn node_cpus(node: usize) -> Vec<usize> {
-    let text = std::fs::read_to_string(format!("{NODE_DIR}/node{node}/cpulist"))
-        .unwrap_or_else(|_| {
+    let text =
+        std::fs::read_to_string(format!("{NODE_DIR}/node{node}/cpulist")).unwrap_or_else(|_| {
             // No sysfs node directory: one node with every CPU.
             format!(
                 "0-{}",
@@ -137,11 +137,7 @@ fn node_cpus(node: usize) -> Vec<usize> {
 
 /// Takes exitall, exit_what, numa_cpu_nodes and numa_mem_policy out of a
 /// job's options.
-pub fn take(
-    opts: &mut Vec<Written>,
-    exit: &mut (bool, ExitWhat),
-    numa: &mut Numa,
-) -> Result<()> {
+pub fn take(opts: &mut Vec<Written>, exit: &mut (bool, ExitWhat), numa: &mut Numa) -> Result<()> {
     let mut exitall = false;
     let mut what = ExitWhat::Group;
     let mut keep = Vec::new();
@@ -237,9 +233,8 @@ impl Numa {
                 unsafe { libc::CPU_SET(c, &mut set) };
             }
             // SAFETY: the set is a valid cpu_set_t of the size passed.
-            let rc = unsafe {
-                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
-            };
+            let rc =
+                unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
             if rc != 0 {
                 anyhow::bail!(
                     "numa_cpu_nodes: sched_setaffinity to CPUs {cpus:?} failed: {}",
@@ -292,7 +287,8 @@ pub fn refuse_zbd(opts: &[Written], target: &Path) -> Result<()> {
             .map(|z| z.trim().to_string())
             .unwrap_or_else(|e| format!("unreadable: {e}"))
     };
-    let no_zbd = "ringlab has no equivalent of fio's zbd mode (write pointers, zone resets, max_open_zones)";
+    let no_zbd =
+        "ringlab has no equivalent of fio's zbd mode (write pointers, zone resets, max_open_zones)";
     let what = match dev {
         Some(d) if Path::new(&format!("/sys/block/{d}")).exists() => {
             let zoned = zoned_of(&d);
@@ -315,8 +311,16 @@ pub fn refuse_zbd(opts: &[Written], target: &Path) -> Result<()> {
             format!(
                 "{} {}, so it has no /sys/block/X/queue/zoned to read (here: {}); {no_zbd}",
                 target.display(),
-                if target.exists() { "is not a block device" } else { "does not exist" },
-                if seen.is_empty() { "no block devices".to_string() } else { seen.join(", ") }
+                if target.exists() {
+                    "is not a block device"
+                } else {
+                    "does not exist"
+                },
+                if seen.is_empty() {
+                    "no block devices".to_string()
+                } else {
+                    seen.join(", ")
+                }
             )
         }
     };
@@ -342,7 +346,10 @@ impl Exits {
     pub fn new(jobs: &[(String, u32, (bool, ExitWhat))], exitall: bool) -> Exits {
         use std::sync::atomic::AtomicBool;
         Exits {
-            flags: jobs.iter().map(|_| std::sync::Arc::new(AtomicBool::new(false))).collect(),
+            flags: jobs
+                .iter()
+                .map(|_| std::sync::Arc::new(AtomicBool::new(false)))
+                .collect(),
             ended: jobs.iter().map(|_| AtomicBool::new(false)).collect(),
             by: jobs.iter().map(|_| std::sync::Mutex::new(None)).collect(),
             jobs: jobs.to_vec(),
@@ -409,7 +416,10 @@ impl Exits {
 
     /// Whether member `k` was stopped by another's end.
     pub fn stopped(&self, k: usize) -> bool {
-        self.by[k].lock().unwrap_or_else(|p| p.into_inner()).is_some()
+        self.by[k]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 
     /// exit_what=all ended a job: no later batch starts.

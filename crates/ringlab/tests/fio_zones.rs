@@ -65,7 +65,10 @@ fn zoned_distribution_puts_each_share_of_accesses_in_its_range() {
         ],
     );
     assert_ok(&out);
-    let offs: Vec<u64> = offsets(&d.join("z_lat.1.log")).iter().map(|o| o.1).collect();
+    let offs: Vec<u64> = offsets(&d.join("z_lat.1.log"))
+        .iter()
+        .map(|o| o.1)
+        .collect();
     assert_eq!(offs.len(), 20000);
     for (lo, hi, want) in [(0, 5, 0.5), (5, 20, 0.3), (20, 100, 0.2)] {
         let s = share(&offs, size * lo / 100, size * hi / 100);
@@ -74,7 +77,10 @@ fn zoned_distribution_puts_each_share_of_accesses_in_its_range() {
     // Inside a zone the blocks are drawn uniformly: both halves of the
     // first zone get about half of its accesses.
     let half = share(&offs, 0, size * 5 / 200);
-    assert!((half - 0.25).abs() < 0.02, "first half of zone 1: {half:.3}");
+    assert!(
+        (half - 0.25).abs() < 0.02,
+        "first half of zone 1: {half:.3}"
+    );
     // zoned_abs, and writes with their own list (after the comma).
     let out = fio(
         &d,
@@ -137,7 +143,10 @@ fn blockalign_puts_every_random_offset_on_its_boundary() {
     let all = offsets(&d.join("b_lat.1.log"));
     assert!(all.len() > 1000);
     assert!(all.iter().all(|o| o.1 % 4096 == 0), "an offset off 4k");
-    assert!(all.iter().all(|o| o.1 + o.2 <= 8 << 20), "an I/O past the region");
+    assert!(
+        all.iter().all(|o| o.1 + o.2 <= 8 << 20),
+        "an I/O past the region"
+    );
     // Sizes below the alignment still occur: the I/O is short, its start
     // aligned.
     assert!(all.iter().any(|o| o.2 == 512));
@@ -181,7 +190,10 @@ fn strided_zones_read_zonesize_bytes_per_zone_then_skip() {
         ],
     );
     assert_ok(&out);
-    let offs: Vec<u64> = offsets(&d.join("s_lat.1.log")).iter().map(|o| o.1).collect();
+    let offs: Vec<u64> = offsets(&d.join("s_lat.1.log"))
+        .iter()
+        .map(|o| o.1)
+        .collect();
     assert_eq!(offs.len(), 128);
     let mb = 1u64 << 20;
     let zones = [0, 3, 6, 0, 3, 6, 0, 3];
@@ -209,7 +221,10 @@ fn strided_zones_read_zonesize_bytes_per_zone_then_skip() {
         ],
     );
     assert_ok(&out);
-    let offs: Vec<u64> = offsets(&d.join("r_lat.1.log")).iter().map(|o| o.1).collect();
+    let offs: Vec<u64> = offsets(&d.join("r_lat.1.log"))
+        .iter()
+        .map(|o| o.1)
+        .collect();
     assert_eq!(offs.len(), 128);
     for (i, chunk) in offs.chunks(16).enumerate() {
         let z = zones[i] * mb;
@@ -245,7 +260,10 @@ fn exitall_ends_the_other_jobs_when_one_ends() {
     assert!(t0.elapsed().as_secs() < 20, "a job outlived exitall");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let jobs = v["jobs"].as_array().unwrap();
-    let names: Vec<&str> = jobs.iter().map(|j| j["jobname"].as_str().unwrap()).collect();
+    let names: Vec<&str> = jobs
+        .iter()
+        .map(|j| j["jobname"].as_str().unwrap())
+        .collect();
     assert_eq!(names, ["slow", "fast", "later", "last", "tail"]);
     let runtime = |i: usize| jobs[i]["job_runtime"].as_u64().unwrap();
     assert!(runtime(1) < 5000, "[fast] ran {} ms", runtime(1));
