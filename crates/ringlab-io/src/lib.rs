@@ -8,6 +8,7 @@
 pub mod blkid;
 pub mod buffers;
 pub mod config;
+pub mod continue_on_error;
 pub mod engine_kind;
 pub mod engines;
 pub mod features;

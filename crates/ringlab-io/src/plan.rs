@@ -294,6 +294,18 @@ pub struct IoArgs {
     #[arg(long, value_name = "DIST", default_value = "random")]
     pub random_distribution: String,
 
+    /// fio's continue_on_error: none, read, write, io, all (or 0/1): the
+    /// I/O errors of these directions whose errno is listed (--ignore-error;
+    /// default EIO and EILSEQ, fio's non-fatal ones) are counted and the
+    /// job goes on.
+    #[arg(long, hide = true, value_name = "CLASS")]
+    pub continue_on_error: Option<String>,
+
+    /// fio's ignore_error: READ_ERRNOS,WRITE_ERRNOS[,VERIFY_ERRNOS], each a
+    /// ':'-separated list of names (ENOSPC) or numbers.
+    #[arg(long, hide = true, value_name = "LISTS")]
+    pub ignore_error: Option<String>,
+
     /// fio's zonemode: none or strided (zonesize bytes in each zone of
     /// zonerange bytes, then zoneskip bytes skipped); zbd is refused.
     #[arg(long, hide = true, value_name = "none|strided")]
@@ -436,6 +448,9 @@ pub struct IoPlan {
     pub zoned: Option<crate::zones::ZonedSplit>,
     /// fio's zonemode=strided.
     pub strided: Option<crate::zones::Strided>,
+    /// fio's continue_on_error with ignore_error: per direction (read,
+    /// write) the errnos a job counts and goes on after.
+    pub continue_errnos: [Vec<i32>; 2],
 }
 
 /// fio's logs: the prefixes given and the averaging window.
@@ -915,6 +930,11 @@ impl IoPlan {
                 .transpose()
                 .map_err(|e| usage_error(format!("--random-distribution {e}")))?,
             strided: strided(args, bs)?,
+            continue_errnos: crate::continue_on_error::errnos(
+                args.continue_on_error.as_deref(),
+                args.ignore_error.as_deref(),
+            )
+            .map_err(usage_error)?,
             align_blocks,
             fadvise: match args.fadvise_hint.as_deref() {
                 None | Some("none") => None,

@@ -328,13 +328,100 @@ fn zbd_and_continue_on_error_are_refused_with_file_line_and_reason() {
     assert!(err.contains("queue/zoned"), "{err}");
     std::fs::write(
         d.join("c.fio"),
-        "[global]\nsize=1m\ncontinue_on_error=write\n[w]\nrw=write\n",
+        "[global]\nsize=1m\ncontinue_on_error=verify\n[w]\nrw=write\n",
     )
     .unwrap();
     let out = fio(&d, &["--parse-only", "c.fio"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("c.fio:3"), "{err}");
-    assert!(err.contains("first failed I/O"), "{err}");
+    assert!(err.contains("a verify failure"), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn continue_on_error_counts_the_listed_errors_and_goes_on() {
+    if !common::is_root() {
+        common::skip_root_only(
+            "continue_on_error_counts_the_listed_errors_and_goes_on",
+            "needs a tmpfs mount and a loop device",
+        );
+        return;
+    }
+    let d = tmp("coe");
+    let mnt = d.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    // A loop device over a sparse 64 MiB file on a 2 MiB tmpfs: its
+    // writes past the first 2 MiB fail with ENOSPC.
+    if let Err(e) = common::sh(
+        "mount",
+        &[
+            "-t",
+            "tmpfs",
+            "-o",
+            "size=2m",
+            "tmpfs",
+            mnt.to_str().unwrap(),
+        ],
+    ) {
+        common::skip(
+            "continue_on_error_counts_the_listed_errors_and_goes_on",
+            &format!("cannot mount a tmpfs: {e}"),
+        );
+        return;
+    }
+    let back = mnt.join("back");
+    std::fs::File::create(&back)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let lo = match common::Loop::over(&back) {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = common::sh("umount", &[mnt.to_str().unwrap()]);
+            common::skip(
+                "continue_on_error_counts_the_listed_errors_and_goes_on",
+                &format!("no loop device: {e}"),
+            );
+            return;
+        }
+    };
+    let args = |extra: &'static [&'static str]| {
+        let mut v = vec![
+            "--name=f".to_string(),
+            format!("--filename={}", lo.dev),
+            "--rw=write".into(),
+            "--bs=64k".into(),
+            "--size=8m".into(),
+            "--direct=1".into(),
+            "--allow_mounted_write=1".into(),
+            "--output-format=json".into(),
+        ];
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let run = |a: Vec<String>| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        fio(&d, &a)
+    };
+    // ENOSPC is listed for writes: 96 errors counted, the 32 writes that
+    // fit are done, the run ends well (fio: io_bytes 2 MiB, total_err 96).
+    let out = run(args(&[
+        "--continue_on_error=write",
+        "--ignore_error=,ENOSPC",
+    ]));
+    assert_ok(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["write"]["io_bytes"], 2 << 20);
+    let text = out.stdout.iter().map(|b| *b as char).collect::<String>();
+    assert!(text.contains("continue_on_error: 96 I/O errors"), "{text}");
+    // Without the list only EIO and EILSEQ go on (fio's default): the
+    // first ENOSPC ends the job.
+    let out = run(args(&["--continue_on_error=write"]));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("No space left"));
+    // The loop device lets go of its file before the tmpfs is unmounted.
+    drop(lo);
+    let _ = common::sh("umount", &[mnt.to_str().unwrap()]);
     std::fs::remove_dir_all(&d).unwrap();
 }

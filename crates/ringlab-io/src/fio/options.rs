@@ -175,8 +175,8 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("max_open_zones", Kind::Special),
     opt!("job_max_open_zones", Kind::Special),
     opt!("zonecapacity", Kind::Special),
-    opt!("continue_on_error", Kind::Refused("ringlab ends a job at its first failed I/O and reports the error; it has no equivalent of fio's counting of errors by class (write, read, io, verify) and going on")),
-    opt!("ignore_error", Kind::Refused("ringlab ends a job at its first failed I/O; it has no equivalent of fio's list of errors to go on after")),
+    opt!("continue_on_error", Kind::Special),
+    opt!("ignore_error", Kind::Value("ignore-error")),
     opt!("error_dump", Kind::Ignored("fio prints each I/O error as it happens; ringlab reports the error that ended the job either way")),
     opt!("iodepth_low", Kind::Refused("ringlab has no equivalent: it refills the queue as completions are reaped")),
     opt!("clocksource", Kind::Refused("ringlab has no equivalent: it times with CLOCK_MONOTONIC")),
@@ -593,6 +593,14 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
         "stonewall" | "new_group" | "wait_for" => {}
         "output" => t.output = Some(value_of(o)?),
         "output_format" => t.output_format = Some(value_of(o)?),
+        "continue_on_error" => {
+            let v = value_of(o)?;
+            if v == "verify" {
+                return Err(refuse(o, "ringlab ends a job at a verify failure; going on after it is not supported by ringlab (read, write, io and all take I/O errors)"));
+            }
+            t.args.push("--continue-on-error".to_string());
+            t.args.push(v);
+        }
         "max_open_zones" | "job_max_open_zones" | "zonecapacity" => {
             // Only zonemode=zbd reads them (fio ignores them otherwise),
             // and ringlab refuses zbd with its reason.
