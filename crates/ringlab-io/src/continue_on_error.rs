@@ -87,7 +87,7 @@ mod tests {
 
     #[test]
     fn classes_and_lists_as_fio_reads_them() {
-        assert_eq!(errnos(None, None).unwrap(), [vec![], vec![]]);
+        assert!(errnos(None, None).unwrap().iter().all(|v| v.is_empty()));
         let [r, w] = errnos(Some("write"), Some(",ENOSPC")).unwrap();
         assert!(r.is_empty());
         assert_eq!(w, vec![libc::ENOSPC]);
