@@ -812,7 +812,12 @@ impl Workload {
             }
             self.in_run != 1
         };
-        let placed = if follow { None } else { self.placed(dir, span) };
+        // One branch when no placement option is given (the common case).
+        let placed = if follow || self.place.is_none() {
+            None
+        } else {
+            self.placed(dir, span)
+        };
         let rel = if let Some(b) = placed {
             b
         } else if follow && self.last_end + span <= self.count {

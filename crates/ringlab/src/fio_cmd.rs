@@ -1119,6 +1119,9 @@ fn run(args: Vec<OsString>) -> Result<()> {
                 }
             }
             e["ringlab"]["unified_rw_reporting"] = json!(j.unified);
+            if !j.numa.shown.is_empty() {
+                e["ringlab"]["numa"] = json!(j.numa.shown);
+            }
             if let Some(Some(t)) = starts.get(idx) {
                 let ms = t
                     .duration_since(std::time::UNIX_EPOCH)
