@@ -8,6 +8,7 @@
 pub mod blkid;
 pub mod buffers;
 pub mod config;
+pub mod continue_on_error;
 pub mod engine_kind;
 pub mod engines;
 pub mod features;
@@ -21,6 +22,7 @@ pub mod text;
 pub mod verify;
 pub mod worker;
 pub mod workload;
+pub mod zones;
 
 pub use plan::{IoArgs, IoPlan};
 pub use ringlab_core::UsageError;

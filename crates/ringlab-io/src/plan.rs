@@ -294,6 +294,35 @@ pub struct IoArgs {
     #[arg(long, value_name = "DIST", default_value = "random")]
     pub random_distribution: String,
 
+    /// fio's continue_on_error: none, read, write, io, all (or 0/1): the
+    /// I/O errors of these directions whose errno is listed (--ignore-error;
+    /// default EIO and EILSEQ, fio's non-fatal ones) are counted and the
+    /// job goes on.
+    #[arg(long, hide = true, value_name = "CLASS")]
+    pub continue_on_error: Option<String>,
+
+    /// fio's ignore_error: READ_ERRNOS,WRITE_ERRNOS[,VERIFY_ERRNOS], each a
+    /// ':'-separated list of names (ENOSPC) or numbers.
+    #[arg(long, hide = true, value_name = "LISTS")]
+    pub ignore_error: Option<String>,
+
+    /// fio's zonemode: none or strided (zonesize bytes in each zone of
+    /// zonerange bytes, then zoneskip bytes skipped); zbd is refused.
+    #[arg(long, hide = true, value_name = "none|strided")]
+    pub zonemode: Option<String>,
+
+    /// fio's zonesize (with --zonemode strided).
+    #[arg(long, hide = true, value_name = "SIZE")]
+    pub zonesize: Option<String>,
+
+    /// fio's zonerange (default: --zonesize).
+    #[arg(long, hide = true, value_name = "SIZE")]
+    pub zonerange: Option<String>,
+
+    /// fio's zoneskip (default 0).
+    #[arg(long, hide = true, value_name = "SIZE")]
+    pub zoneskip: Option<String>,
+
     /// fio's rw offset modifier (`rw=read:8k`, `rw=randread:4`): for a
     /// sequential pattern the bytes skipped after each I/O (negative: back),
     /// for a random one a new random offset every N I/Os.
@@ -413,6 +442,15 @@ pub struct IoPlan {
     /// I/Os per random offset.
     pub seq_skip_blocks: i64,
     pub rand_run: u64,
+    /// fio's blockalign in blocks of `bs` (1: every block).
+    pub align_blocks: u64,
+    /// fio's random_distribution=zoned / zoned_abs.
+    pub zoned: Option<crate::zones::ZonedSplit>,
+    /// fio's zonemode=strided.
+    pub strided: Option<crate::zones::Strided>,
+    /// fio's continue_on_error with ignore_error: per direction (read,
+    /// write) the errnos a job counts and goes on after.
+    pub continue_errnos: [Vec<i32>; 2],
 }
 
 /// fio's logs: the prefixes given and the averaging window.
@@ -503,6 +541,72 @@ fn per_direction(
     Ok(both)
 }
 
+/// fio's blockalign in blocks of the smallest size `bs`: one value for
+/// reads and writes (fio's `R,W`), a multiple of `bs`.
+fn blockalign(args: &IoArgs, bs: u64) -> Result<u64> {
+    let Some(text) = &args.blockalign else {
+        return Ok(1);
+    };
+    let mut align = None;
+    for part in text
+        .split(',')
+        .take(2)
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+    {
+        let a = size_flag("blockalign", part)?;
+        if a == 0 || a % bs != 0 {
+            usage!(
+                "--blockalign {text}: {a} bytes is not a multiple of the smallest block size ({}); ringlab's offsets are whole blocks of it, so it places I/O at multiples of that size and its multiples only",
+                format_bytes(bs)
+            );
+        }
+        if align.is_some_and(|x| x != a) {
+            usage!("--blockalign {text}: reads and writes aligned apart is not supported by ringlab; give one alignment");
+        }
+        align = Some(a);
+    }
+    Ok(align.unwrap_or(bs) / bs)
+}
+
+/// fio's zonemode=strided and its sizes; zbd is refused here (the fio
+/// personality names the device's zoned model).
+fn strided(args: &IoArgs, bs: u64) -> Result<Option<crate::zones::Strided>> {
+    let mode = args.zonemode.as_deref().map(str::trim);
+    let size = args
+        .zonesize
+        .as_deref()
+        .map(|t| size_flag("zonesize", t))
+        .transpose()?;
+    match (mode, size) {
+        (None | Some("none"), None) => Ok(None),
+        (Some("none"), Some(_)) => {
+            usage!("--zonemode none and --zonesize are not compatible (fio refuses them too)")
+        }
+        (None | Some("strided"), Some(size)) => {
+            let range = args
+                .zonerange
+                .as_deref()
+                .map(|t| size_flag("zonerange", t))
+                .transpose()?;
+            let skip = args
+                .zoneskip
+                .as_deref()
+                .map(|t| size_flag("zoneskip", t))
+                .transpose()?;
+            crate::zones::Strided::new(size, range, skip, bs)
+                .map(Some)
+                .map_err(|e| usage_error(format!("--zonemode strided: {e}")))
+        }
+        (Some("strided"), None) => {
+            usage!("--zonemode strided needs --zonesize (fio: '--zonesize must be specified when using --zonemode=strided')")
+        }
+        (Some(m), _) => usage!(
+            "--zonemode {m}: ringlab has no equivalent of it: its zone modes are none and strided (zbd needs a zoned block device and fio's write-pointer bookkeeping; 'ringlab fio' names the device's zoned model)"
+        ),
+    }
+}
+
 fn size_flag(flag: &str, text: &str) -> Result<u64> {
     parse_size(text).map_err(|e| usage_error(format!("--{flag}: {e}")))
 }
@@ -511,17 +615,7 @@ impl IoPlan {
     /// Validates flags that do not depend on the target.
     pub fn from_args(args: &IoArgs) -> Result<IoPlan> {
         let (block_sizes, bs, bs_max) = block_sizes(args)?;
-        if let Some(text) = &args.blockalign {
-            for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-                if size_flag("blockalign", part)? != bs {
-                    usage!(
-                        "--blockalign {text}: ringlab aligns offsets to the smallest block size ({}), fio's default, and has no other alignment: drop --blockalign or make it {}",
-                        format_bytes(bs),
-                        format_bytes(bs)
-                    );
-                }
-            }
-        }
+        let align_blocks = blockalign(args, bs)?;
         if args.iodepth == 0 || args.iodepth > IODEPTH_MAX {
             usage!(
                 "--iodepth {}: must be between 1 and {IODEPTH_MAX} (io_uring's limit on ring entries)",
@@ -807,7 +901,9 @@ impl IoPlan {
             evidence: args.evidence,
             shards,
             shard_region_split: args.shard_region == "split" && args.target.is_some(),
-            random_map: args.random_map,
+            // fio: a blockalign other than the smallest size turns the
+            // random map off (init.c).
+            random_map: args.random_map && align_blocks == 1,
             invalidate_each_pass: args.invalidate_each_pass && args.invalidate == 1,
             seq_skip_blocks: rw_skip(args, bs)?,
             buffer_pattern: match &args.buffer_pattern {
@@ -825,8 +921,21 @@ impl IoPlan {
                 })?,
                 _ => 0,
             },
-            distribution: crate::workload::Distribution::parse(&args.random_distribution)
+            distribution: match crate::zones::ZonedSplit::parse(&args.random_distribution) {
+                Some(_) => crate::workload::Distribution::Uniform,
+                None => crate::workload::Distribution::parse(&args.random_distribution)
+                    .map_err(|e| usage_error(format!("--random-distribution {e}")))?,
+            },
+            zoned: crate::zones::ZonedSplit::parse(&args.random_distribution)
+                .transpose()
                 .map_err(|e| usage_error(format!("--random-distribution {e}")))?,
+            strided: strided(args, bs)?,
+            continue_errnos: crate::continue_on_error::errnos(
+                args.continue_on_error.as_deref(),
+                args.ignore_error.as_deref(),
+            )
+            .map_err(usage_error)?,
+            align_blocks,
             fadvise: match args.fadvise_hint.as_deref() {
                 None | Some("none") => None,
                 Some("random") => Some(libc::POSIX_FADV_RANDOM),

@@ -254,6 +254,8 @@ pub fn run_job<E: Engine>(
             due: false,
         }),
         issued_ios: 0,
+        io_errors: 0,
+        first_io_error: None,
         think: plan.thinktime.map(|plan| ThinkState {
             plan,
             since: 0,
@@ -280,7 +282,14 @@ pub fn run_job<E: Engine>(
         .with_distribution(plan.distribution)
         .with_modifier(plan.seq_skip_blocks, plan.rand_run)
         .with_random_map(plan.random_map)
-        .with_passes(plan.invalidate_each_pass),
+        .with_passes(plan.invalidate_each_pass)
+        .with_align(plan.align_blocks)
+        .with_strided(
+            plan.strided,
+            (ctx.target.size / plan.bs).saturating_sub(first),
+        )
+        .with_zoned(plan.zoned.as_ref())
+        .map_err(|e| ringlab_core::usage_error(format!("--random-distribution {e}")))?,
         slots: vec![SlotState::default(); depth as usize],
         just_queued: Vec::with_capacity(depth as usize),
         coarse: plan.gtod_reduce.then_some(Coarse {
@@ -367,6 +376,15 @@ pub fn run_job<E: Engine>(
         }
     }
     result?;
+    if job.io_errors > 0 {
+        warnings.push(format!(
+            "job {}: continue_on_error: {} I/O error{} counted and gone on after (first: {})",
+            ctx.job,
+            job.io_errors,
+            if job.io_errors == 1 { "" } else { "s" },
+            job.first_io_error.as_deref().unwrap_or("unavailable")
+        ));
+    }
     if job.ramp_end_ns != 0 {
         // The job ended inside --ramp-time: nothing of it is measured.
         let now = job.now_ns();
@@ -911,6 +929,10 @@ struct Job<'a, E: Engine> {
     sync: Option<SyncState>,
     /// I/Os issued (for --number-ios).
     issued_ios: u64,
+    /// fio's continue_on_error: I/O errors counted and gone on after, and
+    /// the first of them.
+    io_errors: u64,
+    first_io_error: Option<String>,
     think: Option<ThinkState>,
     intervals: Option<Intervals>,
     logs: Option<Box<Logs>>,
@@ -1403,6 +1425,16 @@ impl<E: Engine> Job<'_, E> {
         if result < 0 {
             let errno = (-result) as i32;
             let err = std::io::Error::from_raw_os_error(errno);
+            let d = (s.dir == Dir::Write) as usize;
+            if self.plan.continue_errnos[d].contains(&errno) {
+                // fio's continue_on_error: counted, and the job goes on.
+                self.io_errors += 1;
+                self.first_io_error.get_or_insert_with(|| {
+                    format!("{what} of {bs} bytes at offset {}: {err}", s.offset)
+                });
+                self.release(slot);
+                return Ok(());
+            }
             let hint = crate::engines::errno_hint(self.plan, errno);
             bail!(
                 "job {}: {what} of {bs} bytes at offset {} failed: {err}{hint}",

@@ -300,6 +300,34 @@ pub struct Workload {
     rand_run: u64,
     in_run: u64,
     last_end: u64,
+    /// fio's fixed placement: zones, alignment, strided mode.
+    place: Option<Box<Placement>>,
+}
+
+/// fio's options that place random and sequential offsets beyond the
+/// distribution: blockalign, random_distribution=zoned, zonemode=strided.
+#[derive(Default)]
+struct Placement {
+    /// Random offsets are multiples of this many blocks (fio's blockalign
+    /// over the smallest size).
+    align: u64,
+    /// Per direction: 100 entries `(first, len)` in `align` units (fio's
+    /// zone_state_index).
+    zoned: [Option<Vec<(u64, u64)>>; 2],
+    strided: Option<StridedState>,
+}
+
+/// Where a strided job is: its zone's first block, bytes done in it.
+struct StridedState {
+    size: u64,
+    range: u64,
+    step: u64,
+    /// Blocks from the region's first to the end of the target (fio wraps
+    /// at the file's end).
+    wrap: u64,
+    zone: u64,
+    bytes: u64,
+    pos: u64,
 }
 
 /// fio's random_distribution: how random offsets are drawn over the
@@ -552,7 +580,130 @@ impl Workload {
             rand_run: 0,
             in_run: 0,
             last_end: 0,
+            place: None,
         }
+    }
+
+    /// fio's blockalign: random offsets at multiples of `align` blocks.
+    pub fn with_align(mut self, align: u64) -> Workload {
+        if align > 1 {
+            self.place.get_or_insert_with(Default::default).align = align;
+        }
+        self
+    }
+
+    /// fio's zoned distributions: each random offset first picks a zone by
+    /// its share of the accesses, then a block uniformly inside it.
+    pub fn with_zoned(
+        mut self,
+        split: Option<&crate::zones::ZonedSplit>,
+    ) -> Result<Workload, String> {
+        let Some(split) = split else { return Ok(self) };
+        let p = self.place.get_or_insert_with(Default::default);
+        let align = p.align.max(1);
+        let lastb = self.count / align;
+        for d in 0..2 {
+            p.zoned[d] = split.table(d, lastb, align * self.unit)?;
+        }
+        Ok(self)
+    }
+
+    /// fio's zonemode=strided; `wrap`: blocks from the region's first to
+    /// the target's end.
+    pub fn with_strided(mut self, s: Option<crate::zones::Strided>, wrap: u64) -> Workload {
+        let Some(s) = s else { return self };
+        let unit = self.unit;
+        let range = (s.range / unit).max(1);
+        if let Some(map) = self.map.as_mut() {
+            // fio's random map covers one zone, and is cleared at each.
+            *map = RandomMap::new(range.min(self.count));
+        }
+        self.place.get_or_insert_with(Default::default).strided = Some(StridedState {
+            size: s.size,
+            range,
+            step: range + s.skip / unit,
+            wrap: wrap.max(1),
+            zone: 0,
+            bytes: 0,
+            pos: 0,
+        });
+        self
+    }
+
+    /// The offset of the next I/O under fio's placement options: `None`
+    /// when none applies to it (the ordinary draw stands).
+    fn placed(&mut self, dir: Dir, span: u64) -> Option<u64> {
+        let p = self.place.as_mut()?;
+        let align = p.align.max(1);
+        if let Some(z) = p.strided.as_mut() {
+            // setup_strided_zone_mode: on to the next zone after `size`
+            // bytes, wrapping at the target's end.
+            if z.bytes >= z.size {
+                z.bytes = 0;
+                z.zone += z.step;
+                if z.zone + span > z.wrap {
+                    z.zone = 0;
+                }
+                z.pos = z.zone;
+                if let Some(m) = self.map.as_mut() {
+                    m.reset();
+                }
+            }
+            let end = (z.zone + z.range).min(z.wrap);
+            if z.pos + span > end {
+                z.pos = z.zone;
+            }
+            // The blocks of this zone an I/O may start at.
+            let room = end.saturating_sub(z.zone).max(span) - span + 1;
+            let b = if self.rw.is_random() {
+                let pick = self.rng.random_range(0..room);
+                let rel = match self.map.as_mut() {
+                    Some(m) => m.claim(pick.min(m.blocks - 1), span).0,
+                    None => pick / align * align,
+                };
+                z.zone + rel.min(room - 1)
+            } else {
+                let b = z.pos;
+                z.pos += span;
+                b
+            };
+            z.bytes += span * self.unit;
+            return Some(b);
+        }
+        if !self.rw.is_random() || self.map.is_some() {
+            return None;
+        }
+        let d = (dir == Dir::Write) as usize;
+        let last = self.count - span;
+        if p.zoned[d].is_some() {
+            return Some(self.zoned_pick(d, span));
+        }
+        if align > 1 {
+            let n = last / align + 1;
+            return Some(self.rng.random_range(0..n) * align);
+        }
+        None
+    }
+
+    /// fio's zoned draw: a zone by its share of the accesses (1..=100),
+    /// then a block inside it; at most `count - span`.
+    fn zoned_pick(&mut self, d: usize, span: u64) -> u64 {
+        let last = self.count - span;
+        let Some(p) = self.place.as_ref() else {
+            return self.draw(last + 1);
+        };
+        let align = p.align.max(1);
+        let Some(t) = p.zoned[d].as_ref() else {
+            return self.draw(last + 1);
+        };
+        let v = self.rng.random_range(0..t.len());
+        let (first, len) = t[v];
+        let off = if len > 0 {
+            self.rng.random_range(0..len)
+        } else {
+            0
+        };
+        ((first + off) * align).min(last / align * align)
     }
 
     /// fio's offset modifiers: `skip` blocks after each sequential I/O, or
@@ -661,7 +812,15 @@ impl Workload {
             }
             self.in_run != 1
         };
-        let rel = if follow && self.last_end + span <= self.count {
+        // One branch when no placement option is given (the common case).
+        let placed = if follow || self.place.is_none() {
+            None
+        } else {
+            self.placed(dir, span)
+        };
+        let rel = if let Some(b) = placed {
+            b
+        } else if follow && self.last_end + span <= self.count {
             let b = self.last_end;
             if let Some(map) = self.map.as_mut() {
                 let (first, _) = map.claim(b, span);
@@ -670,7 +829,13 @@ impl Workload {
                 b
             }
         } else if self.map.is_some() {
-            let pick = self.draw(self.count);
+            let d = (dir == Dir::Write) as usize;
+            let zoned = self.place.as_ref().is_some_and(|p| p.zoned[d].is_some());
+            let pick = if zoned {
+                self.zoned_pick(d, 1)
+            } else {
+                self.draw(self.count)
+            };
             let Some(map) = self.map.as_mut() else {
                 unreachable!("checked above")
             };

@@ -308,6 +308,11 @@ struct Job {
     unified: bool,
     description: Option<String>,
     startdelay: std::time::Duration,
+    /// fio's exitall (set in any job, it holds for all, as fio's global
+    /// flag) and this job's exit_what: which jobs end when this one ends.
+    exit: (bool, crate::fio_groups::ExitWhat),
+    /// fio's numa_cpu_nodes and numa_mem_policy.
+    numa: crate::fio_groups::Numa,
 }
 
 fn canonical(key: &str) -> String {
@@ -345,6 +350,8 @@ struct Personal {
     unified: bool,
     description: Option<String>,
     time_based: bool,
+    exit: (bool, crate::fio_groups::ExitWhat),
+    numa: crate::fio_groups::Numa,
 }
 
 fn take_personal(opts: &mut Vec<Written>) -> Result<Personal> {
@@ -357,7 +364,10 @@ fn take_personal(opts: &mut Vec<Written>) -> Result<Personal> {
         unified: false,
         description: None,
         time_based: false,
+        exit: (false, crate::fio_groups::ExitWhat::Group),
+        numa: Default::default(),
     };
+    crate::fio_groups::take(opts, &mut p.exit, &mut p.numa)?;
     let mut keep = Vec::new();
     for o in opts.drain(..) {
         match canonical(&o.key).as_str() {
@@ -429,6 +439,9 @@ const SIZE_KEYS: &[&str] = &[
     "bssplit",
     "blockalign",
     "rate",
+    "zonesize",
+    "zonerange",
+    "zoneskip",
 ];
 
 /// The bytes of a file or block device, if it exists.
@@ -473,6 +486,28 @@ fn fio_values(opts: &mut Vec<Written>, name: &str) -> Result<()> {
                 )))
             }
         };
+    }
+    for o in opts.iter_mut() {
+        match canonical(&o.key).as_str() {
+            // fio: a log without a name is named after the job
+            // (jobname_type.x.log).
+            "write_bw_log" | "write_lat_log" | "write_iops_log" | "write_hist_log"
+                if o.value.as_deref().is_none_or(|v| v.trim().is_empty()) =>
+            {
+                o.value = Some(name.to_string());
+            }
+            // fio's third value is for trims, which no ringlab pattern
+            // issues (rw=trim is refused).
+            "rate" | "rate_iops" | "rate_min" | "rate_iops_min" => {
+                if let Some(v) = &o.value {
+                    let parts: Vec<&str> = v.split(',').collect();
+                    if parts.len() == 3 {
+                        o.value = Some(parts[..2].join(","));
+                    }
+                }
+            }
+            _ => {}
+        }
     }
     let target = fio_target(opts, name);
     let bs = opts
@@ -534,6 +569,7 @@ fn resolve(
 ) -> Result<Job> {
     let mut opts = last_wins(all);
     let p = take_personal(&mut opts)?;
+    crate::fio_groups::refuse_zbd(&opts, &fio_target(&opts, name))?;
     fio_values(&mut opts, name)?;
     let has = |k: &str| opts.iter().any(|o| canonical(&o.key) == k);
     let mut words = options::translate(&opts, true, Some(name))?;
@@ -626,6 +662,8 @@ fn resolve(
         lat_percentiles: p.lat_percentiles,
         unified: p.unified,
         description: p.description,
+        exit: p.exit,
+        numa: p.numa,
     })
 }
 
@@ -906,6 +944,7 @@ fn run(args: Vec<OsString>) -> Result<()> {
     let mut starts: Vec<Option<std::time::SystemTime>> = Vec::new();
     let disk_before = read_diskstats(&disks);
     let wall = std::time::Instant::now();
+    let exitall = jobs.iter().any(|j| j.exit.0);
     let batches: Vec<u32> = {
         let mut b: Vec<u32> = jobs.iter().map(|j| j.batch).collect();
         b.dedup();
@@ -926,48 +965,81 @@ fn run(args: Vec<OsString>) -> Result<()> {
         let gate = Arc::new(GroupGate::new(members.len()));
         let prepare_lock = Arc::new(std::sync::Mutex::new(()));
         let f0 = faults();
+        // Each job ends on its own flag: the interruption, or fio's
+        // exitall when another job ends.
+        let exits = crate::fio_groups::Exits::new(
+            &members
+                .iter()
+                .map(|&i| (jobs[i].name.clone(), jobs[i].group, jobs[i].exit))
+                .collect::<Vec<_>>(),
+            exitall,
+        );
         let outcomes: Vec<Result<RunResult>> = std::thread::scope(|s| {
+            let forward = s.spawn(|| exits.forward(&interrupted));
             let handles: Vec<_> = members
                 .iter()
                 .enumerate()
                 .map(|(k, &i)| {
                     let plan = &jobs[i].plan;
                     let name = &jobs[i].name;
+                    let numa = &jobs[i].numa;
                     let start_delay = jobs[i].startdelay;
                     let gate = gate.clone();
                     let prepare_lock = prepare_lock.clone();
-                    let interrupted = interrupted.clone();
+                    let stop = exits.flag(k);
+                    let exits = &exits;
                     s.spawn(move || {
                         let opts = RunOptions {
                             progress: false,
-                            interrupted,
+                            interrupted: stop,
                             group: Some((gate.clone(), k)),
                             start_delay,
                             prepare_lock: Some(prepare_lock),
                         };
-                        let r = run_io(plan, &opts).with_context(|| format!("job [{name}]"));
+                        let r = numa
+                            .apply()
+                            .and_then(|()| run_io(plan, &opts))
+                            .with_context(|| format!("job [{name}]"));
                         if r.is_err() {
                             gate.fail();
                         }
+                        exits.ended(k);
                         r
                     })
                 })
                 .collect();
-            handles
+            let out = handles
                 .into_iter()
                 .map(|h| {
                     h.join()
                         .unwrap_or_else(|_| Err(anyhow::anyhow!("a job panicked")))
                 })
-                .collect()
+                .collect();
+            exits.all_ended();
+            let _ = forward.join();
+            out
         });
+        let outcomes: Vec<Result<RunResult>> = outcomes
+            .into_iter()
+            .enumerate()
+            .map(|(k, r)| r.map(|r| exits.explain(k, r)))
+            .collect();
+        let stop_later = exits.stop_later();
         let f1 = faults();
         let single = members.len() == 1;
         let mut first_err: Option<anyhow::Error> = None;
-        for r in outcomes {
+        for (k, r) in outcomes.into_iter().enumerate() {
             match r {
                 // The explain step of the run gave it its diagnoses.
                 Ok(r) => results.push(Some(r)),
+                // Ended by exitall before it measured anything.
+                Err(e) if exits.stopped(k) => {
+                    eprintln!(
+                        "ringlab fio: [{}] ended by exitall before it ran ({e:#})",
+                        jobs[members[k]].name
+                    );
+                    results.push(None);
+                }
                 Err(e) => {
                     // The job that failed, not the ones sent home for it.
                     let aborted = e.chain().any(|c| c.to_string().contains("aborted"));
@@ -982,6 +1054,16 @@ fn run(args: Vec<OsString>) -> Result<()> {
         starts.extend(gate.starts());
         if let Some(e) = first_err {
             return Err(e);
+        }
+        if stop_later {
+            // exit_what=all: fio starts none of the later jobs.
+            for j in jobs.iter().filter(|j| j.batch > b) {
+                eprintln!(
+                    "ringlab fio: [{}] not started: a job ended with exitall and exit_what=all",
+                    j.name
+                );
+            }
+            break;
         }
     }
     let disk_after = read_diskstats(&disks);
@@ -1036,6 +1118,9 @@ fn run(args: Vec<OsString>) -> Result<()> {
                 }
             }
             e["ringlab"]["unified_rw_reporting"] = json!(j.unified);
+            if !j.numa.shown.is_empty() {
+                e["ringlab"]["numa"] = json!(j.numa.shown);
+            }
             if let Some(Some(t)) = starts.get(idx) {
                 let ms = t
                     .duration_since(std::time::UNIX_EPOCH)

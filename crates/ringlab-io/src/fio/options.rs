@@ -163,7 +163,21 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("cpumask", Kind::Refused("use --cpus LIST (fio's cpus_allowed)")),
     opt!("ioscheduler", Kind::Refused("ringlab has no equivalent: it does not change the device's scheduler; set /sys/block/DEV/queue/scheduler (ringlab reports the one in use)")),
     opt!("fallocate", Kind::Refused("ringlab has no equivalent: it lays out new files by writing real data")),
-    opt!("exitall", Kind::Refused("ringlab has no equivalent: a job file's jobs run one after the other")),
+    opt!("exitall", Kind::Refused("'ringlab io --fio' runs a job file's jobs one after the other; 'ringlab fio JOBFILE' runs each group at once and ends it as fio's exitall does")),
+    opt!("exit_what", Kind::Refused("'ringlab io --fio' runs a job file's jobs one after the other; 'ringlab fio JOBFILE' honours exitall and exit_what (group, stonewall, all)")),
+    opt!("numa_cpu_nodes", Kind::Refused("'ringlab fio' binds each job to the CPUs of these NUMA nodes; with 'ringlab io' give --cpus LIST")),
+    opt!("numa_mem_policy", Kind::Refused("'ringlab fio' sets this memory policy (set_mempolicy) for each job; 'ringlab io' has no equivalent")),
+    opt!("zonemode", Kind::Value("zonemode")),
+    opt!("zonesize", Kind::Value("zonesize")),
+    opt!("zonerange", Kind::Value("zonerange")),
+    opt!("zoneskip", Kind::Value("zoneskip")),
+    opt!("read_beyond_wp", Kind::Ignored("applies to zonemode=zbd only, which ringlab refuses; fio ignores it in every other zonemode")),
+    opt!("max_open_zones", Kind::Special),
+    opt!("job_max_open_zones", Kind::Special),
+    opt!("zonecapacity", Kind::Special),
+    opt!("continue_on_error", Kind::Special),
+    opt!("ignore_error", Kind::Value("ignore-error")),
+    opt!("error_dump", Kind::Ignored("fio prints each I/O error as it happens; ringlab reports the error that ended the job either way")),
     opt!("iodepth_low", Kind::Refused("ringlab has no equivalent: it refills the queue as completions are reaped")),
     opt!("clocksource", Kind::Refused("ringlab has no equivalent: it times with CLOCK_MONOTONIC")),
     opt!("nonvectored", Kind::Fixed("1", "ringlab's io_uring engine always uses the non-vectored IORING_OP_READ/WRITE (nonvectored=1); ringlab has no equivalent of vectored requests")),
@@ -579,6 +593,19 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
         "stonewall" | "new_group" | "wait_for" => {}
         "output" => t.output = Some(value_of(o)?),
         "output_format" => t.output_format = Some(value_of(o)?),
+        "continue_on_error" => {
+            let v = value_of(o)?;
+            if v == "verify" {
+                return Err(refuse(o, "ringlab ends a job at a verify failure; going on after it is not supported by ringlab (read, write, io and all take I/O errors)"));
+            }
+            t.args.push("--continue-on-error".to_string());
+            t.args.push(v);
+        }
+        "max_open_zones" | "job_max_open_zones" | "zonecapacity" => {
+            // Only zonemode=zbd reads them (fio ignores them otherwise),
+            // and ringlab refuses zbd with its reason.
+            value_of(o)?;
+        }
         _ => return Err(refuse(o, "ringlab has no equivalent")),
     }
     Ok(())
@@ -1103,7 +1130,7 @@ mod tests {
         );
         let e = unknown("iodepth_batch_complete_mn", &Origin::Cli).to_string();
         assert!(e.contains("--iodepth_batch_complete_min"), "{e}");
-        let e = unknown("zonemode", &Origin::Cli).to_string();
+        let e = unknown("zone_reset_threshold", &Origin::Cli).to_string();
         assert!(e.contains("no equivalent"), "{e}");
     }
 }
