@@ -403,6 +403,98 @@ pub fn fio_crc32c(data: &[u8]) -> u32 {
     !crc32c::crc32c(data)
 }
 
+/// One job's verify bookkeeping: the writes done and not verified yet
+/// (in the order they completed), fio's backlog batches, and whether the
+/// read-back phase after the writes has begun.
+pub struct VerifyRun {
+    pub spec: FioVerify,
+    /// Written blocks waiting for their verify read: (block, length).
+    pub queue: std::collections::VecDeque<(u64, u32)>,
+    /// Writes completed since the last backlog batch began.
+    since: u64,
+    /// Verify reads left in the current backlog batch.
+    batch_left: u64,
+    /// The read-back after the writes (fio's do_verify phase).
+    pub phase: bool,
+    /// fio's numberio: writes issued (16 bits in fio 3.33's header).
+    pub numberio: u16,
+    /// fio's thread number of the job (1-based).
+    pub thread: u16,
+    /// Verify reads done (during the writes and after).
+    pub verified: u64,
+}
+
+impl VerifyRun {
+    pub fn new(spec: &FioVerify, job: u32) -> VerifyRun {
+        VerifyRun {
+            spec: spec.clone(),
+            queue: std::collections::VecDeque::new(),
+            since: 0,
+            batch_left: 0,
+            phase: false,
+            numberio: 0,
+            thread: (job + 1) as u16,
+            verified: 0,
+        }
+    }
+
+    /// Whether completed writes are kept for a verify read.
+    pub fn logs_writes(&self) -> bool {
+        self.spec.do_verify || self.spec.backlog > 0
+    }
+
+    /// A write completed.
+    pub fn written(&mut self, block: u64, len: u32) {
+        if !self.logs_writes() {
+            return;
+        }
+        self.queue.push_back((block, len));
+        if self.spec.backlog > 0 {
+            self.since += 1;
+            if self.since >= self.spec.backlog && self.batch_left == 0 {
+                self.since = 0;
+                self.batch_left = if self.spec.backlog_batch == 0 {
+                    self.spec.backlog
+                } else {
+                    self.spec.backlog_batch
+                };
+            }
+        }
+    }
+
+    /// The next verify read due now, if any: during a backlog batch, or in
+    /// the read-back phase.
+    pub fn next_read(&mut self) -> Option<(u64, u32)> {
+        if self.phase || self.batch_left > 0 {
+            let r = self.queue.pop_front()?;
+            self.batch_left = self.batch_left.saturating_sub(1);
+            return Some(r);
+        }
+        None
+    }
+
+    /// Starts the read-back phase; false when there is nothing to read.
+    pub fn start_phase(&mut self) -> bool {
+        self.phase = self.spec.do_verify && !self.queue.is_empty();
+        self.phase
+    }
+}
+
+/// fio's verify_dump: the block as read, written as `NAME.OFFSET.received`
+/// in the current directory (NAME: the target's file name); returns the
+/// line fio prints.
+pub fn dump(target: &std::path::Path, offset: u64, buf: &[u8]) -> String {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "target".to_string());
+    let fname = format!("{name}.{offset}.received");
+    match std::fs::write(&fname, buf) {
+        Ok(()) => format!("\n       received data dumped as {fname}"),
+        Err(e) => format!("\n       could not dump the received data as {fname}: {e}"),
+    }
+}
+
 fn hex(b: &[u8]) -> String {
     // fio prints the sum as the number it is (little endian words).
     let mut s = String::new();

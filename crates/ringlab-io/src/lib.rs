@@ -11,6 +11,7 @@ pub mod config;
 pub mod engine_kind;
 pub mod engines;
 pub mod features;
+pub mod fio_buffers;
 pub mod fio_verify;
 pub mod fio;
 pub mod knobs;

@@ -322,6 +322,17 @@ pub struct IoArgs {
     #[arg(long, hide = true, value_name = "0|1")]
     pub log_offset: Option<u8>,
 
+    /// fio's verify= and its options, in fio's block format (`ringlab
+    /// fio` sets it; see fio_verify.rs for the keys).
+    #[arg(long, hide = true, value_name = "SPEC")]
+    pub fio_verify: Option<String>,
+
+    /// fio's buffer contents: dedupe_percentage, dedupe_mode, the working
+    /// set, buffer_compress_percentage (`ringlab fio` sets it; see
+    /// fio_buffers.rs for the keys).
+    #[arg(long, hide = true, value_name = "SPEC")]
+    pub fio_buffers: Option<String>,
+
     #[command(flatten)]
     pub uring: UringArgs,
 
@@ -413,6 +424,10 @@ pub struct IoPlan {
     /// I/Os per random offset.
     pub seq_skip_blocks: i64,
     pub rand_run: u64,
+    /// fio's verify= (`--fio-verify`).
+    pub fio_verify: Option<crate::fio_verify::FioVerify>,
+    /// fio's dedupe and compress buffer contents (`--fio-buffers`).
+    pub fio_buffers: Option<crate::fio_buffers::FioBuffers>,
 }
 
 /// fio's logs: the prefixes given and the averaging window.
@@ -810,6 +825,14 @@ impl IoPlan {
             random_map: args.random_map,
             invalidate_each_pass: args.invalidate_each_pass && args.invalidate == 1,
             seq_skip_blocks: rw_skip(args, bs)?,
+            fio_verify: fio_verify_plan(args, bs, bs_max)?,
+            fio_buffers: match &args.fio_buffers {
+                Some(spec) => Some(
+                    crate::fio_buffers::FioBuffers::parse(spec)
+                        .map_err(|e| usage_error(format!("--fio-buffers {spec}: {e}")))?,
+                ),
+                None => None,
+            },
             buffer_pattern: match &args.buffer_pattern {
                 Some(p) if args.verify => {
                     usage!("--buffer-pattern {p}: --verify writes its own header and payload in every block: drop one of them")
@@ -1057,6 +1080,33 @@ fn block_sizes(args: &IoArgs) -> Result<([BlockSizes; 2], u64, u64)> {
         }
     }
     Ok((sizes, min, max))
+}
+
+/// fio's verify= as planned: one block size, one direction at a time.
+fn fio_verify_plan(
+    args: &IoArgs,
+    bs: u64,
+    bs_max: u64,
+) -> Result<Option<crate::fio_verify::FioVerify>> {
+    let Some(spec) = &args.fio_verify else {
+        return Ok(None);
+    };
+    let v = crate::fio_verify::FioVerify::parse(spec)
+        .map_err(|e| usage_error(format!("verify: {e}")))?;
+    if args.verify {
+        usage!("fio's verify= and ringlab's --verify write different blocks: use one");
+    }
+    if bs != bs_max {
+        usage!("verify={}: ringlab checks fio's verify blocks of one size, and bsrange/bssplit vary it: give one bs", v.kind.name());
+    }
+    if matches!(args.rw, Rw::Randrw | Rw::Rw) && args.rwmixread > 0 && args.rwmixread < 100 {
+        usage!("verify={} with a read/write mix: fio verifies only the reads of its own write log then; ringlab has not built that: verify a write job, then a read job", v.kind.name());
+    }
+    if args.rw.is_random() && args.rw.writes(args.rwmixread) && !args.random_map && v.do_verify {
+        usage!("verify={} with norandommap: fio then verifies only the last write of a block written twice; ringlab has not built that: drop norandommap", v.kind.name());
+    }
+    v.check_block(bs).map_err(usage_error)?;
+    Ok(Some(v))
 }
 
 /// fio's buffer_pattern: `0x` and hex digits, or a quoted string.

@@ -302,6 +302,20 @@ pub fn run_job<E: Engine>(
         verify: plan
             .verify
             .then(|| VerifyState::new(&plan, ctx.job, first, count)),
+        fio_verify: plan
+            .fio_verify
+            .as_ref()
+            .map(|v| Box::new(crate::fio_verify::VerifyRun::new(v, ctx.job))),
+        fio_fill: plan.fio_buffers.as_ref().map(|b| {
+            let blocks = if b.global {
+                ctx.target.region / plan.bs.max(1)
+            } else {
+                count
+            };
+            Box::new(crate::fio_buffers::BufferFill::new(
+                b, plan.seed, ctx.job, blocks,
+            ))
+        }),
         measurements: ThreadMeasurements::default(),
         unrecorded: Unrecorded::default(),
         ops: 0,
@@ -925,6 +939,10 @@ struct Job<'a, E: Engine> {
     /// issued, what is in flight is reaped, then the job ends with it.
     failure: Option<anyhow::Error>,
     verify: Option<VerifyState>,
+    /// fio's verify= (its block format, backlog and read-back phase).
+    fio_verify: Option<Box<crate::fio_verify::VerifyRun>>,
+    /// fio's dedupe/compress buffer contents.
+    fio_fill: Option<Box<crate::fio_buffers::BufferFill>>,
     measurements: ThreadMeasurements,
     unrecorded: Unrecorded,
     /// The engine submits each request in a system call of its own inside
@@ -978,6 +996,11 @@ impl<E: Engine> Job<'_, E> {
     }
 
     fn may_issue(&self) -> bool {
+        if let Some(v) = self.fio_verify.as_ref().filter(|v| v.phase) {
+            return self.failure.is_none()
+                && !self.ctx.stop.load(Ordering::Relaxed)
+                && (!v.queue.is_empty() || self.pending.is_some());
+        }
         self.failure.is_none()
             && !self.ctx.stop.load(Ordering::Relaxed)
             && self
@@ -1102,14 +1125,25 @@ impl<E: Engine> Job<'_, E> {
     /// error of the engine itself (a system call that failed) returns at
     /// once; the caller drains.
     fn run(&mut self) -> Result<()> {
-        let r = self.run_loop();
+        self.clock = Instant::now();
+        let mut r = self.run_loop();
+        // fio's do_verify: the writes done, every block written is read
+        // back and checked, measured as reads (as fio counts them).
+        if r.is_ok()
+            && !self.ctx.stop.load(Ordering::Relaxed)
+            && self.fio_verify.as_mut().is_some_and(|v| v.start_phase())
+        {
+            r = self.run_loop();
+        }
+        if let Some(v) = &self.fio_verify {
+            self.measurements.verified_blocks = Some(v.verified);
+        }
         self.flush_recorded();
         r
     }
 
     fn run_loop(&mut self) -> Result<()> {
         let mut completions: Vec<Completion> = Vec::with_capacity(self.slots.len());
-        self.clock = Instant::now();
         loop {
             let queued = self.fill()?;
             if queued > 0 {
@@ -1224,10 +1258,23 @@ impl<E: Engine> Job<'_, E> {
                 self.do_think();
                 stamp = None;
             }
-            let io = self
-                .pending
-                .take()
-                .unwrap_or_else(|| self.workload.next_io());
+            let io = match self.pending.take() {
+                Some(io) => io,
+                None => match self.fio_verify.as_mut().and_then(|v| v.next_read()) {
+                    Some((block, len)) => NextIo {
+                        dir: Dir::Read,
+                        block,
+                        len,
+                    },
+                    None if self.fio_verify.as_ref().is_some_and(|v| v.phase) => break,
+                    None => self.workload.next_io(),
+                },
+            };
+            // In a write job with fio's verify, every read is a verify read:
+            // not counted against io_size or number_ios (fio's neither).
+            let verify_read = io.dir == Dir::Read
+                && self.fio_verify.is_some()
+                && self.plan.rw.writes(self.plan.rwmixread);
             if self.workload.take_new_pass() {
                 // fio re-opens its file at each pass, and invalidate=1
                 // drops its cache then.
@@ -1278,6 +1325,21 @@ impl<E: Engine> Job<'_, E> {
                     let generation = v.rng.next_u64();
                     verify::stamp(self.buffers.slot_mut(slot), offset, generation);
                 }
+                if let Some(f) = &mut self.fio_fill {
+                    let pattern = self.plan.buffer_pattern.as_deref();
+                    f.fill(&mut self.buffers.slot_mut(slot)[..len as usize], pattern);
+                }
+                if let Some(v) = &mut self.fio_verify {
+                    let seed = offset ^ ((v.numberio as u64) << 48);
+                    v.spec.stamp(
+                        &mut self.buffers.slot_mut(slot)[..len as usize],
+                        offset,
+                        seed,
+                        v.numberio,
+                        v.thread,
+                    );
+                    v.numberio = v.numberio.wrapping_add(1);
+                }
             }
             let start_ns = match (due_start.or(stamp), &self.coarse) {
                 (Some(t), _) => t,
@@ -1306,8 +1368,10 @@ impl<E: Engine> Job<'_, E> {
             };
             match self.engine.queue(&req)? {
                 QueueStatus::Completed(result) => {
-                    self.issued_bytes += len as u64;
-                    self.issued_ios += 1;
+                    if !verify_read {
+                        self.issued_bytes += len as u64;
+                        self.issued_ios += 1;
+                    }
                     self.count_think();
                     let now = self.completed_at(1);
                     if let Err(e) = self.complete(slot, result, now) {
@@ -1318,8 +1382,10 @@ impl<E: Engine> Job<'_, E> {
                     stamp = (self.plan.thinkcycles == 0).then_some(now);
                 }
                 QueueStatus::Queued => {
-                    self.issued_bytes += len as u64;
-                    self.issued_ios += 1;
+                    if !verify_read {
+                        self.issued_bytes += len as u64;
+                        self.issued_ios += 1;
+                    }
                     self.count_think();
                     self.inflight += 1;
                     queued += 1;
@@ -1336,6 +1402,13 @@ impl<E: Engine> Job<'_, E> {
                 }
                 QueueStatus::Busy => {
                     self.free.push(slot);
+                    if verify_read {
+                        // Back at the head of the log, not as a workload I/O.
+                        if let Some(v) = &mut self.fio_verify {
+                            v.queue.push_front((io.block, io.len));
+                        }
+                        break;
+                    }
                     self.pending = Some(io);
                     if let (Some(sy), Dir::Write) = (&mut self.sync, io.dir) {
                         sy.since -= 1;
@@ -1428,6 +1501,26 @@ impl<E: Engine> Job<'_, E> {
                     );
                 }
                 v.checked += 1;
+            }
+        }
+        if let Some(v) = &mut self.fio_verify {
+            if s.dir == Dir::Write {
+                v.written(s.block, s.len);
+            } else if s.dir == Dir::Read {
+                let buf = &self.buffers.slot(slot)[..s.len as usize];
+                if let Err(why) = v.spec.check(buf, s.offset) {
+                    let dumped = if v.spec.dump {
+                        crate::fio_verify::dump(&self.ctx.target.path, s.offset, buf)
+                    } else {
+                        String::new()
+                    };
+                    bail!(
+                        "verify failed: job {} file {}: {why}{dumped}",
+                        self.ctx.job,
+                        self.ctx.target.path.display()
+                    );
+                }
+                v.verified += 1;
             }
         }
         if self.plan.thinkcycles > 0 {

@@ -158,8 +158,24 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("log_hist_msec", Kind::Value("log-hist-msec")),
     opt!("log_hist_coarseness", Kind::Value("log-hist-coarseness")),
     // fio options with a ringlab cousin that is not the same thing.
-    opt!("verify", Kind::Refused("ringlab's --verify stamps every block with its own header and a CRC32C and checks it on read; use --verify instead of fio's verify=")),
-    opt!("do_verify", Kind::Refused("ringlab's --verify checks during the run and reads back after it; use --verify")),
+    // What the blocks hold: fio's verify= format and dedupe/compress
+    // shares (fio/content.rs).
+    opt!("verify", Kind::Special),
+    opt!("do_verify", Kind::Special),
+    opt!("verify_interval", Kind::Special),
+    opt!("verify_pattern", Kind::Special),
+    opt!("verify_backlog", Kind::Special),
+    opt!("verify_backlog_batch", Kind::Special),
+    opt!("verify_dump", Kind::Special),
+    opt!("verify_fatal", Kind::Special),
+    opt!("verify_offset", Kind::Special),
+    opt!("verify_async", Kind::Special),
+    opt!("dedupe_percentage", Kind::Special),
+    opt!("dedupe_mode", Kind::Special),
+    opt!("dedupe_working_set_percentage", Kind::Special),
+    opt!("dedupe_global", Kind::Special),
+    opt!("buffer_compress_percentage", Kind::Special),
+    opt!("buffer_compress_chunk", Kind::Special),
     opt!("cpumask", Kind::Refused("use --cpus LIST (fio's cpus_allowed)")),
     opt!("ioscheduler", Kind::Refused("ringlab has no equivalent: it does not change the device's scheduler; set /sys/block/DEV/queue/scheduler (ringlab reports the one in use)")),
     opt!("fallocate", Kind::Refused("ringlab has no equivalent: it lays out new files by writing real data")),
@@ -193,6 +209,10 @@ pub fn is_boolean(rec: &FioOption) -> bool {
                 | "randrepeat"
                 | "stonewall"
                 | "new_group"
+                | "do_verify"
+                | "verify_dump"
+                | "verify_fatal"
+                | "dedupe_global"
         ),
         _ => false,
     }
@@ -270,6 +290,9 @@ pub struct Translated {
     pub fadvise: Option<String>,
     /// fio's log_offset, when given.
     pub log_offset: Option<bool>,
+    /// Options about the blocks' contents (verify=, dedupe, compress),
+    /// turned into ringlab's by fio/content.rs.
+    pub content: Vec<Written>,
 }
 
 fn bool_value(o: &Written) -> Result<bool> {
@@ -579,6 +602,7 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
         "stonewall" | "new_group" | "wait_for" => {}
         "output" => t.output = Some(value_of(o)?),
         "output_format" => t.output_format = Some(value_of(o)?),
+        n if super::content::NAMES.contains(&n) => t.content.push(o.clone()),
         _ => return Err(refuse(o, "ringlab has no equivalent")),
     }
     Ok(())
@@ -675,6 +699,7 @@ fn finish(t: &mut Translated, g: Gathered, in_file: bool) -> Result<()> {
         };
         t.args.extend(["--fadvise-hint".to_string(), hint]);
     }
+    super::content::finish(t, g.time_based)?;
     if let Some(on) = t.log_offset {
         t.args
             .extend(["--log-offset".to_string(), u8::from(on).to_string()]);

@@ -1,0 +1,183 @@
+//! fio's options about what the blocks hold: `verify=` and its family
+//! (written in fio's block format, checked on read, read back after the
+//! writes or every `verify_backlog` writes, counted as reads as fio counts
+//! them), and the dedupe and compress shares of the written buffers.
+//! Gathered while a job's options are translated, then turned into the
+//! hidden `--fio-verify` and `--fio-buffers` of `ringlab io`.
+
+use super::options::{Translated, Written};
+use anyhow::Result;
+use ringlab_core::usage_error;
+
+/// The options gathered here.
+pub const NAMES: &[&str] = &[
+    "verify",
+    "do_verify",
+    "verify_interval",
+    "verify_pattern",
+    "verify_backlog",
+    "verify_backlog_batch",
+    "verify_dump",
+    "verify_fatal",
+    "verify_offset",
+    "verify_async",
+    "dedupe_percentage",
+    "dedupe_mode",
+    "dedupe_working_set_percentage",
+    "dedupe_global",
+    "buffer_compress_percentage",
+    "buffer_compress_chunk",
+];
+
+fn refuse(o: &Written, hint: &str) -> anyhow::Error {
+    let shown = match &o.value {
+        Some(v) => format!("{}={v}", o.origin.name(&o.key)),
+        None => o.origin.name(&o.key),
+    };
+    usage_error(format!("{shown}: {hint}"))
+}
+
+fn value(o: &Written) -> Result<String> {
+    match o.value.as_deref().map(str::trim) {
+        Some(v) if !v.is_empty() => Ok(v.to_string()),
+        _ => Err(refuse(o, "needs a value")),
+    }
+}
+
+fn boolean(o: &Written) -> Result<bool> {
+    match o.value.as_deref().map(str::trim) {
+        None | Some("1") | Some("true") | Some("on") | Some("yes") => Ok(true),
+        Some("0") | Some("false") | Some("off") | Some("no") => Ok(false),
+        Some(_) => Err(refuse(o, "fio's booleans are 1 or 0")),
+    }
+}
+
+/// A size as fio reads it (k, m, g; powers of 1024).
+fn size(o: &Written) -> Result<u64> {
+    let v = value(o)?;
+    crate::fio::value::size(&v, 1024).map_err(|e| refuse(o, &e))
+}
+
+fn number(o: &Written, max: u64) -> Result<u64> {
+    let v = value(o)?;
+    v.parse::<u64>()
+        .ok()
+        .filter(|n| *n <= max)
+        .ok_or_else(|| refuse(o, &format!("a whole number up to {max}")))
+}
+
+/// fio's verify_pattern as hex: 0xHEX or a quoted string.
+fn pattern_hex(o: &Written) -> Result<String> {
+    let v = value(o)?;
+    let bytes: Vec<u8> = if let Some(h) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+        let h = if h.len() % 2 == 1 { format!("0{h}") } else { h.to_string() };
+        (0..h.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&h[i..i + 2], 16).ok())
+            .collect::<Option<Vec<u8>>>()
+            .ok_or_else(|| refuse(o, "0x and hex digits"))?
+    } else if v.len() >= 2
+        && ((v.starts_with('"') && v.ends_with('"')) || (v.starts_with('\'') && v.ends_with('\'')))
+    {
+        v.as_bytes()[1..v.len() - 1].to_vec()
+    } else {
+        return Err(refuse(o, "ringlab takes fio's 0xHEX or a quoted string here; fio's decimal numbers, %o offsets and '|' combinations are not built"));
+    };
+    if bytes.is_empty() {
+        return Err(refuse(o, "an empty pattern"));
+    }
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Turns the gathered options into `--fio-verify` / `--fio-buffers`.
+/// `time_based`: the job runs for its run time (fio never reaches its
+/// read-back phase then, which ringlab has not matched).
+pub fn finish(t: &mut Translated, time_based: bool) -> Result<()> {
+    let content = std::mem::take(&mut t.content);
+    if content.is_empty() {
+        return Ok(());
+    }
+    let mut verify: Option<(Written, String)> = None;
+    let mut v = Vec::new();
+    let mut b = Vec::new();
+    let mut do_verify = true;
+    let mut verify_extra: Option<&Written> = None;
+    for o in &content {
+        let key = o.key.replace('-', "_");
+        match key.as_str() {
+            "verify" => {
+                let k = value(o)?;
+                if k == "0" || k == "none" {
+                    verify = None;
+                    continue;
+                }
+                crate::fio_verify::Kind::parse(&k).map_err(|e| refuse(o, &e))?;
+                verify = Some((o.clone(), k));
+            }
+            "do_verify" => do_verify = boolean(o)?,
+            "verify_interval" => {
+                verify_extra.get_or_insert(o);
+                v.push(format!("interval={}", size(o)?));
+            }
+            "verify_pattern" => {
+                verify_extra.get_or_insert(o);
+                v.push(format!("pattern={}", pattern_hex(o)?));
+            }
+            "verify_backlog" => {
+                verify_extra.get_or_insert(o);
+                v.push(format!("backlog={}", number(o, u64::MAX)?));
+            }
+            "verify_backlog_batch" => v.push(format!("batch={}", number(o, u64::MAX)?)),
+            "verify_dump" => v.push(format!("dump={}", u8::from(boolean(o)?))),
+            // A failed check ends the job either way (fio's verify_fatal=0
+            // only goes on checking the other intervals of that block).
+            "verify_fatal" => {
+                boolean(o)?;
+            }
+            // Verification in helper threads: the same reads and checks.
+            "verify_async" => {
+                number(o, 1024)?;
+            }
+            "verify_offset" => {
+                if size(o)? != 0 {
+                    return Err(refuse(o, "ringlab writes fio's verify header at the start of each interval; a moved header (verify_offset) is not built"));
+                }
+            }
+            "dedupe_percentage" => b.push(format!("dedupe={}", number(o, 100)?)),
+            "dedupe_mode" => match value(o)?.as_str() {
+                "repeat" => b.push("mode=repeat".to_string()),
+                "working_set" => b.push("mode=working_set".to_string()),
+                _ => return Err(refuse(o, "fio's modes are repeat and working_set")),
+            },
+            "dedupe_working_set_percentage" => b.push(format!("ws={}", number(o, 100)?)),
+            "dedupe_global" => b.push(format!("global={}", u8::from(boolean(o)?))),
+            "buffer_compress_percentage" => b.push(format!("compress={}", number(o, 100)?)),
+            "buffer_compress_chunk" => b.push(format!("chunk={}", size(o)?)),
+            _ => return Err(refuse(o, "ringlab has no equivalent")),
+        }
+    }
+    if let Some((o, kind)) = verify {
+        let writes = t
+            .args
+            .windows(2)
+            .filter(|w| w[0] == "--rw")
+            .last()
+            .is_some_and(|w| w[1].contains("write") || w[1] == "rw" || w[1] == "randrw");
+        if time_based && writes && do_verify {
+            return Err(refuse(&o, "on a time_based write job fio ends by its run time before its read-back: ringlab has not matched that; drop time_based or set do_verify=0"));
+        }
+        let mut spec = vec![format!("kind={kind}"), format!("do_verify={}", u8::from(do_verify))];
+        spec.extend(v);
+        t.args.extend(["--fio-verify".to_string(), spec.join(",")]);
+    } else if let Some(o) = verify_extra {
+        // fio takes these without verify= and does nothing with them.
+        t.notes.push(format!(
+            "{}: without verify= fio verifies nothing, and neither does ringlab",
+            o.origin.name(&o.key)
+        ));
+    }
+    if !b.is_empty() {
+        t.args.extend(["--fio-buffers".to_string(), b.join(",")]);
+    }
+    Ok(())
+}
