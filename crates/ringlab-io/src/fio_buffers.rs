@@ -14,7 +14,7 @@
 //! The bytes differ from fio's (another generator); the shares of
 //! duplicate blocks and of compressible bytes are fio's.
 
-use rand::{Rng, RngCore, SeedableRng};
+use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,6 +31,11 @@ pub struct FioBuffers {
     pub compress: u32,
     /// buffer_compress_chunk in bytes.
     pub chunk: u32,
+    /// fio's thread number of the run's first job, less one, and the
+    /// number of jobs in the whole job file (`ringlab fio` sets them: a
+    /// global working set spans every job's unique blocks).
+    pub thread_base: u32,
+    pub threads: u32,
 }
 
 impl FioBuffers {
@@ -44,6 +49,8 @@ impl FioBuffers {
             global: false,
             compress: 0,
             chunk: 512,
+            thread_base: 0,
+            threads: 0,
         };
         for part in spec.split(',').filter(|p| !p.is_empty()) {
             let (k, x) = part
@@ -71,30 +78,32 @@ impl FioBuffers {
 pub struct BufferFill {
     plan: FioBuffers,
     rng: Xoshiro256PlusPlus,
+    seed: u64,
+    /// This job's fio thread number (0-based) and the jobs of the file.
+    thread: u64,
+    threads: u64,
+    /// Unique blocks written so far: the next one is this page.
+    next_page: u64,
     /// The seed of the last unique block (dedupe_mode=repeat).
     last_unique: u64,
-    /// The seed the working set is drawn from (shared by every job with
-    /// dedupe_global) and its size in blocks.
-    set_seed: u64,
-    set_blocks: u64,
+    /// fio's num_unique_pages: the working set, in blocks.
+    set_pages: u64,
 }
 
 impl BufferFill {
-    /// `region_blocks`: the blocks of the job's region (of the whole target
-    /// with dedupe_global), for the working set's size.
-    pub fn new(plan: &FioBuffers, seed: u64, job: u32, region_blocks: u64) -> BufferFill {
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ 0xdede ^ dedu64_mix(job));
-        let first = rng.next_u64();
+    /// `job_blocks`: the blocks of the job's size (fio's working set is a
+    /// share of it).
+    pub fn new(plan: &FioBuffers, seed: u64, job: u32, job_blocks: u64) -> BufferFill {
+        let thread = (plan.thread_base + job) as u64;
         BufferFill {
             plan: plan.clone(),
-            rng,
-            last_unique: first,
-            set_seed: if plan.global {
-                seed ^ 0x5e7
-            } else {
-                seed ^ 0x5e7 ^ ((job as u64 + 1) << 40)
-            },
-            set_blocks: (region_blocks * plan.working_set_pct as u64 / 100).max(1),
+            rng: Xoshiro256PlusPlus::seed_from_u64(seed ^ 0xdede ^ (thread << 32)),
+            seed,
+            thread,
+            threads: (plan.threads as u64).max(thread + 1),
+            next_page: 0,
+            last_unique: page_seed(seed, thread, 0),
+            set_pages: (job_blocks * plan.working_set_pct as u64 / 100).max(1),
         }
     }
 
@@ -102,12 +111,22 @@ impl BufferFill {
     pub fn fill(&mut self, buf: &mut [u8], pattern: Option<&[u8]>) -> bool {
         let dup = self.plan.dedupe > 0 && self.rng.random_range(1..=100u32) <= self.plan.dedupe;
         let seed = if !dup {
-            let s = self.rng.next_u64();
+            let s = page_seed(self.seed, self.thread, self.next_page);
+            self.next_page += 1;
             self.last_unique = s;
             s
         } else if self.plan.working_set {
-            let i = self.rng.random_range(0..self.set_blocks);
-            splitmix(self.set_seed.wrapping_add(i.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
+            // fio's working set: the first pages of this job's own unique
+            // sequence; with dedupe_global, runs of pages of every job's
+            // sequence in turn (dedupe.c).
+            let i = self.rng.random_range(0..self.set_pages);
+            if self.plan.global {
+                let per = (self.set_pages / self.threads).max(1);
+                let t = (self.thread + i / per) % self.threads;
+                page_seed(self.seed, t, i % per)
+            } else {
+                page_seed(self.seed, self.thread, i)
+            }
         } else {
             self.last_unique
         };
@@ -116,10 +135,10 @@ impl BufferFill {
     }
 }
 
-const fn dedu64_mix(job: u32) -> u64 {
-    (job as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+/// The seed of a job's `page`-th unique block.
+fn page_seed(seed: u64, thread: u64, page: u64) -> u64 {
+    splitmix(seed ^ (thread << 40) ^ page.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
-
 
 fn splitmix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -195,12 +214,19 @@ mod tests {
 
     #[test]
     fn a_global_working_set_is_shared_by_jobs() {
-        let p = FioBuffers::parse("dedupe=100,mode=working_set,ws=1,global=1").unwrap();
+        // Two jobs, a set of 2 pages each: page 0 of each job's unique
+        // sequence; a duplicate of job 1 can be job 0's first unique block.
+        let mut p = FioBuffers::parse("dedupe=50,mode=working_set,ws=2,global=1").unwrap();
+        p.threads = 2;
         let mut a = BufferFill::new(&p, 1, 0, 100);
         let mut b = BufferFill::new(&p, 1, 1, 100);
-        let (mut x, mut y) = (vec![0u8; 512], vec![0u8; 512]);
-        a.fill(&mut x, None);
-        b.fill(&mut y, None);
-        assert_eq!(x, y, "one block in the set: both jobs write it");
+        let mut first = vec![0u8; 512];
+        while a.fill(&mut first, None) {}
+        let mut seen = false;
+        for _ in 0..200 {
+            let mut y = vec![0u8; 512];
+            seen |= b.fill(&mut y, None) && y == first;
+        }
+        assert!(seen, "job 1 wrote a duplicate of job 0's block");
     }
 }

@@ -307,11 +307,7 @@ pub fn run_job<E: Engine>(
             .as_ref()
             .map(|v| Box::new(crate::fio_verify::VerifyRun::new(v, ctx.job))),
         fio_fill: plan.fio_buffers.as_ref().map(|b| {
-            let blocks = if b.global {
-                ctx.target.region / plan.bs.max(1)
-            } else {
-                count
-            };
+            let blocks = plan.size.unwrap_or(count * plan.bs) / plan.bs.max(1);
             Box::new(crate::fio_buffers::BufferFill::new(
                 b, plan.seed, ctx.job, blocks,
             ))
