@@ -12,6 +12,7 @@ pub mod engine_kind;
 pub mod engines;
 pub mod features;
 pub mod fio_buffers;
+pub mod fio_prio;
 pub mod fio_verify;
 pub mod fio;
 pub mod knobs;

@@ -333,6 +333,11 @@ pub struct IoArgs {
     #[arg(long, hide = true, value_name = "SPEC")]
     pub fio_buffers: Option<String>,
 
+    /// fio's prioclass/prio/cmdprio_*/log_prio (`ringlab fio` sets it; see
+    /// fio_prio.rs for the keys).
+    #[arg(long, hide = true, value_name = "SPEC")]
+    pub fio_prio: Option<String>,
+
     #[command(flatten)]
     pub uring: UringArgs,
 
@@ -428,6 +433,8 @@ pub struct IoPlan {
     pub fio_verify: Option<crate::fio_verify::FioVerify>,
     /// fio's dedupe and compress buffer contents (`--fio-buffers`).
     pub fio_buffers: Option<crate::fio_buffers::FioBuffers>,
+    /// fio's per-request priorities (`--fio-prio`).
+    pub fio_prio: Option<crate::fio_prio::PrioPlan>,
 }
 
 /// fio's logs: the prefixes given and the averaging window.
@@ -445,6 +452,10 @@ pub struct LogPlan {
     pub hist: Option<String>,
     pub hist_msec: u64,
     pub hist_coarseness: u32,
+    /// Added to the job number in the logs' names: fio numbers them by
+    /// the job's thread number in the whole job file (`ringlab fio` sets
+    /// it; 0 for `ringlab io`).
+    pub job_base: u32,
 }
 
 /// --thinktime: after every `blocks` I/Os issued, wait for the I/O in
@@ -662,6 +673,7 @@ impl IoPlan {
             iops: args.write_iops_log.clone(),
             avg_msec: args.log_avg_msec,
             offset: args.log_offset != Some(0),
+            job_base: 0,
         });
         if logs.is_some() && args.rw == Rw::Nop {
             usage!("fio's logs hold reads and writes; --rw nop has neither");
@@ -826,6 +838,18 @@ impl IoPlan {
             invalidate_each_pass: args.invalidate_each_pass && args.invalidate == 1,
             seq_skip_blocks: rw_skip(args, bs)?,
             fio_verify: fio_verify_plan(args, bs, bs_max)?,
+            fio_prio: match &args.fio_prio {
+                Some(spec) => {
+                    let p = crate::fio_prio::PrioPlan::parse(spec)
+                        .map_err(|e| usage_error(format!("--fio-prio {spec}: {e}")))?;
+                    let cmd = p.dirs.iter().any(|d| d.pct > 0 || !d.split.is_empty());
+                    if cmd && !matches!(args.engine, EngineKind::Uring | EngineKind::Libaio) {
+                        usage!("cmdprio_percentage/cmdprio_bssplit are options of fio's io_uring and libaio engines (fio refuses them with {}): use ioengine=io_uring or libaio", args.engine.name());
+                    }
+                    Some(p)
+                }
+                None => None,
+            },
             fio_buffers: match &args.fio_buffers {
                 Some(spec) => Some(
                     crate::fio_buffers::FioBuffers::parse(spec)

@@ -85,7 +85,7 @@ impl LogFiles {
         let mut seen = std::collections::HashSet::new();
         let mut open = |prefix: &Option<String>, opt: &str, kind: &str, job: u32| -> Result<_> {
             let Some(p) = prefix else { return Ok(None) };
-            let path = std::path::PathBuf::from(format!("{p}_{kind}.{}.log", job + 1));
+            let path = std::path::PathBuf::from(format!("{p}_{kind}.{}.log", job + 1 + l.job_base));
             if !seen.insert(path.clone()) {
                 return Err(ringlab_core::usage_error(format!(
                     "{opt} {p}: the log {} is named by another log option too; give each log its own prefix",
@@ -178,6 +178,17 @@ pub fn run_job<E: Engine>(
             pin_to_cpu(cpu)?;
         }
         let fd = ctx.target.open(&plan)?;
+        if let Some((class, level)) = plan.fio_prio.as_ref().and_then(|p| p.thread) {
+            // fio's prioclass/prio: the job's thread (IOPRIO_WHO_PROCESS
+            // with 0: the calling thread).
+            let value = crate::fio_prio::ioprio_value(class, level) as libc::c_long;
+            // SAFETY: ioprio_set takes three integers and changes this
+            // thread's I/O priority only.
+            if unsafe { libc::syscall(libc::SYS_ioprio_set, 1 as libc::c_long, 0 as libc::c_long, value) } != 0 {
+                let err = std::io::Error::last_os_error();
+                bail!("prioclass={class} prio={level}: ioprio_set failed: {err} (the real-time class needs CAP_SYS_ADMIN)");
+            }
+        }
         if let Some(advice) = plan.fadvise {
             // SAFETY: a valid fd; the advice only steers read-ahead.
             unsafe { libc::posix_fadvise(fd.as_raw_fd(), 0, 0, advice) };
@@ -312,6 +323,10 @@ pub fn run_job<E: Engine>(
                 b, plan.seed, ctx.job, blocks,
             ))
         }),
+        fio_prio: plan
+            .fio_prio
+            .as_ref()
+            .map(|p| Box::new(crate::fio_prio::PrioRun::new(p, plan.seed, ctx.job))),
         measurements: ThreadMeasurements::default(),
         unrecorded: Unrecorded::default(),
         ops: 0,
@@ -482,6 +497,9 @@ struct SlotState {
     /// Bytes the request moves.
     len: u32,
     dir: Dir,
+    /// fio's per-request priority, and whether it is a cmdprio one.
+    ioprio: u16,
+    high_prio: bool,
 }
 
 /// --gtod-reduce: completions between two clock reads (fio's ts_cache).
@@ -606,6 +624,9 @@ struct Logs {
     /// The bandwidth and IOPS logs' window.
     rate_window_ns: u64,
     rate_win: LogWindow,
+    /// The priority column of the I/O being logged (fio's cmdprio, with
+    /// log_prio its ioprio value); `None`: 0.
+    prio_column: Option<String>,
 }
 
 /// One of fio's latency logs and its averaging window.
@@ -711,6 +732,7 @@ impl Logs {
             iops: files.iops.map(buffered),
             lat_window_ns: avg,
             rate_window_ns,
+            prio_column: None,
             rate_win: LogWindow {
                 end_ns: rate_window_ns,
                 ..Default::default()
@@ -737,10 +759,11 @@ impl Logs {
             for (log, v) in logs.iter_mut().zip(lats) {
                 let Some(v) = v else { continue };
                 let w = &mut log.file;
+                let prio = self.prio_column.as_deref().unwrap_or("0");
                 if self.lat_window_ns == 0 && self.offset_column {
-                    writeln!(w, "{}, {v}, {d}, {bs}, {offset}, 0", at_ns / 1_000_000)?;
+                    writeln!(w, "{}, {v}, {d}, {bs}, {offset}, {prio}", at_ns / 1_000_000)?;
                 } else if self.lat_window_ns == 0 {
-                    writeln!(w, "{}, {v}, {d}, {bs}, 0", at_ns / 1_000_000)?;
+                    writeln!(w, "{}, {v}, {d}, {bs}, {prio}", at_ns / 1_000_000)?;
                 } else {
                     log.win.flush(at_ns, self.lat_window_ns, |t, d, win| {
                         write_mean_latency(w, t, d, win)
@@ -939,6 +962,8 @@ struct Job<'a, E: Engine> {
     fio_verify: Option<Box<crate::fio_verify::VerifyRun>>,
     /// fio's dedupe/compress buffer contents.
     fio_fill: Option<Box<crate::fio_buffers::BufferFill>>,
+    /// fio's per-request priorities.
+    fio_prio: Option<Box<crate::fio_prio::PrioRun>>,
     measurements: ThreadMeasurements,
     unrecorded: Unrecorded,
     /// The engine submits each request in a system call of its own inside
@@ -1354,13 +1379,22 @@ impl<E: Engine> Job<'_, E> {
                 submit_ns: NOT_SUBMITTED,
                 len,
                 dir: io.dir,
+                ioprio: 0,
+                high_prio: false,
             };
+            let (ioprio, high_prio) = match &mut self.fio_prio {
+                Some(p) => p.pick((io.dir == Dir::Write) as usize, len as u64),
+                None => (0, false),
+            };
+            self.slots[slot as usize].ioprio = ioprio;
+            self.slots[slot as usize].high_prio = high_prio;
             let req = IoRequest {
                 slot,
                 dir: io.dir,
                 offset,
                 len,
                 buf: self.buffers.slot_ptr(slot),
+                ioprio,
             };
             match self.engine.queue(&req)? {
                 QueueStatus::Completed(result) => {
@@ -1606,6 +1640,9 @@ impl<E: Engine> Job<'_, E> {
     fn log(&mut self, s: &SlotState, now_ns: u64, lats: IoLatencies) -> Result<()> {
         if let Some(l) = self.logs.as_mut().filter(|_| self.ramp_end_ns == 0) {
             let at = now_ns - self.measure_from_ns.min(now_ns);
+            if let Some(p) = &self.fio_prio {
+                l.prio_column = Some(p.column(s.ioprio, s.high_prio));
+            }
             if let Err(e) = l.record(at, s.dir, s.len as u64, s.offset, lats) {
                 bail!("job {}: cannot write fio's log: {e}", self.ctx.job);
             }

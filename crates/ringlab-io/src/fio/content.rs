@@ -27,6 +27,13 @@ pub const NAMES: &[&str] = &[
     "dedupe_global",
     "buffer_compress_percentage",
     "buffer_compress_chunk",
+    "prioclass",
+    "prio",
+    "cmdprio_percentage",
+    "cmdprio_class",
+    "cmdprio",
+    "cmdprio_bssplit",
+    "log_prio",
 ];
 
 fn refuse(o: &Written, hint: &str) -> anyhow::Error {
@@ -102,6 +109,7 @@ pub fn finish(t: &mut Translated, time_based: bool) -> Result<()> {
     let mut b = Vec::new();
     let mut do_verify = true;
     let mut verify_extra: Option<&Written> = None;
+    let mut prio: Vec<String> = Vec::new();
     for o in &content {
         let key = o.key.replace('-', "_");
         match key.as_str() {
@@ -153,8 +161,20 @@ pub fn finish(t: &mut Translated, time_based: bool) -> Result<()> {
             "dedupe_global" => b.push(format!("global={}", u8::from(boolean(o)?))),
             "buffer_compress_percentage" => b.push(format!("compress={}", number(o, 100)?)),
             "buffer_compress_chunk" => b.push(format!("chunk={}", size(o)?)),
+            "prioclass" | "prio" | "cmdprio_percentage" | "cmdprio_class" | "cmdprio"
+            | "cmdprio_bssplit" => {
+                let v = value(o)?;
+                // Checked here, so that a bad value names its line.
+                crate::fio_prio::PrioPlan::parse(&format!("{key}={v}"))
+                    .map_err(|e| refuse(o, &e))?;
+                prio.push(format!("{key}={v}"));
+            }
+            "log_prio" => prio.push(format!("log_prio={}", u8::from(boolean(o)?))),
             _ => return Err(refuse(o, "ringlab has no equivalent")),
         }
+    }
+    if !prio.is_empty() {
+        t.args.extend(["--fio-prio".to_string(), prio.join(";")]);
     }
     if let Some((o, kind)) = verify {
         let writes = t

@@ -176,6 +176,13 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("dedupe_global", Kind::Special),
     opt!("buffer_compress_percentage", Kind::Special),
     opt!("buffer_compress_chunk", Kind::Special),
+    opt!("prioclass", Kind::Special),
+    opt!("prio", Kind::Special),
+    opt!("cmdprio_percentage", Kind::Special),
+    opt!("cmdprio_class", Kind::Special),
+    opt!("cmdprio", Kind::Special),
+    opt!("cmdprio_bssplit", Kind::Special),
+    opt!("log_prio", Kind::Special),
     opt!("cpumask", Kind::Refused("use --cpus LIST (fio's cpus_allowed)")),
     opt!("ioscheduler", Kind::Refused("ringlab has no equivalent: it does not change the device's scheduler; set /sys/block/DEV/queue/scheduler (ringlab reports the one in use)")),
     opt!("fallocate", Kind::Refused("ringlab has no equivalent: it lays out new files by writing real data")),
@@ -213,6 +220,7 @@ pub fn is_boolean(rec: &FioOption) -> bool {
                 | "verify_dump"
                 | "verify_fatal"
                 | "dedupe_global"
+                | "log_prio"
         ),
         _ => false,
     }
