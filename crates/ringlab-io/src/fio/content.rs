@@ -201,3 +201,33 @@ pub fn finish(t: &mut Translated, time_based: bool) -> Result<()> {
     }
     Ok(())
 }
+
+/// One line of `ringlab fio --help` (and the README's table) per option.
+pub fn help(name: &str) -> &'static str {
+    match name {
+        "verify" => "fio's block format (fio 3.33's header and checksum, so each tool verifies the other's blocks): md5, crc64, crc32c, crc32c-intel, crc32, crc16, crc7, xxhash, sha1, sha3-*, meta, pattern, null; sha256/sha512 refused (fio's are not the standard algorithms)",
+        "do_verify" => "=1 (fio's default): a write job reads back and checks every block it wrote, counted as reads; =0: no read-back",
+        "verify_interval" => "one header and checksum per N bytes of each block",
+        "verify_pattern" => "the data of every written block (0xHEX or a quoted string), checked on read (with verify=meta or pattern)",
+        "verify_backlog" => "check after every N writes (verify reads interleaved with the writes)",
+        "verify_backlog_batch" => "how many blocks each backlog check reads (default: verify_backlog)",
+        "verify_dump" => "on a mismatch, the block as read is written to FILE.OFFSET.received",
+        "verify_fatal" => "accepted: a mismatch ends the job either way",
+        "verify_offset" => "only 0 (the header at the start of each interval)",
+        "verify_async" => "accepted: the same reads and checks, in the job's thread",
+        "dedupe_percentage" => "that share of written blocks repeats an earlier block (a new buffer per write, as fio)",
+        "dedupe_mode" => "repeat (the last unique block) or working_set (fio's set of unique pages)",
+        "dedupe_working_set_percentage" => "the working set: N% of the job's size",
+        "dedupe_global" => "the working set spans every job of the file",
+        "buffer_compress_percentage" => "that share of each buffer_compress_chunk is zero (or buffer_pattern)",
+        "buffer_compress_chunk" => "the unit of buffer_compress_percentage (fio's default 512)",
+        "prioclass" => "the I/O priority class of the job's thread and of each request",
+        "prio" => "the I/O priority level of the job's thread and of each request",
+        "cmdprio_percentage" => "io_uring/libaio: that share of requests at cmdprio_class/cmdprio (SQE ioprio, aio_reqprio)",
+        "cmdprio_class" => "the class of the cmdprio requests (default 1, real time)",
+        "cmdprio" => "the level of the cmdprio requests",
+        "cmdprio_bssplit" => "io_uring/libaio: a cmdprio share per block size (BS/PCT or BS/PCT/CLASS/LEVEL, R,W)",
+        "log_prio" => "the latency log's last column is each request's ioprio value (else fio's 0/1 cmdprio flag)",
+        _ => "",
+    }
+}

@@ -176,6 +176,8 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("dedupe_global", Kind::Special),
     opt!("buffer_compress_percentage", Kind::Special),
     opt!("buffer_compress_chunk", Kind::Special),
+    opt!("create_serialize", Kind::Ignored("ringlab lays out the files of a job file's jobs before they start; the order of the layout moves no measured I/O")),
+    opt!("fill_device", ["fill_fs"], Kind::Refused("ringlab has no equivalent: it does not write until the device or file system is full (ENOSPC); give size= (on a file, fio would fill the whole file system)")),
     opt!("prioclass", Kind::Special),
     opt!("prio", Kind::Special),
     opt!("cmdprio_percentage", Kind::Special),
@@ -971,6 +973,9 @@ pub fn help_text() -> String {
                 "normal=text, json+=fio json with clat_ns bins; json stays ringlab's schema, fio-json is fio's"
                     .to_string()
             }
+            (Kind::Special, n) if super::content::NAMES.contains(&n) => {
+                super::content::help(n).to_string()
+            }
             (Kind::Value(f), _) => format!("--{f}"),
             (Kind::Flag(f), _) => format!("--{f}"),
             (Kind::Ignored(why), _) => format!("accepted, changes nothing: {why}"),
@@ -1090,7 +1095,8 @@ mod tests {
         assert_eq!(t.percentiles, Some(vec![99.0, 99.9]));
         assert!(err("ioengine=mmap").contains("no equivalent"));
         assert!(err("filename=a:b").contains("several files"));
-        assert!(err("verify=crc32c").contains("--verify"));
+        assert!(err("verify=sha256").contains("not the standard"));
+        assert!(args("verify=crc32c verify_backlog=8", true).contains("--fio-verify kind=crc32c,do_verify=1,backlog=8"));
         assert_eq!(
             args("rw=randread:8", false),
             "--rw-modifier 8 --rw randread"
