@@ -130,7 +130,13 @@ impl BufferFill {
         } else {
             self.last_unique
         };
-        fill_percentage(buf, seed, self.plan.compress, self.plan.chunk as usize, pattern);
+        fill_percentage(
+            buf,
+            seed,
+            self.plan.compress,
+            self.plan.chunk as usize,
+            pattern,
+        );
         dup
     }
 }

@@ -141,22 +141,37 @@ fn parse_split(s: &str, class: u16, level: u16) -> Result<Vec<SplitEntry>, Strin
     let mut out = Vec::new();
     for e in s.split(':').filter(|e| !e.trim().is_empty()) {
         let f: Vec<&str> = e.split('/').map(str::trim).collect();
-        let bs = crate::fio::value::size(f[0], 1024).map_err(|x| format!("cmdprio_bssplit {e}: {x}"))?;
+        let bs =
+            crate::fio::value::size(f[0], 1024).map_err(|x| format!("cmdprio_bssplit {e}: {x}"))?;
         let n = |i: usize, max: u64| -> Result<u64, String> {
             f[i].parse::<u64>()
                 .ok()
                 .filter(|n| *n <= max)
-                .ok_or_else(|| format!("cmdprio_bssplit {e}: '{}' is not a number up to {max}", f[i]))
+                .ok_or_else(|| {
+                    format!(
+                        "cmdprio_bssplit {e}: '{}' is not a number up to {max}",
+                        f[i]
+                    )
+                })
         };
         let entry = match f.len() {
-            2 => SplitEntry { bs, pct: n(1, 100)? as u32, class, level },
+            2 => SplitEntry {
+                bs,
+                pct: n(1, 100)? as u32,
+                class,
+                level,
+            },
             4 => SplitEntry {
                 bs,
                 pct: n(1, 100)? as u32,
                 class: n(2, 3)? as u16,
                 level: n(3, 7)? as u16,
             },
-            _ => return Err(format!("cmdprio_bssplit {e}: fio's entries are BS/PCT or BS/PCT/CLASS/LEVEL")),
+            _ => {
+                return Err(format!(
+                    "cmdprio_bssplit {e}: fio's entries are BS/PCT or BS/PCT/CLASS/LEVEL"
+                ))
+            }
         };
         out.push(entry);
     }
@@ -239,7 +254,10 @@ mod tests {
 
     #[test]
     fn bssplit_gives_each_size_its_share_class_and_level() {
-        let p = PrioPlan::parse("cmdprio_bssplit=64k/25/1/1:64k/75/3/2:1024k/0,1024k/0;prioclass=2;prio=7;log_prio=1").unwrap();
+        let p = PrioPlan::parse(
+            "cmdprio_bssplit=64k/25/1/1:64k/75/3/2:1024k/0,1024k/0;prioclass=2;prio=7;log_prio=1",
+        )
+        .unwrap();
         let mut r = PrioRun::new(&p, 1, 0);
         let mut seen = std::collections::HashMap::new();
         for _ in 0..4000 {

@@ -221,7 +221,8 @@ impl FioVerify {
             match k {
                 "kind" => v.kind = Kind::parse(x)?,
                 "interval" => {
-                    v.interval = u32::try_from(num(k, x)?).map_err(|_| format!("{k}={x}: too large"))?
+                    v.interval =
+                        u32::try_from(num(k, x)?).map_err(|_| format!("{k}={x}: too large"))?
                 }
                 "pattern" => v.pattern = Some(hex_bytes(x)?),
                 "backlog" => v.backlog = num(k, x)?,
@@ -323,23 +324,32 @@ impl FioVerify {
                 buf.len()
             );
             let u16_at = |o: usize| u16::from_le_bytes([chunk[o], chunk[o + 1]]);
-            let u32_at = |o: usize| u32::from_le_bytes([chunk[o], chunk[o + 1], chunk[o + 2], chunk[o + 3]]);
+            let u32_at =
+                |o: usize| u32::from_le_bytes([chunk[o], chunk[o + 1], chunk[o + 2], chunk[o + 3]]);
             let magic = u16_at(0);
             if magic != MAGIC {
-                return Err(format!("verify: bad magic header {magic:x}, wanted {MAGIC:x}{where_}"));
+                return Err(format!(
+                    "verify: bad magic header {magic:x}, wanted {MAGIC:x}{where_}"
+                ));
             }
             let len = u32_at(4);
             if len as usize != inc {
-                return Err(format!("verify: bad header length {len}, wanted {inc}{where_}"));
+                return Err(format!(
+                    "verify: bad header length {len}, wanted {inc}{where_}"
+                ));
             }
             let hoff = u64::from_le_bytes(chunk[16..24].try_into().unwrap_or([0; 8]));
             if hoff != at {
-                return Err(format!("verify: bad header offset {hoff}, wanted {at}{where_}"));
+                return Err(format!(
+                    "verify: bad header offset {hoff}, wanted {at}{where_}"
+                ));
             }
             let crc = fio_crc32c(&chunk[..CRC_AT]);
             let stored = u32_at(CRC_AT);
             if crc != stored {
-                return Err(format!("verify: bad header crc {stored:x}, calculated {crc:x}{where_}"));
+                return Err(format!(
+                    "verify: bad header crc {stored:x}, calculated {crc:x}{where_}"
+                ));
             }
             let media = u16_at(2);
             if media != self.kind.code() {
@@ -533,15 +543,30 @@ mod tests {
     #[test]
     fn every_type_checks_what_it_stamped_and_catches_a_flipped_bit() {
         for k in [
-            "meta", "md5", "crc64", "crc32", "crc32c", "crc32c-intel", "crc16", "crc7", "sha3-224",
-            "sha3-256", "sha3-384", "sha3-512", "xxhash", "sha1",
+            "meta",
+            "md5",
+            "crc64",
+            "crc32",
+            "crc32c",
+            "crc32c-intel",
+            "crc16",
+            "crc7",
+            "sha3-224",
+            "sha3-256",
+            "sha3-384",
+            "sha3-512",
+            "xxhash",
+            "sha1",
         ] {
             let v = spec(&format!("kind={k}"));
             let mut b = vec![0u8; 4096];
             crate::verify::fill_payload(&mut b, 7);
             v.stamp(&mut b, 8192, 99, 3, 1);
             assert_eq!(v.check(&b, 8192), Ok(()), "{k}");
-            assert!(v.check(&b, 4096).unwrap_err().contains("bad header offset"), "{k}");
+            assert!(
+                v.check(&b, 4096).unwrap_err().contains("bad header offset"),
+                "{k}"
+            );
             if k != "meta" {
                 let mut bad = b.clone();
                 bad[3000] ^= 1;
@@ -585,7 +610,9 @@ mod tests {
 
     #[test]
     fn sha256_is_refused_with_the_reason() {
-        assert!(Kind::parse("sha256").unwrap_err().contains("not the standard"));
+        assert!(Kind::parse("sha256")
+            .unwrap_err()
+            .contains("not the standard"));
         assert!(Kind::parse("sha9").is_err());
     }
 }
@@ -598,7 +625,11 @@ mod against_fio {
     /// without fio).
     #[test]
     fn blocks_written_by_fio_check_here() {
-        if std::process::Command::new("fio").arg("--version").output().is_err() {
+        if std::process::Command::new("fio")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
             eprintln!("skipped: fio is not installed");
             return;
         }
@@ -609,7 +640,13 @@ mod against_fio {
         ] {
             let f = dir.path().join(k);
             let st = std::process::Command::new("fio")
-                .args(["--name=w", "--size=16k", "--bs=4k", "--rw=write", "--do_verify=0"])
+                .args([
+                    "--name=w",
+                    "--size=16k",
+                    "--bs=4k",
+                    "--rw=write",
+                    "--do_verify=0",
+                ])
                 .arg(format!("--verify={k}"))
                 .arg(format!("--filename={}", f.display()))
                 .output()

@@ -184,7 +184,15 @@ pub fn run_job<E: Engine>(
             let value = crate::fio_prio::ioprio_value(class, level) as libc::c_long;
             // SAFETY: ioprio_set takes three integers and changes this
             // thread's I/O priority only.
-            if unsafe { libc::syscall(libc::SYS_ioprio_set, 1 as libc::c_long, 0 as libc::c_long, value) } != 0 {
+            if unsafe {
+                libc::syscall(
+                    libc::SYS_ioprio_set,
+                    1 as libc::c_long,
+                    0 as libc::c_long,
+                    value,
+                )
+            } != 0
+            {
                 let err = std::io::Error::last_os_error();
                 bail!("prioclass={class} prio={level}: ioprio_set failed: {err} (the real-time class needs CAP_SYS_ADMIN)");
             }

@@ -59,18 +59,32 @@ fn a_verify_write_job_reads_every_block_back_as_fio_counts_it() {
         assert_ok(&out);
         let v = json(&out);
         assert_eq!(ios(&v, "write"), 256, "{extra}");
-        assert_eq!(ios(&v, "read"), 256, "the read-back is counted as reads ({extra})");
+        assert_eq!(
+            ios(&v, "read"),
+            256,
+            "the read-back is counted as reads ({extra})"
+        );
     }
     if real_fio() {
         // fio 3.33 checks the blocks ringlab wrote, with its own code.
         let st = Command::new("fio")
             .current_dir(&d)
-            .args(["--name=chk", "--filename=F", "--size=1m", "--bs=4k", "--rw=read", "--verify=crc32c"])
+            .args([
+                "--name=chk",
+                "--filename=F",
+                "--size=1m",
+                "--bs=4k",
+                "--rw=read",
+                "--verify=crc32c",
+            ])
             .output()
             .unwrap();
         assert!(st.status.success(), "fio rejects ringlab's blocks: {st:?}");
     } else {
-        common::skip("fio reads ringlab's verify blocks", "fio 3 is not installed");
+        common::skip(
+            "fio reads ringlab's verify blocks",
+            "fio 3 is not installed",
+        );
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
@@ -78,7 +92,10 @@ fn a_verify_write_job_reads_every_block_back_as_fio_counts_it() {
 #[test]
 fn a_damaged_block_fails_the_run_with_fios_message_and_dump() {
     let d = tmp("bad");
-    let jf = job_file(&d, "[w]\nfilename=F\nsize=64k\nbs=4k\nrw=write\nverify=md5\n");
+    let jf = job_file(
+        &d,
+        "[w]\nfilename=F\nsize=64k\nbs=4k\nrw=write\nverify=md5\n",
+    );
     assert_ok(&fio(&d, &[&jf]));
     let mut data = std::fs::read(d.join("F")).unwrap();
     data[4096 + 2000] ^= 0x40;
@@ -91,22 +108,39 @@ fn a_damaged_block_fails_the_run_with_fios_message_and_dump() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("md5: verify failed at offset 4096"), "{err}");
-    assert!(err.contains("Expected CRC") && err.contains("Received CRC"), "{err}");
-    assert_eq!(std::fs::read(d.join("F.4096.received")).unwrap(), &data[4096..8192]);
+    assert!(
+        err.contains("Expected CRC") && err.contains("Received CRC"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(d.join("F.4096.received")).unwrap(),
+        &data[4096..8192]
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]
 fn blocks_fio_wrote_verify_under_ringlab() {
     if !real_fio() {
-        common::skip("ringlab reads fio's verify blocks", "fio 3 is not installed");
+        common::skip(
+            "ringlab reads fio's verify blocks",
+            "fio 3 is not installed",
+        );
         return;
     }
     let d = tmp("fromfio");
     for kind in ["crc32c", "sha1", "xxhash", "meta"] {
         let st = Command::new("fio")
             .current_dir(&d)
-            .args(["--name=w", "--filename=F", "--size=256k", "--bs=8k", "--rw=randwrite", "--verify_interval=2k", "--do_verify=0"])
+            .args([
+                "--name=w",
+                "--filename=F",
+                "--size=256k",
+                "--bs=8k",
+                "--rw=randwrite",
+                "--verify_interval=2k",
+                "--do_verify=0",
+            ])
             .arg(format!("--verify={kind}"))
             .output()
             .unwrap();
@@ -129,7 +163,10 @@ fn fios_non_standard_sha256_is_refused_with_its_place() {
     let out = fio(&d, &["--parse-only", &jf]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("job.fio:5: [w] verify=sha256") && err.contains("not the standard"), "{err}");
+    assert!(
+        err.contains("job.fio:5: [w] verify=sha256") && err.contains("not the standard"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
 
@@ -147,7 +184,10 @@ fn dedupe_and_compress_give_fios_shares_of_the_written_blocks() {
     let dup = 1.0 - unique.len() as f64 / blocks.len() as f64;
     assert!((0.42..0.58).contains(&dup), "duplicate share {dup}");
     for c in data.chunks(512) {
-        assert!(c[256..].iter().all(|&b| b == 0), "the compressible half is zero");
+        assert!(
+            c[256..].iter().all(|&b| b == 0),
+            "the compressible half is zero"
+        );
         assert!(c[..256].iter().any(|&b| b != 0));
     }
     std::fs::remove_dir_all(&d).unwrap();
@@ -170,7 +210,10 @@ fn cmdprio_sets_the_priority_of_the_stated_share_of_requests() {
         let idle = prios.iter().filter(|p| **p == "0x6000").count();
         let best = prios.iter().filter(|p| **p == "0x4005").count();
         assert_eq!(idle + best, 512, "{engine}: {log}");
-        assert!((110..200).contains(&idle), "{engine}: {idle} of 512 at cmdprio_class=3");
+        assert!(
+            (110..200).contains(&idle),
+            "{engine}: {idle} of 512 at cmdprio_class=3"
+        );
     }
     // cmdprio is an option of fio's async engines only.
     let jf = job_file(&d, "[r]\nfilename=F\nsize=64k\ncmdprio_percentage=30\n");

@@ -77,7 +77,11 @@ fn number(o: &Written, max: u64) -> Result<u64> {
 fn pattern_hex(o: &Written) -> Result<String> {
     let v = value(o)?;
     let bytes: Vec<u8> = if let Some(h) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
-        let h = if h.len() % 2 == 1 { format!("0{h}") } else { h.to_string() };
+        let h = if h.len() % 2 == 1 {
+            format!("0{h}")
+        } else {
+            h.to_string()
+        };
         (0..h.len())
             .step_by(2)
             .map(|i| u8::from_str_radix(&h[i..i + 2], 16).ok())
@@ -186,7 +190,10 @@ pub fn finish(t: &mut Translated, time_based: bool) -> Result<()> {
         if time_based && writes && do_verify {
             return Err(refuse(&o, "on a time_based write job fio ends by its run time before its read-back: ringlab has not matched that; drop time_based or set do_verify=0"));
         }
-        let mut spec = vec![format!("kind={kind}"), format!("do_verify={}", u8::from(do_verify))];
+        let mut spec = vec![
+            format!("kind={kind}"),
+            format!("do_verify={}", u8::from(do_verify)),
+        ];
         spec.extend(v);
         t.args.extend(["--fio-verify".to_string(), spec.join(",")]);
     } else if let Some(o) = verify_extra {

@@ -1096,7 +1096,8 @@ mod tests {
         assert!(err("ioengine=mmap").contains("no equivalent"));
         assert!(err("filename=a:b").contains("several files"));
         assert!(err("verify=sha256").contains("not the standard"));
-        assert!(args("verify=crc32c verify_backlog=8", true).contains("--fio-verify kind=crc32c,do_verify=1,backlog=8"));
+        assert!(args("verify=crc32c verify_backlog=8", true)
+            .contains("--fio-verify kind=crc32c,do_verify=1,backlog=8"));
         assert_eq!(
             args("rw=randread:8", false),
             "--rw-modifier 8 --rw randread"
