@@ -258,7 +258,7 @@ impl FioVerify {
                 self.kind.hdr_size()
             ));
         }
-        if bs as usize % inc != 0 {
+        if !(bs as usize).is_multiple_of(inc) {
             return Err(format!(
                 "verify_interval={} does not divide bs={bs}: fio writes one header per interval",
                 self.interval

@@ -184,8 +184,7 @@ pub fn finish(t: &mut Translated, time_based: bool) -> Result<()> {
         let writes = t
             .args
             .windows(2)
-            .filter(|w| w[0] == "--rw")
-            .last()
+            .rfind(|w| w[0] == "--rw")
             .is_some_and(|w| w[1].contains("write") || w[1] == "rw" || w[1] == "randrw");
         if time_based && writes && do_verify {
             return Err(refuse(&o, "on a time_based write job fio ends by its run time before its read-back: ringlab has not matched that; drop time_based or set do_verify=0"));
