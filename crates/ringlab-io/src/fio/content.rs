@@ -5,7 +5,6 @@
 //! Gathered while a job's options are translated, then turned into the
 //! hidden `--fio-verify` and `--fio-buffers` of `ringlab io`.
 
-use super::options::{Translated, Written};
 use anyhow::Result;
 use ringlab_core::usage_error;
 
@@ -36,22 +35,30 @@ pub const NAMES: &[&str] = &[
     "log_prio",
 ];
 
-fn refuse(o: &Written, hint: &str) -> anyhow::Error {
+/// One option as written: its key, value, and its name with its place
+/// (`file:line: [section] key` or `--key`) for messages.
+pub struct Opt {
+    pub key: String,
+    pub value: Option<String>,
+    pub named: String,
+}
+
+fn refuse(o: &Opt, hint: &str) -> anyhow::Error {
     let shown = match &o.value {
-        Some(v) => format!("{}={v}", o.origin.name(&o.key)),
-        None => o.origin.name(&o.key),
+        Some(v) => format!("{}={v}", o.named),
+        None => o.named.clone(),
     };
     usage_error(format!("{shown}: {hint}"))
 }
 
-fn value(o: &Written) -> Result<String> {
+fn value(o: &Opt) -> Result<String> {
     match o.value.as_deref().map(str::trim) {
         Some(v) if !v.is_empty() => Ok(v.to_string()),
         _ => Err(refuse(o, "needs a value")),
     }
 }
 
-fn boolean(o: &Written) -> Result<bool> {
+fn boolean(o: &Opt) -> Result<bool> {
     match o.value.as_deref().map(str::trim) {
         None | Some("1") | Some("true") | Some("on") | Some("yes") => Ok(true),
         Some("0") | Some("false") | Some("off") | Some("no") => Ok(false),
@@ -60,12 +67,12 @@ fn boolean(o: &Written) -> Result<bool> {
 }
 
 /// A size as fio reads it (k, m, g; powers of 1024).
-fn size(o: &Written) -> Result<u64> {
+fn size(o: &Opt) -> Result<u64> {
     let v = value(o)?;
     crate::fio::value::size(&v, 1024).map_err(|e| refuse(o, &e))
 }
 
-fn number(o: &Written, max: u64) -> Result<u64> {
+fn number(o: &Opt, max: u64) -> Result<u64> {
     let v = value(o)?;
     v.parse::<u64>()
         .ok()
@@ -74,7 +81,7 @@ fn number(o: &Written, max: u64) -> Result<u64> {
 }
 
 /// fio's verify_pattern as hex: 0xHEX or a quoted string.
-fn pattern_hex(o: &Written) -> Result<String> {
+fn pattern_hex(o: &Opt) -> Result<String> {
     let v = value(o)?;
     let bytes: Vec<u8> = if let Some(h) = v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
         let h = if h.len() % 2 == 1 {
@@ -103,18 +110,25 @@ fn pattern_hex(o: &Written) -> Result<String> {
 /// Turns the gathered options into `--fio-verify` / `--fio-buffers`.
 /// `time_based`: the job runs for its run time (fio never reaches its
 /// read-back phase then, which ringlab has not matched).
-pub fn finish(t: &mut Translated, time_based: bool) -> Result<()> {
-    let content = std::mem::take(&mut t.content);
+/// `args`: the ringlab io arguments so far (for the pattern); returns the
+/// arguments to add and the notes.
+pub fn finish(
+    content: &[Opt],
+    args: &[String],
+    time_based: bool,
+) -> Result<(Vec<String>, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
     if content.is_empty() {
-        return Ok(());
+        return Ok((out, notes));
     }
-    let mut verify: Option<(Written, String)> = None;
+    let mut verify: Option<(&Opt, String)> = None;
     let mut v = Vec::new();
     let mut b = Vec::new();
     let mut do_verify = true;
-    let mut verify_extra: Option<&Written> = None;
+    let mut verify_extra: Option<&Opt> = None;
     let mut prio: Vec<String> = Vec::new();
-    for o in &content {
+    for o in content {
         let key = o.key.replace('-', "_");
         match key.as_str() {
             "verify" => {
@@ -124,7 +138,7 @@ pub fn finish(t: &mut Translated, time_based: bool) -> Result<()> {
                     continue;
                 }
                 crate::fio_verify::Kind::parse(&k).map_err(|e| refuse(o, &e))?;
-                verify = Some((o.clone(), k));
+                verify = Some((o, k));
             }
             "do_verify" => do_verify = boolean(o)?,
             "verify_interval" => {
@@ -178,34 +192,33 @@ pub fn finish(t: &mut Translated, time_based: bool) -> Result<()> {
         }
     }
     if !prio.is_empty() {
-        t.args.extend(["--fio-prio".to_string(), prio.join(";")]);
+        out.extend(["--fio-prio".to_string(), prio.join(";")]);
     }
     if let Some((o, kind)) = verify {
-        let writes = t
-            .args
+        let writes = args
             .windows(2)
             .rfind(|w| w[0] == "--rw")
             .is_some_and(|w| w[1].contains("write") || w[1] == "rw" || w[1] == "randrw");
         if time_based && writes && do_verify {
-            return Err(refuse(&o, "on a time_based write job fio ends by its run time before its read-back: ringlab has not matched that; drop time_based or set do_verify=0"));
+            return Err(refuse(o, "on a time_based write job fio ends by its run time before its read-back: ringlab has not matched that; drop time_based or set do_verify=0"));
         }
         let mut spec = vec![
             format!("kind={kind}"),
             format!("do_verify={}", u8::from(do_verify)),
         ];
         spec.extend(v);
-        t.args.extend(["--fio-verify".to_string(), spec.join(",")]);
+        out.extend(["--fio-verify".to_string(), spec.join(",")]);
     } else if let Some(o) = verify_extra {
         // fio takes these without verify= and does nothing with them.
-        t.notes.push(format!(
+        notes.push(format!(
             "{}: without verify= fio verifies nothing, and neither does ringlab",
-            o.origin.name(&o.key)
+            o.named
         ));
     }
     if !b.is_empty() {
-        t.args.extend(["--fio-buffers".to_string(), b.join(",")]);
+        out.extend(["--fio-buffers".to_string(), b.join(",")]);
     }
-    Ok(())
+    Ok((out, notes))
 }
 
 /// One line of `ringlab fio --help` (and the README's table) per option.

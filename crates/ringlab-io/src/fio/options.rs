@@ -709,7 +709,17 @@ fn finish(t: &mut Translated, g: Gathered, in_file: bool) -> Result<()> {
         };
         t.args.extend(["--fadvise-hint".to_string(), hint]);
     }
-    super::content::finish(t, g.time_based)?;
+    let content: Vec<super::content::Opt> = std::mem::take(&mut t.content)
+        .into_iter()
+        .map(|o| super::content::Opt {
+            named: o.origin.name(&o.key),
+            key: o.key,
+            value: o.value,
+        })
+        .collect();
+    let (args, notes) = super::content::finish(&content, &t.args, g.time_based)?;
+    t.args.extend(args);
+    t.notes.extend(notes);
     if let Some(on) = t.log_offset {
         t.args
             .extend(["--log-offset".to_string(), u8::from(on).to_string()]);
