@@ -351,6 +351,22 @@ pub struct IoArgs {
     #[arg(long, hide = true, value_name = "0|1")]
     pub log_offset: Option<u8>,
 
+    /// fio's verify= and its options, in fio's block format (`ringlab
+    /// fio` sets it; see fio_verify.rs for the keys).
+    #[arg(long, hide = true, value_name = "SPEC")]
+    pub fio_verify: Option<String>,
+
+    /// fio's buffer contents: dedupe_percentage, dedupe_mode, the working
+    /// set, buffer_compress_percentage (`ringlab fio` sets it; see
+    /// fio_buffers.rs for the keys).
+    #[arg(long, hide = true, value_name = "SPEC")]
+    pub fio_buffers: Option<String>,
+
+    /// fio's prioclass/prio/cmdprio_*/log_prio (`ringlab fio` sets it; see
+    /// fio_prio.rs for the keys).
+    #[arg(long, hide = true, value_name = "SPEC")]
+    pub fio_prio: Option<String>,
+
     #[command(flatten)]
     pub uring: UringArgs,
 
@@ -451,6 +467,12 @@ pub struct IoPlan {
     /// fio's continue_on_error with ignore_error: per direction (read,
     /// write) the errnos a job counts and goes on after.
     pub continue_errnos: [Vec<i32>; 2],
+    /// fio's verify= (`--fio-verify`).
+    pub fio_verify: Option<crate::fio_verify::FioVerify>,
+    /// fio's dedupe and compress buffer contents (`--fio-buffers`).
+    pub fio_buffers: Option<crate::fio_buffers::FioBuffers>,
+    /// fio's per-request priorities (`--fio-prio`).
+    pub fio_prio: Option<crate::fio_prio::PrioPlan>,
 }
 
 /// fio's logs: the prefixes given and the averaging window.
@@ -468,6 +490,10 @@ pub struct LogPlan {
     pub hist: Option<String>,
     pub hist_msec: u64,
     pub hist_coarseness: u32,
+    /// Added to the job number in the logs' names: fio numbers them by
+    /// the job's thread number in the whole job file (`ringlab fio` sets
+    /// it; 0 for `ringlab io`).
+    pub job_base: u32,
 }
 
 /// --thinktime: after every `blocks` I/Os issued, wait for the I/O in
@@ -741,6 +767,7 @@ impl IoPlan {
             iops: args.write_iops_log.clone(),
             avg_msec: args.log_avg_msec,
             offset: args.log_offset != Some(0),
+            job_base: 0,
         });
         if logs.is_some() && args.rw == Rw::Nop {
             usage!("fio's logs hold reads and writes; --rw nop has neither");
@@ -906,6 +933,26 @@ impl IoPlan {
             random_map: args.random_map && align_blocks == 1,
             invalidate_each_pass: args.invalidate_each_pass && args.invalidate == 1,
             seq_skip_blocks: rw_skip(args, bs)?,
+            fio_verify: fio_verify_plan(args, bs, bs_max)?,
+            fio_prio: match &args.fio_prio {
+                Some(spec) => {
+                    let p = crate::fio_prio::PrioPlan::parse(spec)
+                        .map_err(|e| usage_error(format!("--fio-prio {spec}: {e}")))?;
+                    let cmd = p.dirs.iter().any(|d| d.pct > 0 || !d.split.is_empty());
+                    if cmd && !matches!(args.engine, EngineKind::Uring | EngineKind::Libaio) {
+                        usage!("cmdprio_percentage/cmdprio_bssplit are options of fio's io_uring and libaio engines (fio refuses them with {}): use ioengine=io_uring or libaio", args.engine.name());
+                    }
+                    Some(p)
+                }
+                None => None,
+            },
+            fio_buffers: match &args.fio_buffers {
+                Some(spec) => Some(
+                    crate::fio_buffers::FioBuffers::parse(spec)
+                        .map_err(|e| usage_error(format!("--fio-buffers {spec}: {e}")))?,
+                ),
+                None => None,
+            },
             buffer_pattern: match &args.buffer_pattern {
                 Some(p) if args.verify => {
                     usage!("--buffer-pattern {p}: --verify writes its own header and payload in every block: drop one of them")
@@ -1166,6 +1213,33 @@ fn block_sizes(args: &IoArgs) -> Result<([BlockSizes; 2], u64, u64)> {
         }
     }
     Ok((sizes, min, max))
+}
+
+/// fio's verify= as planned: one block size, one direction at a time.
+fn fio_verify_plan(
+    args: &IoArgs,
+    bs: u64,
+    bs_max: u64,
+) -> Result<Option<crate::fio_verify::FioVerify>> {
+    let Some(spec) = &args.fio_verify else {
+        return Ok(None);
+    };
+    let v = crate::fio_verify::FioVerify::parse(spec)
+        .map_err(|e| usage_error(format!("verify: {e}")))?;
+    if args.verify {
+        usage!("fio's verify= and ringlab's --verify write different blocks: use one");
+    }
+    if bs != bs_max {
+        usage!("verify={}: ringlab checks fio's verify blocks of one size, and bsrange/bssplit vary it: give one bs", v.kind.name());
+    }
+    if matches!(args.rw, Rw::Randrw | Rw::Rw) && args.rwmixread > 0 && args.rwmixread < 100 {
+        usage!("verify={} with a read/write mix: fio verifies only the reads of its own write log then; ringlab has not built that: verify a write job, then a read job", v.kind.name());
+    }
+    if args.rw.is_random() && args.rw.writes(args.rwmixread) && !args.random_map && v.do_verify {
+        usage!("verify={} with norandommap: fio then verifies only the last write of a block written twice; ringlab has not built that: drop norandommap", v.kind.name());
+    }
+    v.check_block(bs).map_err(usage_error)?;
+    Ok(Some(v))
 }
 
 /// fio's buffer_pattern: `0x` and hex digits, or a quoted string.

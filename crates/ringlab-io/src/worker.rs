@@ -85,7 +85,7 @@ impl LogFiles {
         let mut seen = std::collections::HashSet::new();
         let mut open = |prefix: &Option<String>, opt: &str, kind: &str, job: u32| -> Result<_> {
             let Some(p) = prefix else { return Ok(None) };
-            let path = std::path::PathBuf::from(format!("{p}_{kind}.{}.log", job + 1));
+            let path = std::path::PathBuf::from(format!("{p}_{kind}.{}.log", job + 1 + l.job_base));
             if !seen.insert(path.clone()) {
                 return Err(ringlab_core::usage_error(format!(
                     "{opt} {p}: the log {} is named by another log option too; give each log its own prefix",
@@ -178,6 +178,25 @@ pub fn run_job<E: Engine>(
             pin_to_cpu(cpu)?;
         }
         let fd = ctx.target.open(&plan)?;
+        if let Some((class, level)) = plan.fio_prio.as_ref().and_then(|p| p.thread) {
+            // fio's prioclass/prio: the job's thread (IOPRIO_WHO_PROCESS
+            // with 0: the calling thread).
+            let value = crate::fio_prio::ioprio_value(class, level) as libc::c_long;
+            // SAFETY: ioprio_set takes three integers and changes this
+            // thread's I/O priority only.
+            if unsafe {
+                libc::syscall(
+                    libc::SYS_ioprio_set,
+                    1 as libc::c_long,
+                    0 as libc::c_long,
+                    value,
+                )
+            } != 0
+            {
+                let err = std::io::Error::last_os_error();
+                bail!("prioclass={class} prio={level}: ioprio_set failed: {err} (the real-time class needs CAP_SYS_ADMIN)");
+            }
+        }
         if let Some(advice) = plan.fadvise {
             // SAFETY: a valid fd; the advice only steers read-ahead.
             unsafe { libc::posix_fadvise(fd.as_raw_fd(), 0, 0, advice) };
@@ -312,6 +331,20 @@ pub fn run_job<E: Engine>(
         verify: plan
             .verify
             .then(|| VerifyState::new(&plan, ctx.job, first, count)),
+        fio_verify: plan
+            .fio_verify
+            .as_ref()
+            .map(|v| Box::new(crate::fio_verify::VerifyRun::new(v, ctx.job))),
+        fio_fill: plan.fio_buffers.as_ref().map(|b| {
+            let blocks = plan.size.unwrap_or(count * plan.bs) / plan.bs.max(1);
+            Box::new(crate::fio_buffers::BufferFill::new(
+                b, plan.seed, ctx.job, blocks,
+            ))
+        }),
+        fio_prio: plan
+            .fio_prio
+            .as_ref()
+            .map(|p| Box::new(crate::fio_prio::PrioRun::new(p, plan.seed, ctx.job))),
         measurements: ThreadMeasurements::default(),
         unrecorded: Unrecorded::default(),
         ops: 0,
@@ -491,6 +524,9 @@ struct SlotState {
     /// Bytes the request moves.
     len: u32,
     dir: Dir,
+    /// fio's per-request priority, and whether it is a cmdprio one.
+    ioprio: u16,
+    high_prio: bool,
 }
 
 /// --gtod-reduce: completions between two clock reads (fio's ts_cache).
@@ -615,6 +651,9 @@ struct Logs {
     /// The bandwidth and IOPS logs' window.
     rate_window_ns: u64,
     rate_win: LogWindow,
+    /// The priority column of the I/O being logged (fio's cmdprio, with
+    /// log_prio its ioprio value); `None`: 0.
+    prio_column: Option<String>,
 }
 
 /// One of fio's latency logs and its averaging window.
@@ -720,6 +759,7 @@ impl Logs {
             iops: files.iops.map(buffered),
             lat_window_ns: avg,
             rate_window_ns,
+            prio_column: None,
             rate_win: LogWindow {
                 end_ns: rate_window_ns,
                 ..Default::default()
@@ -746,10 +786,11 @@ impl Logs {
             for (log, v) in logs.iter_mut().zip(lats) {
                 let Some(v) = v else { continue };
                 let w = &mut log.file;
+                let prio = self.prio_column.as_deref().unwrap_or("0");
                 if self.lat_window_ns == 0 && self.offset_column {
-                    writeln!(w, "{}, {v}, {d}, {bs}, {offset}, 0", at_ns / 1_000_000)?;
+                    writeln!(w, "{}, {v}, {d}, {bs}, {offset}, {prio}", at_ns / 1_000_000)?;
                 } else if self.lat_window_ns == 0 {
-                    writeln!(w, "{}, {v}, {d}, {bs}, 0", at_ns / 1_000_000)?;
+                    writeln!(w, "{}, {v}, {d}, {bs}, {prio}", at_ns / 1_000_000)?;
                 } else {
                     log.win.flush(at_ns, self.lat_window_ns, |t, d, win| {
                         write_mean_latency(w, t, d, win)
@@ -948,6 +989,12 @@ struct Job<'a, E: Engine> {
     /// issued, what is in flight is reaped, then the job ends with it.
     failure: Option<anyhow::Error>,
     verify: Option<VerifyState>,
+    /// fio's verify= (its block format, backlog and read-back phase).
+    fio_verify: Option<Box<crate::fio_verify::VerifyRun>>,
+    /// fio's dedupe/compress buffer contents.
+    fio_fill: Option<Box<crate::fio_buffers::BufferFill>>,
+    /// fio's per-request priorities.
+    fio_prio: Option<Box<crate::fio_prio::PrioRun>>,
     measurements: ThreadMeasurements,
     unrecorded: Unrecorded,
     /// The engine submits each request in a system call of its own inside
@@ -1003,6 +1050,11 @@ impl<E: Engine> Job<'_, E> {
     }
 
     fn may_issue(&self) -> bool {
+        if let Some(v) = self.fio_verify.as_ref().filter(|v| v.phase) {
+            return self.failure.is_none()
+                && !self.ctx.stop.load(Ordering::Relaxed)
+                && (!v.queue.is_empty() || self.pending.is_some());
+        }
         self.failure.is_none()
             && !self.ctx.stop.load(Ordering::Relaxed)
             && self
@@ -1130,7 +1182,19 @@ impl<E: Engine> Job<'_, E> {
     /// once; the caller drains.
     fn run(&mut self) -> Result<()> {
         self.engine_counts_submits = self.engine.take_submit_counts().is_some();
-        let r = self.run_loop();
+        self.clock = Instant::now();
+        let mut r = self.run_loop();
+        // fio's do_verify: the writes done, every block written is read
+        // back and checked, measured as reads (as fio counts them).
+        if r.is_ok()
+            && !self.ctx.stop.load(Ordering::Relaxed)
+            && self.fio_verify.as_mut().is_some_and(|v| v.start_phase())
+        {
+            r = self.run_loop();
+        }
+        if let Some(v) = &self.fio_verify {
+            self.measurements.verified_blocks = Some(v.verified);
+        }
         self.flush_recorded();
         if let Some(c) = self.engine.take_submit_counts() {
             self.measurements.io_depths.add_submits(&c);
@@ -1140,7 +1204,6 @@ impl<E: Engine> Job<'_, E> {
 
     fn run_loop(&mut self) -> Result<()> {
         let mut completions: Vec<Completion> = Vec::with_capacity(self.slots.len());
-        self.clock = Instant::now();
         loop {
             let queued = self.fill()?;
             if queued > 0 {
@@ -1272,10 +1335,23 @@ impl<E: Engine> Job<'_, E> {
                 self.do_think();
                 stamp = None;
             }
-            let io = self
-                .pending
-                .take()
-                .unwrap_or_else(|| self.workload.next_io());
+            let io = match self.pending.take() {
+                Some(io) => io,
+                None => match self.fio_verify.as_mut().and_then(|v| v.next_read()) {
+                    Some((block, len)) => NextIo {
+                        dir: Dir::Read,
+                        block,
+                        len,
+                    },
+                    None if self.fio_verify.as_ref().is_some_and(|v| v.phase) => break,
+                    None => self.workload.next_io(),
+                },
+            };
+            // In a write job with fio's verify, every read is a verify read:
+            // not counted against io_size or number_ios (fio's neither).
+            let verify_read = io.dir == Dir::Read
+                && self.fio_verify.is_some()
+                && self.plan.rw.writes(self.plan.rwmixread);
             if self.workload.take_new_pass() {
                 // fio re-opens its file at each pass, and invalidate=1
                 // drops its cache then.
@@ -1326,6 +1402,21 @@ impl<E: Engine> Job<'_, E> {
                     let generation = v.rng.next_u64();
                     verify::stamp(self.buffers.slot_mut(slot), offset, generation);
                 }
+                if let Some(f) = &mut self.fio_fill {
+                    let pattern = self.plan.buffer_pattern.as_deref();
+                    f.fill(&mut self.buffers.slot_mut(slot)[..len as usize], pattern);
+                }
+                if let Some(v) = &mut self.fio_verify {
+                    let seed = offset ^ ((v.numberio as u64) << 48);
+                    v.spec.stamp(
+                        &mut self.buffers.slot_mut(slot)[..len as usize],
+                        offset,
+                        seed,
+                        v.numberio,
+                        v.thread,
+                    );
+                    v.numberio = v.numberio.wrapping_add(1);
+                }
             }
             let start_ns = match (due_start.or(stamp), &self.coarse) {
                 (Some(t), _) => t,
@@ -1344,18 +1435,29 @@ impl<E: Engine> Job<'_, E> {
                 submit_ns: NOT_SUBMITTED,
                 len,
                 dir: io.dir,
+                ioprio: 0,
+                high_prio: false,
             };
+            let (ioprio, high_prio) = match &mut self.fio_prio {
+                Some(p) => p.pick((io.dir == Dir::Write) as usize, len as u64),
+                None => (0, false),
+            };
+            self.slots[slot as usize].ioprio = ioprio;
+            self.slots[slot as usize].high_prio = high_prio;
             let req = IoRequest {
                 slot,
                 dir: io.dir,
                 offset,
                 len,
                 buf: self.buffers.slot_ptr(slot),
+                ioprio,
             };
             match self.engine.queue(&req)? {
                 QueueStatus::Completed(result) => {
-                    self.issued_bytes += len as u64;
-                    self.issued_ios += 1;
+                    if !verify_read {
+                        self.issued_bytes += len as u64;
+                        self.issued_ios += 1;
+                    }
                     // As fio's synchronous engines: depth 1, one request
                     // per submission and per completion.
                     let d = &mut self.measurements.io_depths;
@@ -1372,8 +1474,10 @@ impl<E: Engine> Job<'_, E> {
                     stamp = (self.plan.thinkcycles == 0).then_some(now);
                 }
                 QueueStatus::Queued => {
-                    self.issued_bytes += len as u64;
-                    self.issued_ios += 1;
+                    if !verify_read {
+                        self.issued_bytes += len as u64;
+                        self.issued_ios += 1;
+                    }
                     self.count_think();
                     self.inflight += 1;
                     queued += 1;
@@ -1390,6 +1494,13 @@ impl<E: Engine> Job<'_, E> {
                 }
                 QueueStatus::Busy => {
                     self.free.push(slot);
+                    if verify_read {
+                        // Back at the head of the log, not as a workload I/O.
+                        if let Some(v) = &mut self.fio_verify {
+                            v.queue.push_front((io.block, io.len));
+                        }
+                        break;
+                    }
                     self.pending = Some(io);
                     if let (Some(sy), Dir::Write) = (&mut self.sync, io.dir) {
                         sy.since -= 1;
@@ -1494,6 +1605,26 @@ impl<E: Engine> Job<'_, E> {
                 v.checked += 1;
             }
         }
+        if let Some(v) = &mut self.fio_verify {
+            if s.dir == Dir::Write {
+                v.written(s.block, s.len);
+            } else if s.dir == Dir::Read {
+                let buf = &self.buffers.slot(slot)[..s.len as usize];
+                if let Err(why) = v.spec.check(buf, s.offset) {
+                    let dumped = if v.spec.dump {
+                        crate::fio_verify::dump(&self.ctx.target.path, s.offset, buf)
+                    } else {
+                        String::new()
+                    };
+                    bail!(
+                        "verify failed: job {} file {}: {why}{dumped}",
+                        self.ctx.job,
+                        self.ctx.target.path.display()
+                    );
+                }
+                v.verified += 1;
+            }
+        }
         if self.plan.thinkcycles > 0 {
             think(self.plan.thinkcycles, &self.ctx.stop);
         }
@@ -1581,6 +1712,9 @@ impl<E: Engine> Job<'_, E> {
     fn log(&mut self, s: &SlotState, now_ns: u64, lats: IoLatencies) -> Result<()> {
         if let Some(l) = self.logs.as_mut().filter(|_| self.ramp_end_ns == 0) {
             let at = now_ns - self.measure_from_ns.min(now_ns);
+            if let Some(p) = &self.fio_prio {
+                l.prio_column = Some(p.column(s.ioprio, s.high_prio));
+            }
             if let Err(e) = l.record(at, s.dir, s.len as u64, s.offset, lats) {
                 bail!("job {}: cannot write fio's log: {e}", self.ctx.job);
             }

@@ -770,7 +770,26 @@ fn build_jobs(c: &CmdLine) -> Result<(Vec<Job>, GlobalOptions)> {
             "no job file and no --name: nothing to run (ringlab fio --help)",
         ));
     }
+    number_threads(&mut jobs);
     Ok((jobs, global))
+}
+
+/// fio's thread numbers, for what spans jobs (a global dedupe working
+/// set, the number in a log's name): each job's first, and how many the
+/// file runs.
+fn number_threads(jobs: &mut [Job]) {
+    let total: u32 = jobs.iter().map(|j| j.plan.numjobs).sum();
+    let mut base = 0;
+    for j in jobs.iter_mut() {
+        if let Some(l) = &mut j.plan.logs {
+            l.job_base = base;
+        }
+        if let Some(b) = &mut j.plan.fio_buffers {
+            b.thread_base = base;
+            b.threads = total;
+        }
+        base += j.plan.numjobs;
+    }
 }
 
 /// A disk's counters from /proc/diskstats.

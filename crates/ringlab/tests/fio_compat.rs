@@ -389,7 +389,7 @@ fn fio_spellings_and_hints() {
         ("io --sqthread_pol", &["fio's --sqthread_poll", "--sqpoll"]),
         ("io --zonemode=zbd", &["no equivalent"]),
         ("io --rate_min=100", &["not yet supported by ringlab"]),
-        ("io --verify=crc32c", &["use --verify"]),
+        ("io --verify=sha256", &["not the standard"]),
         ("io --direct=2", &["1 or 0"]),
         ("io --ioengine=splice", &["no equivalent of this engine"]),
         ("io --rw sideways", &["invalid value 'sideways'"]),

@@ -179,6 +179,9 @@ impl Engine for LibaioEngine {
             aio_buf: req.buf as u64,
             aio_nbytes: req.len as u64,
             aio_offset: req.offset as i64,
+            // IOCB_FLAG_IOPRIO: aio_reqprio is the request's priority.
+            aio_reqprio: req.ioprio as i16,
+            aio_flags: if req.ioprio != 0 { 1 << 1 } else { 0 },
             ..Iocb::default()
         };
         self.pending.push(cb as *mut Iocb);

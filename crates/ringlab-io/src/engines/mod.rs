@@ -49,6 +49,9 @@ pub struct IoRequest {
     /// Start of the slot's buffer (`len` bytes, page aligned), owned by the
     /// worker and valid until the request completes.
     pub buf: *mut u8,
+    /// The request's I/O priority (class << 13 | level; 0: the thread's),
+    /// fio's prioclass/prio/cmdprio_*: io_uring and libaio carry it.
+    pub ioprio: u16,
 }
 
 /// The answer of [`Engine::queue`].

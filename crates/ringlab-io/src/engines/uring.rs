@@ -337,18 +337,22 @@ impl UringEngine {
                 match (req.dir, self.fixed_buffers) {
                     (Dir::Read, false) => opcode::Read::new($file, req.buf, req.len)
                         .offset(req.offset)
+                        .ioprio(req.ioprio)
                         .build(),
                     (Dir::Write, false) => opcode::Write::new($file, req.buf, req.len)
                         .offset(req.offset)
+                        .ioprio(req.ioprio)
                         .build(),
                     (Dir::Read, true) => {
                         opcode::ReadFixed::new($file, req.buf, req.len, req.slot as u16)
                             .offset(req.offset)
+                            .ioprio(req.ioprio)
                             .build()
                     }
                     (Dir::Write, true) => {
                         opcode::WriteFixed::new($file, req.buf, req.len, req.slot as u16)
                             .offset(req.offset)
+                            .ioprio(req.ioprio)
                             .build()
                     }
                     (Dir::Nop, _) => opcode::Nop::new().build(),

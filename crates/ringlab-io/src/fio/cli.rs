@@ -389,8 +389,12 @@ mod tests {
         assert!(e.contains("--iodepth_batch_complete_min"), "{e}");
         let e = run("--iodeptj 2").unwrap_err().to_string();
         assert!(e.contains("did you mean --iodepth"), "{e}");
-        let e = run("--verify=md5").unwrap_err().to_string();
-        assert!(e.contains("use --verify"), "{e}");
+        // fio's verify types are fio's block format; fio's sha256 is not
+        // the standard one.
+        let e = run("--verify=md5").unwrap();
+        assert!(e.contains("--fio-verify kind=md5"), "{e}");
+        let e = run("--verify=sha256").unwrap_err().to_string();
+        assert!(e.contains("not the standard"), "{e}");
         let e = run("--name=a --name=b").unwrap_err().to_string();
         assert!(e.contains("job file"), "{e}");
         let e = run("--rate_min=2").unwrap_err().to_string();

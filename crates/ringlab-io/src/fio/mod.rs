@@ -3,6 +3,7 @@
 //! ([`options`]), and its JSON output shape ([`json`]).
 
 pub mod cli;
+pub mod content;
 pub mod jobfile;
 pub mod json;
 pub mod names;

@@ -158,8 +158,33 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("log_hist_msec", Kind::Value("log-hist-msec")),
     opt!("log_hist_coarseness", Kind::Value("log-hist-coarseness")),
     // fio options with a ringlab cousin that is not the same thing.
-    opt!("verify", Kind::Refused("ringlab's --verify stamps every block with its own header and a CRC32C and checks it on read; use --verify instead of fio's verify=")),
-    opt!("do_verify", Kind::Refused("ringlab's --verify checks during the run and reads back after it; use --verify")),
+    // What the blocks hold: fio's verify= format and dedupe/compress
+    // shares (fio/content.rs).
+    opt!("verify", Kind::Special),
+    opt!("do_verify", Kind::Special),
+    opt!("verify_interval", Kind::Special),
+    opt!("verify_pattern", Kind::Special),
+    opt!("verify_backlog", Kind::Special),
+    opt!("verify_backlog_batch", Kind::Special),
+    opt!("verify_dump", Kind::Special),
+    opt!("verify_fatal", Kind::Special),
+    opt!("verify_offset", Kind::Special),
+    opt!("verify_async", Kind::Special),
+    opt!("dedupe_percentage", Kind::Special),
+    opt!("dedupe_mode", Kind::Special),
+    opt!("dedupe_working_set_percentage", Kind::Special),
+    opt!("dedupe_global", Kind::Special),
+    opt!("buffer_compress_percentage", Kind::Special),
+    opt!("buffer_compress_chunk", Kind::Special),
+    opt!("create_serialize", Kind::Ignored("ringlab lays out the files of a job file's jobs before they start; the order of the layout moves no measured I/O")),
+    opt!("fill_device", ["fill_fs"], Kind::Refused("ringlab has no equivalent: it does not write until the device or file system is full (ENOSPC); give size= (on a file, fio would fill the whole file system)")),
+    opt!("prioclass", Kind::Special),
+    opt!("prio", Kind::Special),
+    opt!("cmdprio_percentage", Kind::Special),
+    opt!("cmdprio_class", Kind::Special),
+    opt!("cmdprio", Kind::Special),
+    opt!("cmdprio_bssplit", Kind::Special),
+    opt!("log_prio", Kind::Special),
     opt!("cpumask", Kind::Refused("use --cpus LIST (fio's cpus_allowed)")),
     opt!("ioscheduler", Kind::Refused("ringlab has no equivalent: it does not change the device's scheduler; set /sys/block/DEV/queue/scheduler (ringlab reports the one in use)")),
     opt!("fallocate", Kind::Refused("ringlab has no equivalent: it lays out new files by writing real data")),
@@ -207,6 +232,11 @@ pub fn is_boolean(rec: &FioOption) -> bool {
                 | "randrepeat"
                 | "stonewall"
                 | "new_group"
+                | "do_verify"
+                | "verify_dump"
+                | "verify_fatal"
+                | "dedupe_global"
+                | "log_prio"
         ),
         _ => false,
     }
@@ -284,6 +314,9 @@ pub struct Translated {
     pub fadvise: Option<String>,
     /// fio's log_offset, when given.
     pub log_offset: Option<bool>,
+    /// Options about the blocks' contents (verify=, dedupe, compress),
+    /// turned into ringlab's by fio/content.rs.
+    pub content: Vec<Written>,
 }
 
 fn bool_value(o: &Written) -> Result<bool> {
@@ -606,6 +639,7 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
             // and ringlab refuses zbd with its reason.
             value_of(o)?;
         }
+        n if super::content::NAMES.contains(&n) => t.content.push(o.clone()),
         _ => return Err(refuse(o, "ringlab has no equivalent")),
     }
     Ok(())
@@ -702,6 +736,17 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
         };
         t.args.extend(["--fadvise-hint".to_string(), hint]);
     }
+    let content: Vec<super::content::Opt> = std::mem::take(&mut t.content)
+        .into_iter()
+        .map(|o| super::content::Opt {
+            named: o.origin.name(&o.key),
+            key: o.key,
+            value: o.value,
+        })
+        .collect();
+    let (args, notes) = super::content::finish(&content, &t.args, g.time_based)?;
+    t.args.extend(args);
+    t.notes.extend(notes);
     if let Some(on) = t.log_offset {
         t.args
             .extend(["--log-offset".to_string(), u8::from(on).to_string()]);
@@ -973,6 +1018,9 @@ pub fn help_text() -> String {
                 "normal=text, json+=fio json with clat_ns bins; json stays ringlab's schema, fio-json is fio's"
                     .to_string()
             }
+            (Kind::Special, n) if super::content::NAMES.contains(&n) => {
+                super::content::help(n).to_string()
+            }
             (Kind::Value(f), _) => format!("--{f}"),
             (Kind::Flag(f), _) => format!("--{f}"),
             (Kind::Ignored(why), _) => format!("accepted, changes nothing: {why}"),
@@ -1092,7 +1140,9 @@ mod tests {
         assert_eq!(t.percentiles, Some(vec![99.0, 99.9]));
         assert!(err("ioengine=mmap").contains("no equivalent"));
         assert!(err("filename=a:b").contains("several files"));
-        assert!(err("verify=crc32c").contains("--verify"));
+        assert!(err("verify=sha256").contains("not the standard"));
+        assert!(args("verify=crc32c verify_backlog=8", true)
+            .contains("--fio-verify kind=crc32c,do_verify=1,backlog=8"));
         assert_eq!(
             args("rw=randread:8", false),
             "--rw-modifier 8 --rw randread"
