@@ -154,6 +154,10 @@ impl Effect {
     }
 }
 
+/// What `~` means, for the legend under every table that prints
+/// [`Effect::delta`].
+pub const TILDE_LEGEND: &str = "~: no difference measured (the 95% bootstrap interval over the repeats holds 1, or the Mann-Whitney U p-value is 0.05 or more; where the repeats are too few to reach 0.05, a difference needs p <= 0.1, every repeat of one side beyond every repeat of the other)";
+
 /// The weakest p-value level a difference is ever shown at: where the
 /// repeats are too few for [`ALPHA`], a difference needs p <= 0.1 (every
 /// repeat of one side beyond every repeat of the other, for 3 against 3).
