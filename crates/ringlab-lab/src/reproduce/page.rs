@@ -149,6 +149,7 @@ pub fn plot_svgs(plot: &Json) -> Result<Vec<String>> {
             scale: scale.clone(),
             series,
             legend_title: "series".into(),
+            repeats: key == "ours",
             points_note: if key == "paper" {
                 "the study's values".into()
             } else {
@@ -214,15 +215,18 @@ pub fn render_index(verdicts: &[Json]) -> Result<String> {
             k["numa_nodes"]
         );
     }
-    h += "<table><tr><th class=\"l\">recipe</th><th class=\"l\">study</th><th class=\"l\">section</th><th>claim</th><th>measured</th><th class=\"l\">verdict</th></tr>\n";
+    h += "<p>Each row is the check that decided the verdict: what it compares, its threshold (the claim with the recipe's tolerance) and the measured figure with its 95% interval.</p>\n";
+    h += "<table><tr><th class=\"l\">recipe</th><th class=\"l\">study</th><th class=\"l\">section</th><th class=\"l\">deciding check</th><th>claim (threshold)</th><th>measured [95% interval]</th><th class=\"l\">verdict</th></tr>\n";
     for v in verdicts {
         let name = v["recipe"].as_str().unwrap_or("");
+        let (what, claim, measured) = deciding(v);
         h += &format!(
-            "<tr><td class=\"l\"><a href=\"#{n}\">{n}</a></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\"><span class=\"v {w}\">{w}</span></td></tr>\n",
+            "<tr><td class=\"l\"><a href=\"#{n}\">{n}</a></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\"><span class=\"v {w}\">{w}</span></td></tr>\n",
             esc(v["seed"].as_str().unwrap_or("")),
             esc(v["section"].as_str().unwrap_or("")),
-            figure(&v["claim"]),
-            figure(&v["measured"]),
+            esc(&what),
+            esc(&claim),
+            esc(&measured),
             n = esc(name),
             w = esc(v["verdict"].as_str().unwrap_or("cannot-run")),
         );
@@ -235,8 +239,37 @@ pub fn render_index(verdicts: &[Json]) -> Result<String> {
     Ok(h)
 }
 
-fn figure(f: &Json) -> String {
-    esc(&figure_text(f))
+/// The deciding check's (what, claim with its threshold, measured with its
+/// interval): the page's headline. Without a deciding check (cannot run,
+/// no rule), the recipe's own figures.
+fn deciding(v: &Json) -> (String, String, String) {
+    let check = v["decided_by"]
+        .as_u64()
+        .and_then(|i| v["checks"].get(usize::try_from(i).ok()?.checked_sub(1)?));
+    match check {
+        Some(c) => {
+            let what = format!(
+                "check {}: {}",
+                v["decided_by"],
+                c["what"].as_str().unwrap_or("")
+            );
+            let claim = format!(
+                "{} → {}",
+                c["paper"].as_str().unwrap_or(""),
+                c["threshold"].as_str().unwrap_or("(threshold not recorded)")
+            );
+            let measured = match c["figure"].as_str() {
+                Some(f) => f.to_string(),
+                None => "no interval: undecided".to_string(),
+            };
+            (what, claim, measured)
+        }
+        None => (
+            "–".to_string(),
+            figure_text(&v["claim"]),
+            figure_text(&v["measured"]),
+        ),
+    }
 }
 
 /// A figure with its 95% interval: `+3.1 [-2.0, +8.4] % ...`.
@@ -263,15 +296,17 @@ pub fn figure_text(f: &Json) -> String {
 fn section(v: &Json) -> Result<String> {
     let name = v["recipe"].as_str().unwrap_or("");
     let word = v["verdict"].as_str().unwrap_or("cannot-run");
+    let head = deciding(v);
     let mut h = format!(
-        "<h2 id=\"{n}\">{n} <span class=\"v {w}\">{w}</span></h2>\n<p><b>{}</b> · {} · {}</p>\n<p>{}</p>\n<blockquote>“{}”</blockquote>\n<p>Claim: {} · measured here: {}</p>\n<p>{}</p>\n",
+        "<h2 id=\"{n}\">{n} <span class=\"v {w}\">{w}</span></h2>\n<p><b>{}</b> · {} · {}</p>\n<p>{}</p>\n<blockquote>“{}”</blockquote>\n<p><b>Decided by {}</b><br/>claim: {} · measured here: <b>{}</b></p>\n<p>{}</p>\n",
         esc(v["seed"].as_str().unwrap_or("")),
         esc(v["study"].as_str().unwrap_or("")),
         esc(v["section"].as_str().unwrap_or("")),
         esc(v["claim"]["text"].as_str().unwrap_or("")),
         esc(v["claim"]["quote"].as_str().unwrap_or("")),
-        figure(&v["claim"]),
-        figure(&v["measured"]),
+        esc(&head.0),
+        esc(&head.1),
+        esc(&head.2),
         esc(v["reason"].as_str().unwrap_or("")),
         n = esc(name),
         w = esc(word),

@@ -240,6 +240,13 @@ pub struct CheckOutcome {
     pub tolerance: f64,
     /// The decision rule in words, with its threshold.
     pub rule: String,
+    /// The rule's threshold, short: `a/b <= 0.150x`, `a/b >= +9.5%`,
+    /// `a/b within [-15%, +15%]`, `mean <= 4000000` (the page's headline).
+    pub threshold: String,
+    /// `measured` with its interval for people, in the rule's form
+    /// (`0.286x [0.072x, 0.673x]`, `+41% [-11%, +69%]`); null when
+    /// undecided.
+    pub figure: Option<String>,
     /// Per x: the repeats of a (and b), their medians, a/b with its
     /// interval and p-value.
     pub points: Vec<Json>,
@@ -305,6 +312,8 @@ pub fn evaluate(recipe: &Recipe, check: &Check, points: &[Point], limits: &Limit
         zone: check.zone,
         tolerance: check.tolerance,
         rule: String::new(),
+        threshold: String::new(),
+        figure: None,
         points: Vec::new(),
         measured: None,
         interval: None,
@@ -410,6 +419,12 @@ fn evaluate_bound(check: &Check, a: &[XRepeats], limits: &Limits, out: &mut Chec
         (toml::Value::String(_), Some(hz)) => format!(" (one timer tick at CONFIG_HZ={hz})"),
         _ => String::new(),
     };
+    out.threshold = format!(
+        "{} {} {}",
+        check.reduce,
+        if check.expect == "at-most" { "<=" } else { ">=" },
+        num(threshold)
+    );
     out.rule = format!(
         "{} when the 95% interval of the {} of {} lies wholly {} {} (the limit {}{named} with {:.0}% tolerance); contradicted when wholly on the other side; inconclusive when it holds {}",
         Verdict::Reproduced.word(),
@@ -450,6 +465,7 @@ fn evaluate_bound(check: &Check, a: &[XRepeats], limits: &Limits, out: &mut Chec
         _ => Verdict::Contradicted,
     };
     let figure = format!("{} [{}, {}]", num(v), num(iv.lo), num(iv.hi));
+    out.figure = Some(figure.clone());
     out.reason = format!(
         "{} {} of {} = {figure} over {} repeats: {} the threshold {}{named}",
         check.reduce,
@@ -510,6 +526,15 @@ fn evaluate_pair(
         }
     };
     let near_one = size > 0.5 && size < 2.0;
+    out.threshold = match check.expect.as_str() {
+        "greater" => format!("a/b >= {}", threshold_text(lo_t, near_one)),
+        "less" => format!("a/b <= {}", threshold_text(hi_t, near_one)),
+        _ => format!(
+            "a/b within [{}, {}]",
+            effect::percent(lo_t),
+            effect::percent(hi_t)
+        ),
+    };
     out.rule = match check.expect.as_str() {
         "greater" => format!(
             "reproduced when the 95% interval of a/b lies wholly at or above {} (the claimed {} less the {:.0}% tolerance); contradicted when wholly below it; inconclusive when it holds it",
@@ -615,6 +640,7 @@ fn evaluate_pair(
     };
     out.interval = Some(iv);
     let fig = ratio_text(ratio, iv);
+    out.figure = Some(fig.clone());
     let p = out
         .p_value
         .map(|p| format!(", p = {}", num(p)))
