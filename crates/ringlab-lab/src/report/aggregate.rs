@@ -104,15 +104,33 @@ impl Report {
             .collect()
     }
 
-    /// Metric `mi` of configuration `row` against the first configuration
-    /// (the baseline of the comparison tables): None for the first itself,
-    /// or where either has no value.
+    /// The baseline of the comparison tables: the first configuration
+    /// with a done run.
+    pub(super) fn baseline(&self) -> Option<usize> {
+        self.rows.iter().position(|r| r.done > 0)
+    }
+
+    /// Metric `mi` of configuration `row` against the baseline: None for
+    /// the baseline itself, or where either has no value.
     pub(super) fn vs_first(&self, row: usize, mi: usize) -> Option<Effect> {
-        if row == 0 {
+        let base = self.baseline()?;
+        if row == base {
             return None;
         }
-        let first = self.rows.first()?.samples.get(mi)?;
+        let first = self.rows.get(base)?.samples.get(mi)?;
         Effect::of(self.rows.get(row)?.samples.get(mi)?, first)
+    }
+
+    /// The rows of the comparison tables: every configuration but the
+    /// baseline (and those before it, which have no results).
+    pub(super) fn compared_rows(&self) -> impl Iterator<Item = (usize, &Row)> {
+        let base = self.baseline().unwrap_or(self.rows.len());
+        self.rows.iter().enumerate().skip(base + 1)
+    }
+
+    /// Whether there is anything to compare with the baseline.
+    pub(super) fn has_comparisons(&self) -> bool {
+        self.compared_rows().next().is_some()
     }
 
     /// The cell of a comparison table: `+12% [+8.0%, +15%] p=0.008`, or
@@ -124,10 +142,10 @@ impl Report {
         }
     }
 
-    /// The first configuration, as `axis=value` pairs.
+    /// The baseline configuration, as `axis=value` pairs.
     pub(super) fn first_label(&self) -> String {
-        self.rows
-            .first()
+        self.baseline()
+            .and_then(|i| self.rows.get(i))
             .map(|r| {
                 r.values
                     .iter()
@@ -147,7 +165,7 @@ impl Report {
             .then_some(" Configurations with fewer than 3 done runs never show a difference.")
             .unwrap_or("");
         format!(
-            "Each configuration against the first ({}): the ratio of medians as a change with its 95% bootstrap interval over the repeats, and the Mann-Whitney U p-value. {}.{few}",
+            "Each configuration against the first with results ({}): the ratio of medians as a change with its 95% bootstrap interval over the repeats, and the Mann-Whitney U p-value. {}.{few}",
             self.first_label(),
             TILDE_LEGEND
         )

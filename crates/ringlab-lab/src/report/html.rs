@@ -36,7 +36,7 @@ pub(super) fn render(report: &Report, plots: &[Plot]) -> String {
     );
     out.push_str("<h2 id=\"summary\">Summary</h2>\n<p>Median of the repeats with (min–max); — marks a figure no run of that configuration measured.</p>\n");
     out.push_str(&table(report, false));
-    if report.rows.len() > 1 {
+    if report.has_comparisons() {
         let _ = writeln!(
             out,
             "<h2 id=\"against-first\">Against the first configuration</h2>\n<p>{}</p>",
@@ -73,7 +73,7 @@ fn kernel_section(out: &mut String, report: &Report, plots: &[Plot]) {
         "<p>Median of the repeats with (min–max), counted by the kernel (kstat.per_op).</p>\n",
     );
     out.push_str(&table(report, true));
-    if report.rows.len() > 1 {
+    if report.has_comparisons() {
         out.push_str("<p>Against the first configuration:</p>\n");
         out.push_str(&comparison(report, true));
     }
@@ -157,7 +157,7 @@ fn comparison(report: &Report, kernel: bool) -> String {
         );
     }
     out.push_str("</tr>\n");
-    for (ri, row) in report.rows.iter().enumerate().skip(1) {
+    for (ri, row) in report.compared_rows() {
         out.push_str("<tr>");
         for v in row.values.values() {
             let _ = write!(out, "<td class=\"k\">{}</td>", escape(&label(v)));

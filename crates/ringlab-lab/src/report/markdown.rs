@@ -20,7 +20,7 @@ pub(super) fn render(report: &Report, plots: &[Plot]) -> String {
         "Each cell is the median of the repeats with (min–max); `—` marks a figure no run of that configuration measured.\n"
     );
     out.push_str(&table(report, false));
-    if report.rows.len() > 1 {
+    if report.has_comparisons() {
         let _ = writeln!(
             out,
             "\n## Against the first configuration\n\n{}\n",
@@ -31,7 +31,7 @@ pub(super) fn render(report: &Report, plots: &[Plot]) -> String {
     out.push_str("\n## Kernel evidence per operation\n\n");
     if report.has_kernel_figures() {
         out.push_str(&table(report, true));
-        if report.rows.len() > 1 {
+        if report.has_comparisons() {
             out.push_str("\nAgainst the first configuration:\n\n");
             out.push_str(&comparison(report, true));
         }
@@ -97,7 +97,7 @@ fn comparison(report: &Report, kernel: bool) -> String {
     );
     let _ = writeln!(out, "| {} |", head.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(head.len()));
-    for (ri, row) in report.rows.iter().enumerate().skip(1) {
+    for (ri, row) in report.compared_rows() {
         let mut cells: Vec<String> = row.values.values().map(label).collect();
         cells.push(format!("{}/{}", row.done, row.planned));
         cells.extend(cols.iter().map(|&i| report.vs_first_cell(ri, i)));

@@ -393,3 +393,36 @@ fn section(v: &Json) -> Result<String> {
     }
     Ok(h)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_headline_is_the_deciding_check() {
+        // The recipe's own figure (13 KIOPS) belongs to check 1; check 2
+        // decided: the table and the section head with check 2.
+        let v = json!({
+            "recipe": "r", "seed": "002", "study": "s", "section": "§3",
+            "claim": {"text": "t", "quote": "q", "value": 13.0, "unit": "KIOPS"},
+            "measured": {"value": 7.16, "unit": "KIOPS", "interval": null},
+            "verdict": "inconclusive", "decided_by": 2, "reason": "why",
+            "checks": [
+                {"what": "first", "paper": "13 KIOPS", "threshold": "a/b <= 0.150x",
+                 "figure": "0.5x [0.4x, 0.6x]", "rule": "r1", "metric": "m",
+                 "repeats": 5, "verdict": "contradicted"},
+                {"what": "iou+k vs iou", "paper": "about 0.1 x", "threshold": "a/b <= 0.150x",
+                 "figure": "0.286x [0.072x, 0.673x]", "rule": "r2", "metric": "m",
+                 "repeats": 5, "verdict": "inconclusive"}
+            ],
+            "plot": null, "evidence": [],
+        });
+        let html = render_index(&[v]).unwrap();
+        assert!(
+            html.contains("<td class=\"l\">check 2: iou+k vs iou</td><td>about 0.1 x → a/b &lt;= 0.150x</td><td>0.286x [0.072x, 0.673x]</td>"),
+            "{html}"
+        );
+        assert!(html.contains("Decided by check 2: iou+k vs iou"), "{html}");
+        assert!(!html.contains("7.16"), "the figure of check 1 heads nothing");
+    }
+}
