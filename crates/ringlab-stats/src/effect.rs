@@ -566,7 +566,9 @@ mod tests {
         let e = Effect::of(&[120.0, 99.0, 122.0], &[100.0, 101.0, 102.0]).unwrap();
         assert!(!e.differs(), "{e:?}");
         // 2 or 1 a side: never a difference.
-        assert!(!Effect::of(&[200.0, 201.0], &[100.0, 101.0]).unwrap().differs());
+        assert!(!Effect::of(&[200.0, 201.0], &[100.0, 101.0])
+            .unwrap()
+            .differs());
         assert!(!Effect::of(&[200.0], &[100.0]).unwrap().differs());
         // A set against itself: never.
         let e = Effect::of(&base, &base).unwrap();

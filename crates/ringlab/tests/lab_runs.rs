@@ -223,7 +223,10 @@ fn sweep_stores_every_run_and_the_report_matches_the_results() {
     );
     for row in rows.iter().skip(1) {
         assert_eq!(row["iops_vs_first_differs"], "false", "{csv}");
-        assert!(row["iops_vs_first_ratio_lo"].parse::<f64>().is_ok(), "{csv}");
+        assert!(
+            row["iops_vs_first_ratio_lo"].parse::<f64>().is_ok(),
+            "{csv}"
+        );
     }
     assert_eq!(rows[0]["iops_vs_first_ratio"], "", "{csv}");
 

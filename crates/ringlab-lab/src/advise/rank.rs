@@ -9,10 +9,10 @@ use super::{knobs, Goal};
 use crate::store::{read_index, read_result, Status, INDEX_FILE};
 use anyhow::Result;
 use ringlab_core::usage_error;
+use ringlab_stats::effect::{Effect, Interval};
 use serde::Serialize;
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
-use ringlab_stats::effect::{Effect, Interval};
 use std::path::{Path, PathBuf};
 
 /// How a tie with the best is decided and broken, as the JSON states it.
@@ -773,7 +773,8 @@ mod tests {
         assert_eq!(r.setup, "coop");
         assert!(!r.within_noise);
         assert!(
-            r.why.contains("a difference from it was measured for every other setup (bare: -6"),
+            r.why
+                .contains("a difference from it was measured for every other setup (bare: -6"),
             "{}",
             r.why
         );
@@ -783,7 +784,11 @@ mod tests {
             Goal::Iops,
             vec![
                 fig("bare", &[], &[100.0, 100.2, 100.4, 100.6, 100.8]),
-                fig("coop", &["coop-taskrun"], &[103.0, 103.2, 103.4, 103.6, 103.8]),
+                fig(
+                    "coop",
+                    &["coop-taskrun"],
+                    &[103.0, 103.2, 103.4, 103.6, 103.8],
+                ),
             ],
         );
         assert_eq!(recommend(Goal::Iops, &ranked).setup, "coop");
@@ -791,12 +796,20 @@ mod tests {
             Goal::Iops,
             vec![
                 fig("bare", &[], &[100.0, 103.2, 100.4, 103.6, 100.8]),
-                fig("coop", &["coop-taskrun"], &[103.0, 100.2, 103.4, 100.6, 103.8]),
+                fig(
+                    "coop",
+                    &["coop-taskrun"],
+                    &[103.0, 100.2, 103.4, 100.6, 103.8],
+                ),
             ],
         );
         let r = recommend(Goal::Iops, &ranked);
         assert_eq!(r.setup, "bare");
-        assert!(r.why.contains("p=1.000") || r.why.contains("p=0."), "{}", r.why);
+        assert!(
+            r.why.contains("p=1.000") || r.why.contains("p=0."),
+            "{}",
+            r.why
+        );
     }
 
     #[test]

@@ -158,12 +158,11 @@ impl Report {
 
     /// What the comparison tables show, in a sentence.
     pub(super) fn comparison_note(&self) -> String {
-        let few = self
-            .rows
-            .iter()
-            .any(|r| r.done > 0 && r.done < 3)
-            .then_some(" Configurations with fewer than 3 done runs never show a difference.")
-            .unwrap_or("");
+        let few = if self.rows.iter().any(|r| r.done > 0 && r.done < 3) {
+            " Configurations with fewer than 3 done runs never show a difference."
+        } else {
+            ""
+        };
         format!(
             "Each configuration against the first with results ({}): the ratio of medians as a change with its 95% bootstrap interval over the repeats, and the Mann-Whitney U p-value. {}.{few}",
             self.first_label(),
@@ -384,7 +383,10 @@ mod tests {
         assert!(html.contains("<td>~ p=1.000</td>"), "{html}");
         let csv = super::super::csv::summary(&r, &[]);
         let line = csv.lines().nth(2).unwrap();
-        assert!(line.starts_with("b,5,5,") && line.ends_with(",1,false"), "{csv}");
+        assert!(
+            line.starts_with("b,5,5,") && line.ends_with(",1,false"),
+            "{csv}"
+        );
     }
 
     #[test]
@@ -400,7 +402,10 @@ mod tests {
         assert!(c.ends_with("p=0.008"), "{c}");
         // The median with its spread stays in the main table.
         let md = super::super::markdown::render(&r, &[]);
-        assert!(md.contains("(96.0–104.0)") || md.contains("(96–104)"), "{md}");
+        assert!(
+            md.contains("(96.0–104.0)") || md.contains("(96–104)"),
+            "{md}"
+        );
         // Too few repeats: never a difference, and the note says so.
         let r = made_up(&[("a", &[100.0, 101.0]), ("b", &[200.0, 201.0])]);
         assert!(r.vs_first_cell(1, iops_index(&r)).starts_with("~"));

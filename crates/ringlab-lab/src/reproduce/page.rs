@@ -256,7 +256,9 @@ fn deciding(v: &Json) -> (String, String, String) {
             let claim = format!(
                 "{} → {}",
                 c["paper"].as_str().unwrap_or(""),
-                c["threshold"].as_str().unwrap_or("(threshold not recorded)")
+                c["threshold"]
+                    .as_str()
+                    .unwrap_or("(threshold not recorded)")
             );
             let measured = match c["figure"].as_str() {
                 Some(f) => f.to_string(),
@@ -423,6 +425,9 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("Decided by check 2: iou+k vs iou"), "{html}");
-        assert!(!html.contains("7.16"), "the figure of check 1 heads nothing");
+        assert!(
+            !html.contains("7.16"),
+            "the figure of check 1 heads nothing"
+        );
     }
 }

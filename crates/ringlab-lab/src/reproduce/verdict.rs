@@ -422,7 +422,11 @@ fn evaluate_bound(check: &Check, a: &[XRepeats], limits: &Limits, out: &mut Chec
     out.threshold = format!(
         "{} {} {}",
         check.reduce,
-        if check.expect == "at-most" { "<=" } else { ">=" },
+        if check.expect == "at-most" {
+            "<="
+        } else {
+            ">="
+        },
         num(threshold)
     );
     out.rule = format!(
