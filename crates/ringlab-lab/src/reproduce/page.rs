@@ -216,12 +216,12 @@ pub fn render_index(verdicts: &[Json]) -> Result<String> {
         );
     }
     h += "<p>Each row is the check that decided the verdict: what it compares, its threshold (the claim with the recipe's tolerance) and the measured figure with its 95% interval.</p>\n";
-    h += "<table><tr><th class=\"l\">recipe</th><th class=\"l\">study</th><th class=\"l\">section</th><th class=\"l\">deciding check</th><th>claim (threshold)</th><th>measured [95% interval]</th><th class=\"l\">verdict</th></tr>\n";
+    h += "<table><tr><th class=\"l\">recipe</th><th class=\"l\">study</th><th class=\"l\">section</th><th class=\"l\">deciding check</th><th class=\"l\">claim → threshold</th><th>measured [95% interval]</th><th class=\"l\">verdict</th></tr>\n";
     for v in verdicts {
         let name = v["recipe"].as_str().unwrap_or("");
         let (what, claim, measured) = deciding(v);
         h += &format!(
-            "<tr><td class=\"l\"><a href=\"#{n}\">{n}</a></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\"><span class=\"v {w}\">{w}</span></td></tr>\n",
+            "<tr><td class=\"l\"><a href=\"#{n}\">{n}</a></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\"><span class=\"v {w}\">{w}</span></td></tr>\n",
             esc(v["seed"].as_str().unwrap_or("")),
             esc(v["section"].as_str().unwrap_or("")),
             esc(&what),
@@ -421,7 +421,7 @@ mod tests {
         });
         let html = render_index(&[v]).unwrap();
         assert!(
-            html.contains("<td class=\"l\">check 2: iou+k vs iou</td><td>about 0.1 x → a/b &lt;= 0.150x</td><td>0.286x [0.072x, 0.673x]</td>"),
+            html.contains("<td class=\"l\">check 2: iou+k vs iou</td><td class=\"l\">about 0.1 x → a/b &lt;= 0.150x</td><td>0.286x [0.072x, 0.673x]</td>"),
             "{html}"
         );
         assert!(html.contains("Decided by check 2: iou+k vs iou"), "{html}");

@@ -420,8 +420,9 @@ fn evaluate_bound(check: &Check, a: &[XRepeats], limits: &Limits, out: &mut Chec
         _ => String::new(),
     };
     out.threshold = format!(
-        "{} {} {}",
+        "{} of {} {} {}",
         check.reduce,
+        check.metric,
         if check.expect == "at-most" {
             "<="
         } else {
