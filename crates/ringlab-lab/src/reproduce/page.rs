@@ -185,7 +185,7 @@ blockquote{border-left:4px solid #bbb;margin:8px 0;padding:4px 12px;color:#444;f
 .v{display:inline-block;padding:2px 10px;border-radius:10px;color:#fff;font-weight:bold}\
 .reproduced{background:#2a7d2a}.inconclusive{background:#b07a00}\
 .contradicted{background:#b02020}.cannot-run{background:#777}\
-.plots{display:flex;gap:8px}.plots>div{flex:0 0 49%;min-width:0}.note{color:#666;font-size:13px}.plots svg{width:100%;height:auto}";
+.plots{display:flex;gap:8px}.plots>div{flex:1 1 0;min-width:0;max-width:1000px}.note{color:#666;font-size:13px}.plots svg{width:100%;height:auto}";
 
 /// Writes DIR/index.html from every DIR/NAME/verdict.json.
 pub fn write_index(dir: &Path) -> Result<()> {
