@@ -15,7 +15,7 @@
 use crate::input::{read_limited, RESULT_MAX_BYTES};
 use anyhow::Result;
 use ringlab_core::usage_error;
-use ringlab_stats::effect::{mann_whitney_p, percent_with_interval, Effect, ALPHA};
+use ringlab_stats::effect::{mann_whitney_p, Effect, ALPHA};
 use ringlab_stats::units::{format_bandwidth, format_ns, format_rate};
 use serde_json::{json, Value as Json};
 use std::fmt::Write as _;
@@ -520,10 +520,10 @@ fn compare_sets(a_path: &Path, b_path: &Path, as_json: bool) -> Result<String> {
                 (None, true) => None,
             };
             let delta = match (&effect, p_value) {
-                (Some(e), _) if e.significant() => percent_with_interval(e.ratio, e.interval),
-                (_, Some(p)) if p >= ALPHA => "~".to_string(),
+                (Some(e), _) => e.delta(),
+                (None, Some(p)) if p >= ALPHA => "~".to_string(),
                 (None, Some(_)) => "differs (A is 0)".to_string(),
-                _ => "n/a".to_string(),
+                (None, None) => "n/a".to_string(),
             };
             let p = match p_value {
                 Some(pv) => format!("p={pv:.3} n={}+{}", va.len(), vb.len()),
@@ -550,18 +550,20 @@ fn compare_sets(a_path: &Path, b_path: &Path, as_json: bool) -> Result<String> {
                 "interval": effect.map(|e| e.interval),
                 "p_value": p_value,
                 "significant": p_value.map(|p| p < ALPHA),
+                "differs": effect.map(|e| e.differs()),
             }));
         }
         doc.push(json!({"a_config": ga.0, "b_config": gb.0, "figures": figs}));
     }
     let note = (few < 4).then(|| {
         format!(
-            "a side has only {few} repeat(s): the smallest p-value {few} against {few} can reach is above 0.05 (3 vs 3: 0.1), so nothing can show as significant; repeat each setup 5 times or more"
+            "a side has only {few} repeat(s): the smallest p-value {few} against {few} can reach is above 0.05 (3 vs 3: 0.1), so a difference is shown only where every repeat of one side lies beyond every repeat of the other (p <= 0.1, a weaker level), and never with fewer than 3; repeat each setup 5 times or more"
         )
     });
     let _ = writeln!(
         out,
-        "\n~: no significant difference (Mann-Whitney U, p >= 0.05); ± is the farthest repeat from the median; the interval is a 95% bootstrap interval over the repeats."
+        "\n{}; ± is the farthest repeat from the median.",
+        ringlab_stats::effect::TILDE_LEGEND
     );
     if let Some(n) = &note {
         let _ = writeln!(out, "note: {n}");

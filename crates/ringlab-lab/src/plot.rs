@@ -185,6 +185,10 @@ pub(crate) struct Chart {
     pub(crate) legend_title: String,
     /// What a point is, in the legend ("median of repeats").
     pub(crate) points_note: String,
+    /// Whether the points are medians of repeats (whose spread the bars
+    /// show); false for single values such as a study's, which get no note
+    /// about bars.
+    pub(crate) repeats: bool,
 }
 
 /// Divisor and axis description for the y values of a chart.
@@ -397,7 +401,9 @@ fn draw_legend(legend_area: &DrawingArea<SVGBackend<'_>, Shift>, c: &Chart) -> D
     } else {
         "no bars: no spread (one run or equal repeats)"
     };
-    legend_area.draw(&Text::new(bars_note, (8, y + 28), note_style))?;
+    if c.repeats {
+        legend_area.draw(&Text::new(bars_note, (8, y + 28), note_style))?;
+    }
     Ok(())
 }
 
@@ -461,6 +467,7 @@ mod tests {
             ],
             legend_title: "engine".into(),
             points_note: "median of repeats".into(),
+            repeats: true,
         };
         let svg = render_svg(&c).unwrap();
         let doc = roxmltree::Document::parse(&svg).expect("SVG is XML");
@@ -494,6 +501,7 @@ mod tests {
             }],
             legend_title: String::new(),
             points_note: "median of repeats".into(),
+            repeats: true,
         };
         let lines = |svg: &str| svg.matches("<polyline").count() + svg.matches("<path").count();
         let with = render_svg(&chart(vec![(1.0, 2e3, 1e3, 3e3), (4.0, 5e3, 4e3, 6e3)])).unwrap();

@@ -110,6 +110,70 @@ impl Effect {
     pub fn significant(&self) -> bool {
         self.p_value < ALPHA
     }
+
+    /// The one rule by which `compare`, `report` and `advise` say a
+    /// difference was measured (and print `~` where not): the 95% interval
+    /// excludes 1 and the Mann-Whitney p-value is below [`ALPHA`]. Where the
+    /// repeats are too few for the test ever to reach [`ALPHA`] (3 against
+    /// 3: p is 0.1 at best), the level is [`FLOOR_ALPHA`] instead, which
+    /// only every repeat of one side beyond every repeat of the other
+    /// reaches; fewer repeats than that show no difference at all.
+    pub fn differs(&self) -> bool {
+        let p_ok = if self.weak_level() {
+            self.p_value <= FLOOR_ALPHA + 1e-9
+        } else {
+            self.p_value < ALPHA
+        };
+        !self.interval.contains(1.0) && p_ok
+    }
+
+    /// The p-value level [`Effect::differs`] holds this comparison to:
+    /// [`ALPHA`] (p below it), or [`FLOOR_ALPHA`] (p at or below it) where
+    /// the counts cannot reach [`ALPHA`].
+    pub fn level(&self) -> f64 {
+        if self.weak_level() {
+            FLOOR_ALPHA
+        } else {
+            ALPHA
+        }
+    }
+
+    /// Whether the counts forced the weaker level [`FLOOR_ALPHA`].
+    pub fn weak_level(&self) -> bool {
+        smallest_p(self.n_a, self.n_b) >= ALPHA
+    }
+
+    /// For tables: `+12% [+8.0%, +15%]` where [`Effect::differs`], `~`
+    /// where not (benchstat's mark).
+    pub fn delta(&self) -> String {
+        if self.differs() {
+            percent_with_interval(self.ratio, self.interval)
+        } else {
+            "~".to_string()
+        }
+    }
+}
+
+/// What `~` means, for the legend under every table that prints
+/// [`Effect::delta`].
+pub const TILDE_LEGEND: &str = "~: no difference measured (the 95% bootstrap interval over the repeats holds 1, or the Mann-Whitney U p-value is 0.05 or more; where the repeats are too few to reach 0.05, a difference needs p <= 0.1, every repeat of one side beyond every repeat of the other)";
+
+/// The weakest p-value level a difference is ever shown at: where the
+/// repeats are too few for [`ALPHA`], a difference needs p <= 0.1 (every
+/// repeat of one side beyond every repeat of the other, for 3 against 3).
+pub const FLOOR_ALPHA: f64 = 0.1;
+
+/// The smallest two-sided p-value the exact Mann-Whitney test can give for
+/// `n_a` against `n_b` distinct values: 2 / C(n_a + n_b, n_a) (1.0 for an
+/// empty side).
+pub fn smallest_p(n_a: usize, n_b: usize) -> f64 {
+    if n_a == 0 || n_b == 0 {
+        return 1.0;
+    }
+    // C(n, k) as a product, in f64 (exact far past any repeat count).
+    let (n, k) = (n_a + n_b, n_a.min(n_b));
+    let c = (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64);
+    (2.0 / c).min(1.0)
 }
 
 fn finite(v: &[f64]) -> Vec<f64> {
@@ -456,6 +520,59 @@ mod tests {
         let iv = bootstrap(&pts, geo, 1).unwrap();
         assert!(iv.lo > 1.15 && iv.hi < 1.25, "{iv:?}");
         assert!(bootstrap(&[(vec![], vec![1.0])], geo, 1).is_none());
+    }
+
+    #[test]
+    fn smallest_p_values_of_the_exact_test() {
+        assert!((smallest_p(3, 3) - 0.1).abs() < 1e-12);
+        assert!((smallest_p(5, 5) - 2.0 / 252.0).abs() < 1e-12);
+        assert!((smallest_p(4, 4) - 2.0 / 70.0).abs() < 1e-12);
+        assert_eq!(smallest_p(1, 1), 1.0);
+        assert_eq!(smallest_p(0, 5), 1.0);
+    }
+
+    /// The rule on made-up repeat sets: a true effect inside the spread,
+    /// at its edge and outside it, with 5 and with 3 repeats a side.
+    #[test]
+    fn the_difference_rule_on_made_up_repeat_sets() {
+        let base = [100.0, 104.0, 96.0, 102.0, 98.0];
+        let shifted = |d: f64| base.map(|x| x + d);
+        // Inside the spread (+1%): no difference.
+        let e = Effect::of(&shifted(1.0), &base).unwrap();
+        assert!(!e.differs(), "{e:?}");
+        assert_eq!(e.delta(), "~");
+        // At the edge (+5%: the sets interleave by one repeat): the test
+        // does not reach 0.05, so no difference either way of the interval.
+        let e = Effect::of(&shifted(5.0), &base).unwrap();
+        assert!(e.p_value >= ALPHA, "{e:?}");
+        assert!(!e.differs(), "{e:?}");
+        // Outside (+20%): measured, with its interval.
+        let e = Effect::of(&shifted(20.0), &base).unwrap();
+        assert!(e.differs() && !e.weak_level(), "{e:?}");
+        assert!(e.delta().starts_with("+20%"), "{}", e.delta());
+        // An outlier barely moves the median: still +22%, not +80%.
+        let mut out = shifted(20.0);
+        out[4] = 400.0;
+        let e = Effect::of(&out, &base).unwrap();
+        assert!(e.differs() && e.ratio < 1.25, "{e:?}");
+        // An outlier the other way costs the test its power: with one
+        // repeat of five below every other, p = 0.15, no difference.
+        out[4] = 20.0;
+        assert!(!Effect::of(&out, &base).unwrap().differs());
+        // 3 a side: the test cannot reach 0.05; wholly separated sets
+        // differ at the floor level 0.1, overlapping ones do not.
+        let e = Effect::of(&[120.0, 121.0, 122.0], &[100.0, 101.0, 102.0]).unwrap();
+        assert!(e.weak_level() && e.differs(), "{e:?}");
+        let e = Effect::of(&[120.0, 99.0, 122.0], &[100.0, 101.0, 102.0]).unwrap();
+        assert!(!e.differs(), "{e:?}");
+        // 2 or 1 a side: never a difference.
+        assert!(!Effect::of(&[200.0, 201.0], &[100.0, 101.0])
+            .unwrap()
+            .differs());
+        assert!(!Effect::of(&[200.0], &[100.0]).unwrap().differs());
+        // A set against itself: never.
+        let e = Effect::of(&base, &base).unwrap();
+        assert!(!e.differs() && e.delta() == "~", "{e:?}");
     }
 
     #[test]

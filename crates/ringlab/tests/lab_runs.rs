@@ -215,6 +215,20 @@ fn sweep_stores_every_run_and_the_report_matches_the_results() {
     let md = std::fs::read_to_string(rep.join("report.md")).unwrap();
     assert!(md.contains("| engine | iodepth | runs | IOPS |"), "{md}");
     assert!(md.contains("| uring | 4 | 2/2 |"), "{md}");
+    // Every configuration against the first; 2 repeats a side can never
+    // show a difference, so every comparison is `~`, and the CSV agrees.
+    assert!(
+        md.contains("## Against the first configuration") && md.contains("fewer than 3"),
+        "{md}"
+    );
+    for row in rows.iter().skip(1) {
+        assert_eq!(row["iops_vs_first_differs"], "false", "{csv}");
+        assert!(
+            row["iops_vs_first_ratio_lo"].parse::<f64>().is_ok(),
+            "{csv}"
+        );
+    }
+    assert_eq!(rows[0]["iops_vs_first_ratio"], "", "{csv}");
 
     // Every SVG is XML with its axis labels and one legend entry per
     // configuration; the x axis is the first numeric axis (iodepth).

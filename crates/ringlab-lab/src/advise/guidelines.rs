@@ -214,9 +214,11 @@ fn judge(g: &Guideline, a: &SetupFigures, b: &SetupFigures, v: &mut Verdict) {
             hi: 1.0 / e.interval.lo,
         }
     };
+    // Better or worse only where a difference was measured (the one rule
+    // of the statistics layer, as in the ranking); else no difference.
     let verdict = match g.expect {
-        Expect::Better | Expect::BetterOrEqual if good.lo > 1.0 => "confirmed",
-        Expect::Better | Expect::BetterOrEqual if good.hi < 1.0 => "contradicted",
+        Expect::Better | Expect::BetterOrEqual if e.differs() && good.lo > 1.0 => "confirmed",
+        Expect::Better | Expect::BetterOrEqual if e.differs() && good.hi < 1.0 => "contradicted",
         Expect::Better | Expect::BetterOrEqual => "no difference measured",
         Expect::Equal(z) if e.interval.lo >= 1.0 - z && e.interval.hi <= 1.0 + z => "confirmed",
         Expect::Equal(z) if e.interval.hi < 1.0 - z || e.interval.lo > 1.0 + z => "contradicted",
@@ -237,7 +239,7 @@ fn judge(g: &Guideline, a: &SetupFigures, b: &SetupFigures, v: &mut Verdict) {
         e.n_b,
         e.p_value,
         if verdict == "no difference measured" {
-            ": the interval holds no difference"
+            ": no difference measured (~)"
         } else {
             ""
         }
@@ -263,6 +265,7 @@ mod tests {
             cpu_us_per_op: None,
             counters: Default::default(),
             diagnoses: vec![],
+            goal_interval: None,
             vs_best: None,
             samples: Samples {
                 iops: iops.to_vec(),

@@ -7,7 +7,8 @@
 //! - [`calibrate`]: runs them as a sweep (repeated, shuffled, pinned) within
 //!   the budget, in the sweep store layout;
 //! - [`rank`]: groups results by setup, ranks them by the goal with min-max
-//!   over repeats, and picks the simplest setup within the noise of the best;
+//!   over repeats and each against the best (ratio, 95% interval, p), and
+//!   where no difference from the best was measured picks the simplest;
 //! - [`guidelines`]: the studies' guidelines, checked against the ranking;
 //! - [`render`]: text, and the recommendation as `ringlab io` flags, fio
 //!   options and a liburing snippet.
@@ -243,7 +244,8 @@ pub struct Advice {
     /// The results directory the advice was drawn from.
     pub results_dir: String,
     pub goal: Goal,
-    pub noise_pct: f64,
+    /// How ties with the best are decided and broken.
+    pub tie_rule: &'static str,
     pub kernel: Option<String>,
     pub shape: serde_json::Map<String, serde_json::Value>,
     pub calibration: Option<rank::Calibration>,
@@ -356,7 +358,7 @@ fn build(
         source: source.to_string(),
         results_dir: dir.display().to_string(),
         goal,
-        noise_pct: rank::NOISE_PCT,
+        tie_rule: rank::TIE_RULE,
         kernel: first["host"]["kernel"].as_str().map(str::to_string),
         shape,
         calibration,

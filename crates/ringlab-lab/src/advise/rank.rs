@@ -1,20 +1,22 @@
 //! Results on disk (a sweep directory, advise's own or any other, or a
 //! `reproduce` output) grouped by setup, summarised with min-max over
-//! repeats, ranked by the goal, and the recommendation: the simplest setup
-//! within the noise of the best.
+//! repeats, ranked by the goal, each against the best with the statistics
+//! layer's ratio, 95% interval and p-value, and the recommendation: where
+//! no difference was measured between the best and others
+//! ([`Effect::differs`]), the simplest of them (the secondary rule).
 
 use super::{knobs, Goal};
 use crate::store::{read_index, read_result, Status, INDEX_FILE};
 use anyhow::Result;
 use ringlab_core::usage_error;
+use ringlab_stats::effect::{Effect, Interval};
 use serde::Serialize;
 use serde_json::Value as Json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Differences smaller than this share of the best median are noise, even
-/// where the min-max ranges do not overlap.
-pub const NOISE_PCT: f64 = 5.0;
+/// How a tie with the best is decided and broken, as the JSON states it.
+pub const TIE_RULE: &str = "a setup ties with the best when no difference was measured on the goal's figure (its ratio to the best has a 95% bootstrap interval holding 1, or a Mann-Whitney U p-value of 0.05 or more; p <= 0.1 where the repeats cannot reach 0.05; fewer than 3 repeats a side never differ); among tied setups the simplest is recommended (lowest complexity: SQPOLL 3, IOPOLL and IOSQE_ASYNC 2, other knobs 1), then the better median";
 
 /// Per-I/O counters that explain a difference, with what a lower value means.
 pub const EVIDENCE: &[(&str, &str)] = &[
@@ -60,10 +62,6 @@ impl Range {
             max: s.max,
         })
     }
-
-    pub fn overlaps(&self, o: &Range) -> bool {
-        self.min <= o.max && o.min <= self.max
-    }
 }
 
 /// One setup's figures over its repeats.
@@ -87,6 +85,8 @@ pub struct SetupFigures {
     pub counters: BTreeMap<String, f64>,
     /// Diagnosis rules that fired in any repeat.
     pub diagnoses: Vec<String>,
+    /// The 95% bootstrap interval of the median of the goal's figure.
+    pub goal_interval: Option<Interval>,
     /// The goal's figure against the best-ranked setup: ratio, 95%
     /// interval over the repeats and p-value (null for the best itself).
     pub vs_best: Option<VsBest>,
@@ -124,8 +124,33 @@ pub struct VsBest {
     pub best: String,
     /// This setup / the best, on the goal's figure.
     pub ratio: f64,
-    pub interval: ringlab_stats::effect::Interval,
+    pub interval: Interval,
     pub p_value: f64,
+    /// Whether a difference from the best was measured
+    /// ([`Effect::differs`]); false makes it a tie.
+    pub differs: bool,
+}
+
+impl VsBest {
+    fn of(best: &str, e: Effect) -> VsBest {
+        VsBest {
+            best: best.to_string(),
+            ratio: e.ratio,
+            interval: e.interval,
+            p_value: e.p_value,
+            differs: e.differs(),
+        }
+    }
+
+    /// `~ -1.5% [-9.0%, +6.0%] p=0.42` or `-20% [-25%, -15%] p=0.008`.
+    pub fn text(&self) -> String {
+        let iv = ringlab_stats::effect::percent_with_interval(self.ratio, self.interval);
+        if self.differs {
+            format!("{iv} p={:.3}", self.p_value)
+        } else {
+            format!("~ {iv} p={:.3}", self.p_value)
+        }
+    }
 }
 
 /// A counter of the recommended setup beside the baseline's.
@@ -142,9 +167,11 @@ pub struct Recommendation {
     pub setup: String,
     /// The setup that measured best by the goal.
     pub best_measured: String,
-    /// Whether other setups are inside the noise of the best.
+    /// Whether no difference was measured between the best and another
+    /// setup of its shape (then the secondary rule chose).
     pub within_noise: bool,
-    /// Setups inside the noise of the best (the best included).
+    /// The best and the setups of its shape with no difference measured
+    /// from it.
     pub tied: Vec<String>,
     /// Why this one, in a sentence.
     pub why: String,
@@ -393,6 +420,7 @@ pub fn summarise(name: &str, runs: &[Json]) -> SetupFigures {
         cpu_us_per_op: (cpu.len() == runs.len()).then(|| Range::of(&cpu)).flatten(),
         counters,
         diagnoses,
+        goal_interval: None,
         vs_best: None,
         samples: Samples {
             iops,
@@ -439,32 +467,27 @@ pub fn rank(goal: Goal, mut setups: Vec<SetupFigures>) -> Vec<SetupFigures> {
     let best = setups
         .first()
         .map(|b| (b.setup.clone(), b.samples.of(goal).to_vec()));
+    for s in setups.iter_mut() {
+        s.goal_interval = ringlab_stats::effect::median_interval(s.samples.of(goal));
+    }
     if let Some((name, values)) = best {
         for s in setups.iter_mut().skip(1) {
-            s.vs_best =
-                ringlab_stats::effect::Effect::of(s.samples.of(goal), &values).map(|e| VsBest {
-                    best: name.clone(),
-                    ratio: e.ratio,
-                    interval: e.interval,
-                    p_value: e.p_value,
-                });
+            s.vs_best = Effect::of(s.samples.of(goal), &values).map(|e| VsBest::of(&name, e));
         }
     }
     setups
 }
 
-/// Whether `b` is inside the noise of `a` by the goal: overlapping min-max
-/// ranges, or medians closer than [`NOISE_PCT`].
-pub fn within_noise(goal: Goal, a: &SetupFigures, b: &SetupFigures) -> bool {
-    match (goal_range(goal, a), goal_range(goal, b)) {
-        (Some(x), Some(y)) => {
-            let scale = x.median.abs().max(y.median.abs());
-            x.overlaps(&y)
-                || scale == 0.0
-                || (x.median - y.median).abs() * 100.0 / scale < NOISE_PCT
-        }
-        _ => false,
-    }
+/// `b` against `a` on the goal's figure; `None` where either lacks it.
+pub fn vs(goal: Goal, a: &SetupFigures, b: &SetupFigures) -> Option<Effect> {
+    Effect::of(b.samples.of(goal), a.samples.of(goal))
+}
+
+/// Whether no difference was measured between `a` and `b` on the goal's
+/// figure ([`Effect::differs`] is false); a setup without the figure ties
+/// with nothing.
+pub fn no_difference(goal: Goal, a: &SetupFigures, b: &SetupFigures) -> bool {
+    vs(goal, a, b).is_some_and(|e| !e.differs())
 }
 
 /// The recommendation over ranked setups: the simplest io_uring setup
@@ -483,35 +506,72 @@ pub fn recommend(goal: Goal, ranked: &[SetupFigures]) -> Recommendation {
     let tied: Vec<&SetupFigures> = pool
         .iter()
         .copied()
-        .filter(|s| s.setup == best.setup || within_noise(goal, best, s))
+        .filter(|s| s.setup == best.setup || no_difference(goal, best, s))
         .collect();
+    // The secondary rule: the simplest, then the better ranked (min_by_key
+    // keeps the first of equals, and the pool is in rank order).
     let chosen = tied
         .iter()
         .copied()
         .min_by_key(|s| s.complexity)
         .unwrap_or(best);
     let within = tied.len() > 1;
+    // Each other setup of the shape against the best, with its interval.
+    let against = |list: &[&SetupFigures]| -> String {
+        list.iter()
+            .filter(|s| s.setup != best.setup)
+            .map(|s| match vs(goal, best, s) {
+                Some(e) => format!(
+                    "{}: {} p={:.3}",
+                    s.setup,
+                    ringlab_stats::effect::percent_with_interval(e.ratio, e.interval),
+                    e.p_value
+                ),
+                None => format!("{}: no {} figure", s.setup, goal.name()),
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let others: Vec<&SetupFigures> = tied
+        .iter()
+        .copied()
+        .filter(|s| s.setup != best.setup)
+        .collect();
     let why = if !within {
-        format!(
-            "{} is best by {} outside the noise of every other setup (min-max over repeats do not overlap and differ by {NOISE_PCT}% or more)",
-            best.setup,
-            goal.name()
-        )
-    } else if chosen.setup == best.setup {
-        format!(
-            "{} is best by {} and also the simplest of the setups inside its noise ({})",
-            best.setup,
-            goal.name(),
-            names(&tied)
-        )
+        let rest: Vec<&SetupFigures> = pool.iter().copied().skip(1).collect();
+        if rest.is_empty() {
+            format!(
+                "{} is the only io_uring setup measured on its shape",
+                best.setup
+            )
+        } else {
+            format!(
+                "{} is best by {}: a difference from it was measured for every other setup ({})",
+                best.setup,
+                goal.name(),
+                against(&rest)
+            )
+        }
     } else {
-        format!(
-            "the differences are inside the noise: {} measured best by {}, but {} overlap with it or differ by less than {NOISE_PCT}%, so the simplest of them, {}, is recommended instead of a false winner",
+        let head = format!(
+            "no difference measured between {} and {} by {} ({}, against {})",
             best.setup,
+            names(&others),
             goal.name(),
-            names(&tied),
-            chosen.setup
-        )
+            against(&others),
+            best.setup
+        );
+        if chosen.setup == best.setup {
+            format!(
+                "{head}; {} measured best and is also the simplest of them (the secondary rule: fewest and cheapest knobs)",
+                best.setup
+            )
+        } else {
+            format!(
+                "{head}; recommended by the secondary rule, the simplest of them (fewest and cheapest knobs): {}, not {}, which only measured best",
+                chosen.setup, best.setup
+            )
+        }
     };
     let mut why = why;
     if let Some(top) = ranked.first().filter(|t| t.engine != best.engine) {
@@ -520,8 +580,8 @@ pub fn recommend(goal: Goal, ranked: &[SetupFigures]) -> Recommendation {
             top.engine,
             top.setup,
             goal.name(),
-            if within_noise(goal, top, best) {
-                ", inside the noise"
+            if no_difference(goal, top, best) {
+                ", but no difference from it was measured"
             } else {
                 ""
             }
@@ -577,8 +637,16 @@ pub fn evidence(chosen: &SetupFigures, base: &SetupFigures) -> Vec<EvidenceLine>
 /// setups measured on different shapes.
 pub fn result_warnings(setups: &[SetupFigures]) -> Vec<String> {
     let mut w = Vec::new();
-    if setups.iter().any(|s| s.repeats < 2) {
-        w.push("some setups have a single repeat: no spread was measured, so noise is judged by the 5% threshold alone; run more repeats".to_string());
+    let few: Vec<&str> = setups
+        .iter()
+        .filter(|s| s.repeats < 3)
+        .map(|s| s.setup.as_str())
+        .collect();
+    if !few.is_empty() {
+        w.push(format!(
+            "{} measured with fewer than 3 repeats: no difference from them can be measured, so they tie with the best and the simplest setup is recommended; run 3 repeats or more (5 for the 0.05 level)",
+            few.join(", ")
+        ));
     }
     let mut shapes: Vec<&str> = setups.iter().map(|s| s.shape.as_str()).collect();
     shapes.sort();
@@ -611,6 +679,7 @@ mod tests {
             cpu_us_per_op: None,
             counters: BTreeMap::new(),
             diagnoses: vec![],
+            goal_interval: None,
             vs_best: None,
             samples: Samples {
                 iops: iops.to_vec(),
@@ -652,8 +721,8 @@ mod tests {
     }
 
     #[test]
-    fn inside_the_noise_the_simplest_setup_wins() {
-        // Overlapping ranges.
+    fn where_no_difference_was_measured_the_simplest_setup_wins() {
+        // Overlapping repeats: the interval holds 1.
         let ranked = rank(
             Goal::Iops,
             vec![
@@ -669,17 +738,21 @@ mod tests {
         assert_eq!(r.best_measured, "defer");
         assert_eq!(r.setup, "bare");
         assert!(r.within_noise);
-        assert!(r.why.contains("inside the noise"));
-        // Not overlapping but under 5% apart.
-        let ranked = rank(
-            Goal::Iops,
-            vec![
-                fig("bare", &[], &[100.0, 100.5]),
-                fig("coop", &["coop-taskrun"], &[103.0, 103.5]),
-            ],
+        assert_eq!(r.tied, ["defer", "bare"]);
+        assert!(
+            r.why
+                .starts_with("no difference measured between defer and bare by iops (bare: -"),
+            "{}",
+            r.why
         );
-        assert_eq!(recommend(Goal::Iops, &ranked).setup, "bare");
-        // 6% apart, not overlapping: the winner stands.
+        assert!(r.why.contains("the secondary rule"), "{}", r.why);
+        // Every ranked setup but the best carries its interval and p.
+        let v = ranked[1].vs_best.as_ref().unwrap();
+        assert!(!v.differs && v.interval.contains(1.0), "{v:?}");
+        assert!(v.text().starts_with("~ -"), "{}", v.text());
+        assert!(ranked[0].goal_interval.is_some());
+        // Wholly separated but 2 repeats a side: no difference can be
+        // measured, so the simplest is recommended.
         let ranked = rank(
             Goal::Iops,
             vec![
@@ -687,18 +760,71 @@ mod tests {
                 fig("coop", &["coop-taskrun"], &[106.5, 107.0]),
             ],
         );
+        assert_eq!(recommend(Goal::Iops, &ranked).setup, "bare");
+        // 3 a side, wholly separated: a difference, the winner stands.
+        let ranked = rank(
+            Goal::Iops,
+            vec![
+                fig("bare", &[], &[100.0, 100.5, 101.0]),
+                fig("coop", &["coop-taskrun"], &[106.5, 107.0, 107.5]),
+            ],
+        );
+        let r = recommend(Goal::Iops, &ranked);
+        assert_eq!(r.setup, "coop");
+        assert!(!r.within_noise);
+        assert!(
+            r.why
+                .contains("a difference from it was measured for every other setup (bare: -6"),
+            "{}",
+            r.why
+        );
+        // 5 a side, 3% apart and separated: a difference (the old 5% rule
+        // called it noise); the same sets interleaved: none.
+        let ranked = rank(
+            Goal::Iops,
+            vec![
+                fig("bare", &[], &[100.0, 100.2, 100.4, 100.6, 100.8]),
+                fig(
+                    "coop",
+                    &["coop-taskrun"],
+                    &[103.0, 103.2, 103.4, 103.6, 103.8],
+                ),
+            ],
+        );
         assert_eq!(recommend(Goal::Iops, &ranked).setup, "coop");
+        let ranked = rank(
+            Goal::Iops,
+            vec![
+                fig("bare", &[], &[100.0, 103.2, 100.4, 103.6, 100.8]),
+                fig(
+                    "coop",
+                    &["coop-taskrun"],
+                    &[103.0, 100.2, 103.4, 100.6, 103.8],
+                ),
+            ],
+        );
+        let r = recommend(Goal::Iops, &ranked);
+        assert_eq!(r.setup, "bare");
+        assert!(
+            r.why.contains("p=1.000") || r.why.contains("p=0."),
+            "{}",
+            r.why
+        );
     }
 
     #[test]
     fn lower_is_better_for_cpu_and_libaio_is_only_a_reference_named_in_why() {
+        let cpu = |s: &mut SetupFigures, v: &[f64]| {
+            s.cpu_us_per_op = Range::of(v);
+            s.samples.cpu = v.to_vec();
+        };
         let mut a = fig("bare", &[], &[100.0]);
-        a.cpu_us_per_op = Range::of(&[10.0, 11.0]);
+        cpu(&mut a, &[10.0, 11.0, 10.5]);
         let mut b = fig("coop", &["coop-taskrun"], &[100.0]);
-        b.cpu_us_per_op = Range::of(&[5.0, 6.0]);
+        cpu(&mut b, &[5.0, 6.0, 5.5]);
         let mut c = fig("libaio", &[], &[100.0]);
         c.engine = "libaio".into();
-        c.cpu_us_per_op = Range::of(&[1.0, 1.5]);
+        cpu(&mut c, &[1.0, 1.5, 1.2]);
         let ranked = rank(Goal::Cpu, vec![a, b, c]);
         assert_eq!(ranked[0].setup, "libaio");
         let r = recommend(Goal::Cpu, &ranked);
@@ -730,13 +856,13 @@ mod tests {
         let mut deep = fig(
             "coop-taskrun=true iodepth=16",
             &["coop-taskrun"],
-            &[300.0, 310.0],
+            &[300.0, 310.0, 305.0],
         );
         deep.shape = "iodepth=16".into();
-        let mut deep_bare = fig("coop-taskrun=false iodepth=16", &[], &[100.0, 110.0]);
+        let mut deep_bare = fig("coop-taskrun=false iodepth=16", &[], &[100.0, 110.0, 105.0]);
         deep_bare.shape = "iodepth=16".into();
         // Overlaps the best's range, but on another shape: not a tie.
-        let mut shallow = fig("coop-taskrun=false iodepth=1", &[], &[290.0, 305.0]);
+        let mut shallow = fig("coop-taskrun=false iodepth=1", &[], &[290.0, 305.0, 300.0]);
         shallow.shape = "iodepth=1".into();
         let ranked = rank(Goal::Iops, vec![shallow, deep_bare, deep]);
         let r = recommend(Goal::Iops, &ranked);

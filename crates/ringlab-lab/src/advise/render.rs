@@ -217,23 +217,29 @@ pub fn text(a: &Advice) -> String {
         }
     ));
     s.push_str(&format!(
-        "  {:<3} {:<16} {:>26} {:>24} {:>24} {:>22}  {:>30}  flags\n",
-        "#", "setup", "IOPS", "p50 µs", "p99 µs", "CPU µs/I/O", "vs #1 [95% interval]"
+        "  {:<3} {:<16} {:>26} {:>24} {:>24} {:>22}  {:>38}  flags\n",
+        "#", "setup", "IOPS", "p50 µs", "p99 µs", "CPU µs/I/O", "vs #1 [95% interval] p"
     ));
+    let (goal_scale, goal_digits) = match a.goal {
+        Goal::Iops => (1.0, 0),
+        Goal::Latency => (1e3, 1),
+        Goal::Cpu => (1.0, 2),
+    };
     for (i, r) in a.ranked.iter().enumerate() {
-        let vs = match &r.vs_best {
-            Some(v) if v.p_value < ringlab_stats::effect::ALPHA => {
-                ringlab_stats::effect::percent_with_interval(v.ratio, v.interval)
-            }
-            Some(v) => format!(
-                "~ {}",
-                ringlab_stats::effect::percent_with_interval(v.ratio, v.interval)
+        let vs = match (&r.vs_best, r.goal_interval) {
+            (Some(v), _) => v.text(),
+            // The best itself: its median's own interval.
+            (None, Some(iv)) if i == 0 => format!(
+                "(best) median in [{:.d$}, {:.d$}]",
+                iv.lo / goal_scale,
+                iv.hi / goal_scale,
+                d = goal_digits
             ),
-            None if i == 0 => "(best)".to_string(),
-            None => "n/a".to_string(),
+            (None, None) if i == 0 => "(best)".to_string(),
+            _ => "n/a".to_string(),
         };
         s.push_str(&format!(
-            "  {:<3} {:<16} {:>26} {:>24} {:>24} {:>22}  {:>30}  {}\n",
+            "  {:<3} {:<16} {:>26} {:>24} {:>24} {:>22}  {:>38}  {}\n",
             i + 1,
             r.setup,
             fmt_range(Some(r.iops), 1.0, 0),
@@ -244,7 +250,10 @@ pub fn text(a: &Advice) -> String {
             r.flags.join(" ")
         ));
     }
-    s.push_str("  vs #1: the goal's figure against the best setup's, with its 95% bootstrap interval over the repeats; ~ marks no significant difference (Mann-Whitney U, p >= 0.05)\n");
+    s.push_str(&format!(
+        "  vs #1: the goal's figure against the best setup's, as a change with its 95% bootstrap interval over the repeats and the Mann-Whitney U p-value; {}\n",
+        ringlab_stats::effect::TILDE_LEGEND
+    ));
     let rec = &a.recommendation;
     s.push_str(&format!(
         "\nrecommended: {}\n  why: {}\n",

@@ -6,6 +6,7 @@ use super::load::Loaded;
 use crate::metric::{find_metrics, Metric};
 use crate::store::{Index, RunEntry, Status};
 use indexmap::IndexMap;
+use ringlab_stats::effect::{Effect, TILDE_LEGEND};
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 
@@ -36,6 +37,8 @@ pub(super) struct Row {
     pub(super) done: usize,
     /// Per metric (same order as [`Report::metrics`]).
     pub(super) aggs: Vec<Option<Agg>>,
+    /// Per metric, every repeat's value (for the comparisons).
+    pub(super) samples: Vec<Vec<f64>>,
 }
 
 /// Everything the report shows, computed from a results directory.
@@ -99,6 +102,72 @@ impl Report {
             .filter(|m| m.all_zero)
             .map(|m| m.key.trim_start_matches("kstat_"))
             .collect()
+    }
+
+    /// The baseline of the comparison tables: the first configuration
+    /// with a done run.
+    pub(super) fn baseline(&self) -> Option<usize> {
+        self.rows.iter().position(|r| r.done > 0)
+    }
+
+    /// Metric `mi` of configuration `row` against the baseline: None for
+    /// the baseline itself, or where either has no value.
+    pub(super) fn vs_first(&self, row: usize, mi: usize) -> Option<Effect> {
+        let base = self.baseline()?;
+        if row == base {
+            return None;
+        }
+        let first = self.rows.get(base)?.samples.get(mi)?;
+        Effect::of(self.rows.get(row)?.samples.get(mi)?, first)
+    }
+
+    /// The rows of the comparison tables: every configuration but the
+    /// baseline (and those before it, which have no results).
+    pub(super) fn compared_rows(&self) -> impl Iterator<Item = (usize, &Row)> {
+        let base = self.baseline().unwrap_or(self.rows.len());
+        self.rows.iter().enumerate().skip(base + 1)
+    }
+
+    /// Whether there is anything to compare with the baseline.
+    pub(super) fn has_comparisons(&self) -> bool {
+        self.compared_rows().next().is_some()
+    }
+
+    /// The cell of a comparison table: `+12% [+8.0%, +15%] p=0.008`, or
+    /// `~ p=0.42`, or `—` where there is nothing to compare.
+    pub(super) fn vs_first_cell(&self, row: usize, mi: usize) -> String {
+        match self.vs_first(row, mi) {
+            Some(e) => format!("{} p={:.3}", e.delta(), e.p_value),
+            None => "—".to_string(),
+        }
+    }
+
+    /// The baseline configuration, as `axis=value` pairs.
+    pub(super) fn first_label(&self) -> String {
+        self.baseline()
+            .and_then(|i| self.rows.get(i))
+            .map(|r| {
+                r.values
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", label(v)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .unwrap_or_default()
+    }
+
+    /// What the comparison tables show, in a sentence.
+    pub(super) fn comparison_note(&self) -> String {
+        let few = if self.rows.iter().any(|r| r.done > 0 && r.done < 3) {
+            " Configurations with fewer than 3 done runs never show a difference."
+        } else {
+            ""
+        };
+        format!(
+            "Each configuration against the first with results ({}): the ratio of medians as a change with its 95% bootstrap interval over the repeats, and the Mann-Whitney U p-value. {}.{few}",
+            self.first_label(),
+            TILDE_LEGEND
+        )
     }
 
     pub(super) fn has_kernel_figures(&self) -> bool {
@@ -180,6 +249,7 @@ fn planned_rows(axes: &[String], entries: &[RunEntry]) -> Vec<Row> {
                 planned: 1,
                 done: 0,
                 aggs: Vec::new(),
+                samples: Vec::new(),
             }),
         }
     }
@@ -194,13 +264,11 @@ fn fill_row(row: &mut Row, axes: &[String], metrics: &[Metric], results: &[(RunE
         .map(|(_, r)| r)
         .collect();
     row.done = mine.len();
-    row.aggs = metrics
+    row.samples = metrics
         .iter()
-        .map(|m| {
-            let vals: Vec<f64> = mine.iter().filter_map(|r| m.value(r)).collect();
-            aggregate(&vals)
-        })
+        .map(|m| mine.iter().filter_map(|r| m.value(r)).collect())
         .collect();
+    row.aggs = row.samples.iter().map(|v| aggregate(v)).collect();
 }
 
 /// Human lines from `kstat.unavailable` (an object name -> reason, or a
@@ -250,6 +318,98 @@ mod tests {
         assert_eq!((a.median, a.min, a.max, a.n), (2.0, 1.0, 3.0, 3));
         let b = aggregate(&[4.0, 1.0]).unwrap();
         assert_eq!(b.median, 2.5);
+    }
+
+    /// A report of made-up repeats: configuration `engine` = each name,
+    /// with the IOPS of each repeat.
+    fn made_up(configs: &[(&str, &[f64])]) -> Report {
+        use crate::store::{Index, RunEntry, Status, INDEX_FORMAT};
+        let mut entries = Vec::new();
+        let mut results = Vec::new();
+        for (name, iops) in configs {
+            for (i, v) in iops.iter().enumerate() {
+                let mut values = serde_json::Map::new();
+                values.insert("engine".into(), Json::from(*name));
+                let e = RunEntry {
+                    id: format!("{name}-{i}"),
+                    values,
+                    repeat: i as u32 + 1,
+                    status: Status::Done,
+                    result: format!("runs/{name}-{i}.json"),
+                    args: vec![],
+                    error: None,
+                    wall_s: None,
+                };
+                let r = serde_json::json!({"command": "io", "total": {"iops": v, "ops": 1000}});
+                entries.push(e.clone());
+                results.push((e, r));
+            }
+        }
+        let names: Vec<&str> = configs.iter().map(|c| c.0).collect();
+        let index = Index {
+            format: INDEX_FORMAT.into(),
+            version: 1,
+            plan: serde_json::json!({"command": "io", "axes": {"engine": names}}),
+            runs: entries.clone(),
+        };
+        let loaded = Loaded {
+            index,
+            plan_text: String::new(),
+            entries,
+            results,
+            warnings: vec![],
+        };
+        Report::new(Path::new("made-up"), loaded)
+    }
+
+    fn iops_index(r: &Report) -> usize {
+        r.metrics.iter().position(|m| m.key == "iops").unwrap()
+    }
+
+    #[test]
+    fn a_directory_compared_with_itself_shows_no_difference() {
+        // The same repeats under two names: a directory with itself.
+        let same: &[f64] = &[100.0, 104.0, 96.0, 102.0, 98.0];
+        let r = made_up(&[("a", same), ("b", same)]);
+        let mi = iops_index(&r);
+        assert!(r.vs_first(0, mi).is_none(), "the first has no comparison");
+        let cell = r.vs_first_cell(1, mi);
+        assert_eq!(cell, "~ p=1.000");
+        let md = super::super::markdown::render(&r, &[]);
+        assert!(md.contains("## Against the first configuration"), "{md}");
+        assert!(md.contains("| b | 5/5 | ~ p=1.000"), "{md}");
+        assert!(md.contains("(engine=a)"), "{md}");
+        let html = super::super::html::render(&r, &[]);
+        assert!(html.contains("<td>~ p=1.000</td>"), "{html}");
+        let csv = super::super::csv::summary(&r, &[]);
+        let line = csv.lines().nth(2).unwrap();
+        assert!(
+            line.starts_with("b,5,5,") && line.ends_with(",1,false"),
+            "{csv}"
+        );
+    }
+
+    #[test]
+    fn configurations_that_differ_show_the_ratio_with_its_interval() {
+        let base: &[f64] = &[100.0, 104.0, 96.0, 102.0, 98.0];
+        let inside: &[f64] = &[101.0, 105.0, 97.0, 103.0, 99.0];
+        let outside: &[f64] = &[120.0, 124.0, 116.0, 122.0, 118.0];
+        let r = made_up(&[("a", base), ("b", inside), ("c", outside)]);
+        let mi = iops_index(&r);
+        assert!(r.vs_first_cell(1, mi).starts_with("~ p="));
+        let c = r.vs_first_cell(2, mi);
+        assert!(c.starts_with("+20% [+"), "{c}");
+        assert!(c.ends_with("p=0.008"), "{c}");
+        // The median with its spread stays in the main table.
+        let md = super::super::markdown::render(&r, &[]);
+        assert!(
+            md.contains("(96.0–104.0)") || md.contains("(96–104)"),
+            "{md}"
+        );
+        // Too few repeats: never a difference, and the note says so.
+        let r = made_up(&[("a", &[100.0, 101.0]), ("b", &[200.0, 201.0])]);
+        assert!(r.vs_first_cell(1, iops_index(&r)).starts_with("~"));
+        assert!(r.comparison_note().contains("fewer than 3"));
     }
 
     #[test]

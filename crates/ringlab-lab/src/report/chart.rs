@@ -106,6 +106,7 @@ impl Report {
                 .collect::<Vec<_>>()
                 .join(", "),
             points_note: "median of repeats".into(),
+            repeats: true,
         }
     }
 

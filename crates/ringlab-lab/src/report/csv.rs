@@ -7,7 +7,9 @@ use super::chart::Plot;
 use serde_json::Value as Json;
 
 /// `summary.csv`: one line per configuration, median, min and max of each
-/// figure.
+/// figure, then each figure against the first configuration (ratio, its
+/// 95% interval, p-value, whether a difference was measured; empty on the
+/// first line).
 pub(super) fn summary(report: &Report, _plots: &[Plot]) -> String {
     let mut head: Vec<String> = report.axes.iter().map(|a| field(a)).collect();
     head.push("runs_done".into());
@@ -17,8 +19,15 @@ pub(super) fn summary(report: &Report, _plots: &[Plot]) -> String {
             head.push(format!("{}_{s}", m.key));
         }
     }
+    // Against the first configuration, after every aggregate (so that
+    // readers by column position still find the columns above).
+    for m in &report.metrics {
+        for s in ["ratio", "ratio_lo", "ratio_hi", "p", "differs"] {
+            head.push(format!("{}_vs_first_{s}", m.key));
+        }
+    }
     let mut out = head.join(",") + "\n";
-    for row in &report.rows {
+    for (ri, row) in report.rows.iter().enumerate() {
         let mut cells: Vec<String> = row.values.values().map(|v| field(&label(v))).collect();
         cells.push(row.done.to_string());
         cells.push(row.planned.to_string());
@@ -26,6 +35,18 @@ pub(super) fn summary(report: &Report, _plots: &[Plot]) -> String {
             match agg {
                 Some(a) => cells.extend([a.median, a.min, a.max].iter().map(|v| v.to_string())),
                 None => cells.extend(["", "", ""].iter().map(|s| s.to_string())),
+            }
+        }
+        for mi in 0..report.metrics.len() {
+            match report.vs_first(ri, mi) {
+                Some(e) => cells.extend([
+                    e.ratio.to_string(),
+                    e.interval.lo.to_string(),
+                    e.interval.hi.to_string(),
+                    e.p_value.to_string(),
+                    e.differs().to_string(),
+                ]),
+                None => cells.extend((0..5).map(|_| String::new())),
             }
         }
         out.push_str(&cells.join(","));

@@ -36,6 +36,14 @@ pub(super) fn render(report: &Report, plots: &[Plot]) -> String {
     );
     out.push_str("<h2 id=\"summary\">Summary</h2>\n<p>Median of the repeats with (min–max); — marks a figure no run of that configuration measured.</p>\n");
     out.push_str(&table(report, false));
+    if report.has_comparisons() {
+        let _ = writeln!(
+            out,
+            "<h2 id=\"against-first\">Against the first configuration</h2>\n<p>{}</p>",
+            escape(&report.comparison_note())
+        );
+        out.push_str(&comparison(report, false));
+    }
     out.push_str("<h2 id=\"throughput\">Throughput and latency</h2>\n");
     for p in plots.iter().filter(|p| !report.metrics[p.metric].kernel) {
         figure(&mut out, report, p);
@@ -65,6 +73,10 @@ fn kernel_section(out: &mut String, report: &Report, plots: &[Plot]) {
         "<p>Median of the repeats with (min–max), counted by the kernel (kstat.per_op).</p>\n",
     );
     out.push_str(&table(report, true));
+    if report.has_comparisons() {
+        out.push_str("<p>Against the first configuration:</p>\n");
+        out.push_str(&comparison(report, true));
+    }
     if let Some(z) = report.zero_note() {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(&z));
     }
@@ -121,6 +133,38 @@ fn table(report: &Report, kernel: bool) -> String {
                 None => "—".to_string(),
             };
             let _ = write!(out, "<td>{cell}</td>");
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table></div>\n");
+    out
+}
+
+/// One row per configuration after the first, each figure against the
+/// first's (`~` where no difference was measured).
+fn comparison(report: &Report, kernel: bool) -> String {
+    let cols = report.table_metrics(kernel);
+    let mut out = String::from("<div class=\"tablewrap\"><table>\n<tr>");
+    for a in &report.axes {
+        let _ = write!(out, "<th>{}</th>", escape(a));
+    }
+    out.push_str("<th>runs</th>");
+    for &i in &cols {
+        let _ = write!(
+            out,
+            "<th>{}</th>",
+            escape(&report.metrics[i].column(&report.command))
+        );
+    }
+    out.push_str("</tr>\n");
+    for (ri, row) in report.compared_rows() {
+        out.push_str("<tr>");
+        for v in row.values.values() {
+            let _ = write!(out, "<td class=\"k\">{}</td>", escape(&label(v)));
+        }
+        let _ = write!(out, "<td>{}/{}</td>", row.done, row.planned);
+        for &i in &cols {
+            let _ = write!(out, "<td>{}</td>", escape(&report.vs_first_cell(ri, i)));
         }
         out.push_str("</tr>\n");
     }

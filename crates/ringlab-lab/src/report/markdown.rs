@@ -20,9 +20,21 @@ pub(super) fn render(report: &Report, plots: &[Plot]) -> String {
         "Each cell is the median of the repeats with (min–max); `—` marks a figure no run of that configuration measured.\n"
     );
     out.push_str(&table(report, false));
+    if report.has_comparisons() {
+        let _ = writeln!(
+            out,
+            "\n## Against the first configuration\n\n{}\n",
+            report.comparison_note()
+        );
+        out.push_str(&comparison(report, false));
+    }
     out.push_str("\n## Kernel evidence per operation\n\n");
     if report.has_kernel_figures() {
         out.push_str(&table(report, true));
+        if report.has_comparisons() {
+            out.push_str("\nAgainst the first configuration:\n\n");
+            out.push_str(&comparison(report, true));
+        }
         if let Some(z) = report.zero_note() {
             let _ = writeln!(out, "\n{z}");
         }
@@ -67,6 +79,28 @@ fn table(report: &Report, kernel: bool) -> String {
                 None => "—".to_string(),
             });
         }
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+    out
+}
+
+/// Markdown table: one row per configuration after the first, each figure
+/// against the first's (`~` where no difference was measured).
+fn comparison(report: &Report, kernel: bool) -> String {
+    let cols = report.table_metrics(kernel);
+    let mut out = String::new();
+    let mut head: Vec<String> = report.axes.clone();
+    head.push("runs".to_string());
+    head.extend(
+        cols.iter()
+            .map(|&i| report.metrics[i].column(&report.command)),
+    );
+    let _ = writeln!(out, "| {} |", head.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(head.len()));
+    for (ri, row) in report.compared_rows() {
+        let mut cells: Vec<String> = row.values.values().map(label).collect();
+        cells.push(format!("{}/{}", row.done, row.planned));
+        cells.extend(cols.iter().map(|&i| report.vs_first_cell(ri, i)));
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
     out

@@ -1,6 +1,8 @@
 //! `ringlab report DIR`: repeats aggregated (median, min, max) into
-//! Markdown and CSV tables, SVG plots against the first numeric axis, and one
-//! self-contained HTML page with all of it.
+//! Markdown and CSV tables, every configuration against the first (ratio
+//! with its 95% interval and p-value from the statistics layer, `~` where
+//! no difference was measured), SVG plots against the first numeric axis,
+//! and one self-contained HTML page with all of it.
 //!
 //! By role: [`load`] reads the results directory, [`aggregate`] reduces the
 //! repeats, and each output has its file ([`chart`] for the SVG plots,

@@ -1213,7 +1213,15 @@ pub fn judge(
 /// decided the verdict, else the deciding check's own ratio (or value).
 fn headline(r: &Recipe, o: &verdict::CheckOutcome, index: usize) -> Option<Json> {
     let iv = o.interval;
-    if let Some(f) = r.figure.as_ref().filter(|f| f.check == index + 1) {
+    let pair = matches!(o.expect.as_str(), "greater" | "less" | "equal");
+    // A figure of series a alone (13 KIOPS) is not what a pair check
+    // decides on (a/b against a threshold): the headline is then the
+    // check's ratio.
+    if let Some(f) = r
+        .figure
+        .as_ref()
+        .filter(|f| f.check == index + 1 && !(f.measure == "a" && pair))
+    {
         let map = |x: f64| match f.measure.as_str() {
             "a" => x * f.scale,
             "ratio" => x,
@@ -1233,11 +1241,10 @@ fn headline(r: &Recipe, o: &verdict::CheckOutcome, index: usize) -> Option<Json>
         return Some(json!({"value": value, "unit": f.unit, "from": o.what, "interval": interval}));
     }
     let value = o.measured?;
-    let pair = matches!(o.expect.as_str(), "greater" | "less" | "equal");
     Some(if pair {
         json!({
             "value": (value - 1.0) * 100.0,
-            "unit": format!("% a/b ({})", o.metric),
+            "unit": format!("% ({})", o.what),
             "from": o.what,
             "interval": iv.map(|iv| json!([(iv.lo - 1.0) * 100.0, (iv.hi - 1.0) * 100.0])),
         })

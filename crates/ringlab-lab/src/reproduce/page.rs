@@ -149,6 +149,7 @@ pub fn plot_svgs(plot: &Json) -> Result<Vec<String>> {
             scale: scale.clone(),
             series,
             legend_title: "series".into(),
+            repeats: key == "ours",
             points_note: if key == "paper" {
                 "the study's values".into()
             } else {
@@ -184,7 +185,7 @@ blockquote{border-left:4px solid #bbb;margin:8px 0;padding:4px 12px;color:#444;f
 .v{display:inline-block;padding:2px 10px;border-radius:10px;color:#fff;font-weight:bold}\
 .reproduced{background:#2a7d2a}.inconclusive{background:#b07a00}\
 .contradicted{background:#b02020}.cannot-run{background:#777}\
-.plots{display:flex;gap:8px}.plots>div{flex:0 0 49%;min-width:0}.note{color:#666;font-size:13px}.plots svg{width:100%;height:auto}";
+.plots{display:flex;gap:8px}.plots>div{flex:1 1 0;min-width:0;max-width:1000px}.note{color:#666;font-size:13px}.plots svg{width:100%;height:auto}";
 
 /// Writes DIR/index.html from every DIR/NAME/verdict.json.
 pub fn write_index(dir: &Path) -> Result<()> {
@@ -214,15 +215,18 @@ pub fn render_index(verdicts: &[Json]) -> Result<String> {
             k["numa_nodes"]
         );
     }
-    h += "<table><tr><th class=\"l\">recipe</th><th class=\"l\">study</th><th class=\"l\">section</th><th>claim</th><th>measured</th><th class=\"l\">verdict</th></tr>\n";
+    h += "<p>Each row is the check that decided the verdict: what it compares, its threshold (the claim with the recipe's tolerance) and the measured figure with its 95% interval.</p>\n";
+    h += "<table><tr><th class=\"l\">recipe</th><th class=\"l\">study</th><th class=\"l\">section</th><th class=\"l\">deciding check</th><th class=\"l\">claim → threshold</th><th>measured [95% interval]</th><th class=\"l\">verdict</th></tr>\n";
     for v in verdicts {
         let name = v["recipe"].as_str().unwrap_or("");
+        let (what, claim, measured) = deciding(v);
         h += &format!(
-            "<tr><td class=\"l\"><a href=\"#{n}\">{n}</a></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\"><span class=\"v {w}\">{w}</span></td></tr>\n",
+            "<tr><td class=\"l\"><a href=\"#{n}\">{n}</a></td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td><td class=\"l\"><span class=\"v {w}\">{w}</span></td></tr>\n",
             esc(v["seed"].as_str().unwrap_or("")),
             esc(v["section"].as_str().unwrap_or("")),
-            figure(&v["claim"]),
-            figure(&v["measured"]),
+            esc(&what),
+            esc(&claim),
+            esc(&measured),
             n = esc(name),
             w = esc(v["verdict"].as_str().unwrap_or("cannot-run")),
         );
@@ -235,8 +239,39 @@ pub fn render_index(verdicts: &[Json]) -> Result<String> {
     Ok(h)
 }
 
-fn figure(f: &Json) -> String {
-    esc(&figure_text(f))
+/// The deciding check's (what, claim with its threshold, measured with its
+/// interval): the page's headline. Without a deciding check (cannot run,
+/// no rule), the recipe's own figures.
+fn deciding(v: &Json) -> (String, String, String) {
+    let check = v["decided_by"]
+        .as_u64()
+        .and_then(|i| v["checks"].get(usize::try_from(i).ok()?.checked_sub(1)?));
+    match check {
+        Some(c) => {
+            let what = format!(
+                "check {}: {}",
+                v["decided_by"],
+                c["what"].as_str().unwrap_or("")
+            );
+            let claim = format!(
+                "{} → {}",
+                c["paper"].as_str().unwrap_or(""),
+                c["threshold"]
+                    .as_str()
+                    .unwrap_or("(threshold not recorded)")
+            );
+            let measured = match c["figure"].as_str() {
+                Some(f) => f.to_string(),
+                None => "no interval: undecided".to_string(),
+            };
+            (what, claim, measured)
+        }
+        None => (
+            "–".to_string(),
+            figure_text(&v["claim"]),
+            figure_text(&v["measured"]),
+        ),
+    }
 }
 
 /// A figure with its 95% interval: `+3.1 [-2.0, +8.4] % ...`.
@@ -263,15 +298,17 @@ pub fn figure_text(f: &Json) -> String {
 fn section(v: &Json) -> Result<String> {
     let name = v["recipe"].as_str().unwrap_or("");
     let word = v["verdict"].as_str().unwrap_or("cannot-run");
+    let head = deciding(v);
     let mut h = format!(
-        "<h2 id=\"{n}\">{n} <span class=\"v {w}\">{w}</span></h2>\n<p><b>{}</b> · {} · {}</p>\n<p>{}</p>\n<blockquote>“{}”</blockquote>\n<p>Claim: {} · measured here: {}</p>\n<p>{}</p>\n",
+        "<h2 id=\"{n}\">{n} <span class=\"v {w}\">{w}</span></h2>\n<p><b>{}</b> · {} · {}</p>\n<p>{}</p>\n<blockquote>“{}”</blockquote>\n<p><b>Decided by {}</b><br/>claim: {} · measured here: <b>{}</b></p>\n<p>{}</p>\n",
         esc(v["seed"].as_str().unwrap_or("")),
         esc(v["study"].as_str().unwrap_or("")),
         esc(v["section"].as_str().unwrap_or("")),
         esc(v["claim"]["text"].as_str().unwrap_or("")),
         esc(v["claim"]["quote"].as_str().unwrap_or("")),
-        figure(&v["claim"]),
-        figure(&v["measured"]),
+        esc(&head.0),
+        esc(&head.1),
+        esc(&head.2),
         esc(v["reason"].as_str().unwrap_or("")),
         n = esc(name),
         w = esc(word),
@@ -357,4 +394,40 @@ fn section(v: &Json) -> Result<String> {
         h += "</table>\n";
     }
     Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_headline_is_the_deciding_check() {
+        // The recipe's own figure (13 KIOPS) belongs to check 1; check 2
+        // decided: the table and the section head with check 2.
+        let v = json!({
+            "recipe": "r", "seed": "002", "study": "s", "section": "§3",
+            "claim": {"text": "t", "quote": "q", "value": 13.0, "unit": "KIOPS"},
+            "measured": {"value": 7.16, "unit": "KIOPS", "interval": null},
+            "verdict": "inconclusive", "decided_by": 2, "reason": "why",
+            "checks": [
+                {"what": "first", "paper": "13 KIOPS", "threshold": "a/b <= 0.150x",
+                 "figure": "0.5x [0.4x, 0.6x]", "rule": "r1", "metric": "m",
+                 "repeats": 5, "verdict": "contradicted"},
+                {"what": "iou+k vs iou", "paper": "about 0.1 x", "threshold": "a/b <= 0.150x",
+                 "figure": "0.286x [0.072x, 0.673x]", "rule": "r2", "metric": "m",
+                 "repeats": 5, "verdict": "inconclusive"}
+            ],
+            "plot": null, "evidence": [],
+        });
+        let html = render_index(&[v]).unwrap();
+        assert!(
+            html.contains("<td class=\"l\">check 2: iou+k vs iou</td><td class=\"l\">about 0.1 x → a/b &lt;= 0.150x</td><td>0.286x [0.072x, 0.673x]</td>"),
+            "{html}"
+        );
+        assert!(html.contains("Decided by check 2: iou+k vs iou"), "{html}");
+        assert!(
+            !html.contains("7.16"),
+            "the figure of check 1 heads nothing"
+        );
+    }
 }

@@ -13,10 +13,6 @@ use serde::Serialize;
 use serde_json::{json, Value as Json};
 use std::collections::BTreeMap;
 
-/// A verdict that a and b differ needs the rank test's p below this as
-/// well as its interval on one side.
-pub const SIGNIFICANCE: f64 = 0.05;
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
@@ -244,6 +240,13 @@ pub struct CheckOutcome {
     pub tolerance: f64,
     /// The decision rule in words, with its threshold.
     pub rule: String,
+    /// The rule's threshold, short: `a/b <= 0.150x`, `a/b >= +9.5%`,
+    /// `a/b within [-15%, +15%]`, `mean <= 4000000` (the page's headline).
+    pub threshold: String,
+    /// `measured` with its interval for people, in the rule's form
+    /// (`0.286x [0.072x, 0.673x]`, `+41% [-11%, +69%]`); null when
+    /// undecided.
+    pub figure: Option<String>,
     /// Per x: the repeats of a (and b), their medians, a/b with its
     /// interval and p-value.
     pub points: Vec<Json>,
@@ -309,6 +312,8 @@ pub fn evaluate(recipe: &Recipe, check: &Check, points: &[Point], limits: &Limit
         zone: check.zone,
         tolerance: check.tolerance,
         rule: String::new(),
+        threshold: String::new(),
+        figure: None,
         points: Vec::new(),
         measured: None,
         interval: None,
@@ -414,6 +419,17 @@ fn evaluate_bound(check: &Check, a: &[XRepeats], limits: &Limits, out: &mut Chec
         (toml::Value::String(_), Some(hz)) => format!(" (one timer tick at CONFIG_HZ={hz})"),
         _ => String::new(),
     };
+    out.threshold = format!(
+        "{} of {} {} {}",
+        check.reduce,
+        check.metric,
+        if check.expect == "at-most" {
+            "<="
+        } else {
+            ">="
+        },
+        num(threshold)
+    );
     out.rule = format!(
         "{} when the 95% interval of the {} of {} lies wholly {} {} (the limit {}{named} with {:.0}% tolerance); contradicted when wholly on the other side; inconclusive when it holds {}",
         Verdict::Reproduced.word(),
@@ -454,6 +470,7 @@ fn evaluate_bound(check: &Check, a: &[XRepeats], limits: &Limits, out: &mut Chec
         _ => Verdict::Contradicted,
     };
     let figure = format!("{} [{}, {}]", num(v), num(iv.lo), num(iv.hi));
+    out.figure = Some(figure.clone());
     out.reason = format!(
         "{} {} of {} = {figure} over {} repeats: {} the threshold {}{named}",
         check.reduce,
@@ -514,9 +531,16 @@ fn evaluate_pair(
         }
     };
     let near_one = size > 0.5 && size < 2.0;
-    let rank = format!(
-        "; a verdict that a and b differ also needs the rank test's p below {SIGNIFICANCE}"
-    );
+    let rank = "; a verdict that a and b differ also needs the rank test: p below 0.05, or at most 0.1 where the repeats are too few to reach 0.05 (the rule of compare and report)".to_string();
+    out.threshold = match check.expect.as_str() {
+        "greater" => format!("a/b >= {}", threshold_text(lo_t, near_one)),
+        "less" => format!("a/b <= {}", threshold_text(hi_t, near_one)),
+        _ => format!(
+            "a/b within [{}, {}]",
+            effect::percent(lo_t),
+            effect::percent(hi_t)
+        ),
+    };
     out.rule = match check.expect.as_str() {
         "greater" => format!(
             "reproduced when the 95% interval of a/b lies wholly at or above {} (the claimed {} less the {:.0}% tolerance); contradicted when wholly below it; inconclusive when it holds it",
@@ -622,6 +646,7 @@ fn evaluate_pair(
     };
     out.interval = Some(iv);
     let fig = ratio_text(ratio, iv);
+    out.figure = Some(fig.clone());
     let p = out
         .p_value
         .map(|p| format!(", p = {}", num(p)))
@@ -743,11 +768,25 @@ fn evaluate_pair(
         (Verdict::Contradicted, _) => true,
         (Verdict::Inconclusive | Verdict::CannotRun, _) => false,
     };
+    // The level of the rank test the stats layer holds a difference to
+    // (Effect::level: 0.05, or 0.1 where the repeats cannot reach 0.05).
+    let level = if effect::smallest_p(out.repeats, out.repeats) >= effect::ALPHA {
+        effect::FLOOR_ALPHA
+    } else {
+        effect::ALPHA
+    };
+    let passes = |p: f64| {
+        if level > effect::ALPHA {
+            p <= level + 1e-9
+        } else {
+            p < level
+        }
+    };
     let (verdict, why) = match out.p_value {
-        Some(p) if says_different && p >= SIGNIFICANCE => (
+        Some(p) if says_different && !passes(p) => (
             Verdict::Inconclusive,
             format!(
-                "{why}, but the rank test does not tell the two sets apart (p = {} >= {SIGNIFICANCE}): too few or too scattered repeats to decide",
+                "{why}, but the rank test does not tell the two sets apart (p = {} against its level {level}): too few or too scattered repeats to decide",
                 num(p)
             ),
         ),
@@ -1009,7 +1048,7 @@ tolerance = 0.1
         let o = run(&v, Some(4e6));
         let iv = o[0].interval.unwrap();
         assert!(iv.hi < 1.0, "the interval is wholly below 1: {iv:?}");
-        assert!(o[0].p_value.unwrap() >= SIGNIFICANCE, "{:?}", o[0].p_value);
+        assert!(o[0].p_value.unwrap() >= effect::ALPHA, "{:?}", o[0].p_value);
         assert_eq!(o[0].verdict, Verdict::Inconclusive, "{}", o[0].reason);
         assert!(
             o[0].reason
