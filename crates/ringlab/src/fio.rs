@@ -314,6 +314,7 @@ fn render_named(
                     options: w.options.clone(),
                     group_reporting: w.group_reporting,
                     percentiles: w.percentiles.clone(),
+                    unified: ringlab_io::fio::json::Unified::None,
                     result: r,
                 })
                 .collect();

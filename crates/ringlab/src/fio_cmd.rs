@@ -305,7 +305,7 @@ struct Job {
     own: Vec<(String, String)>,
     lat_percentiles: bool,
     clat_percentiles: bool,
-    unified: bool,
+    unified: ringlab_io::fio::json::Unified,
     description: Option<String>,
     startdelay: std::time::Duration,
     /// fio's exitall (set in any job, it holds for all, as fio's global
@@ -347,7 +347,7 @@ struct Personal {
     clat_percentiles: bool,
     norandommap: bool,
     lat_percentiles: bool,
-    unified: bool,
+    unified: ringlab_io::fio::json::Unified,
     description: Option<String>,
     time_based: bool,
     exit: (bool, crate::fio_groups::ExitWhat),
@@ -361,7 +361,7 @@ fn take_personal(opts: &mut Vec<Written>) -> Result<Personal> {
         clat_percentiles: true,
         norandommap: false,
         lat_percentiles: false,
-        unified: false,
+        unified: ringlab_io::fio::json::Unified::None,
         description: None,
         time_based: false,
         exit: (false, crate::fio_groups::ExitWhat::Group),
@@ -403,15 +403,12 @@ fn take_personal(opts: &mut Vec<Written>) -> Result<Personal> {
             )),
             "unified_rw_reporting" => {
                 let v = o.value.as_deref().unwrap_or("1").trim();
-                match v {
-                    "0" | "none" => {}
-                    _ => {
-                        return Err(usage_error(format!(
-                            "{}={v}: ringlab fio reports reads and writes apart (unified_rw_reporting=0); merging them is not done yet",
-                            o.origin.name(&o.key)
-                        )))
-                    }
-                }
+                p.unified = ringlab_io::fio::json::Unified::parse(v).ok_or_else(|| {
+                    usage_error(format!(
+                        "{}={v}: fio takes none (0), mixed (1) or both (2)",
+                        o.origin.name(&o.key)
+                    ))
+                })?;
             }
             "description" => {
                 p.description = o.value.clone();
@@ -1100,6 +1097,7 @@ fn run(args: Vec<OsString>) -> Result<()> {
             options: j.own.clone(),
             group_reporting: j.words.group_reporting,
             percentiles: j.words.percentiles.clone(),
+            unified: j.unified,
             result: r,
         })
         .collect();
@@ -1136,7 +1134,6 @@ fn run(args: Vec<OsString>) -> Result<()> {
                     }
                 }
             }
-            e["ringlab"]["unified_rw_reporting"] = json!(j.unified);
             if !j.numa.shown.is_empty() {
                 e["ringlab"]["numa"] = json!(j.numa.shown);
             }

@@ -173,6 +173,62 @@ fn io_depths_are_counted_as_fio_counts_them() {
 }
 
 #[test]
+fn unified_rw_reporting_merges_reads_and_writes_as_fio() {
+    let d = tmp("unified");
+    let base = ["--name=x", "--filename=F", "--size=256k", "--rw=randrw"];
+    let run = |extra: &[&str]| {
+        let args: Vec<&str> = base.iter().chain(extra).copied().collect();
+        let out = fio(&d, &args);
+        assert_ok(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // mixed: one direction alone, counting every I/O, in JSON and text.
+    let doc: serde_json::Value = serde_json::from_str(&run(&[
+        "--unified_rw_reporting=mixed",
+        "--output-format=json",
+    ]))
+    .unwrap();
+    let j = &doc["jobs"][0];
+    for gone in ["read", "write", "trim"] {
+        assert!(j.get(gone).is_none(), "{gone} beside mixed: {j}");
+    }
+    assert_eq!(j["mixed"]["total_ios"], 64);
+    assert_eq!(j["mixed"]["io_bytes"], 256 << 10);
+    assert_eq!(j["mixed"]["clat_ns"]["N"], 64);
+    let text = run(&["--unified_rw_reporting=1"]);
+    for re in [
+        r"(?m)^  mixed: IOPS=[\d.]+[kM]?, BW=",
+        r"(?m)^     issued rwts: total=64,0,0,0 ",
+        r"(?m)^  MIXED: bw=.*, io=256KiB \(262kB\), run=",
+    ] {
+        assert!(Regex::new(re).unwrap().is_match(&text), "{re} in\n{text}");
+    }
+    assert!(!text.contains("  read: IOPS"), "{text}");
+    // both: read and write, and mixed with their sum.
+    let doc: serde_json::Value = serde_json::from_str(&run(&[
+        "--unified_rw_reporting=both",
+        "--output-format=json",
+    ]))
+    .unwrap();
+    let j = &doc["jobs"][0];
+    let n = |k: &str| j[k]["total_ios"].as_u64().unwrap();
+    assert_eq!(n("read") + n("write"), n("mixed"));
+    assert_eq!(n("mixed"), 64);
+    // fio's values only.
+    let out = fio(
+        &d,
+        &[
+            "--name=x",
+            "--filename=F",
+            "--size=64k",
+            "--unified_rw_reporting=3",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn terse_output_is_fio_s_version_3() {
     let d = tmp("terse");
     let out = fio(

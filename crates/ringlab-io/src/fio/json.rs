@@ -25,7 +25,73 @@ pub struct FioJob<'a> {
     pub group_reporting: bool,
     /// fio's percentile_list; `None`: fio's default list.
     pub percentiles: Option<Vec<f64>>,
+    /// fio's unified_rw_reporting: reads and writes apart (the default),
+    /// merged into one `mixed` direction instead, or both.
+    pub unified: Unified,
     pub result: &'a RunResult,
+}
+
+/// fio's unified_rw_reporting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Unified {
+    /// `none` (0): reads and writes apart.
+    #[default]
+    None,
+    /// `mixed` (1): one `mixed` direction instead of read, write, trim.
+    Mixed,
+    /// `both` (2): read, write and trim, and `mixed` besides.
+    Both,
+}
+
+impl Unified {
+    /// fio's values: 0/none, 1/mixed, 2/both.
+    pub fn parse(v: &str) -> Option<Unified> {
+        match v.trim() {
+            "0" | "none" => Some(Unified::None),
+            "1" | "mixed" => Some(Unified::Mixed),
+            "2" | "both" => Some(Unified::Both),
+            _ => None,
+        }
+    }
+}
+
+/// Reads and writes as one direction (fio's `mixed`): counts added,
+/// latency histograms merged.
+fn mixed(a: &DirectionFigures, b: &DirectionFigures, elapsed_ns: u64) -> DirectionFigures {
+    let merge = |x: &Option<LatencyRecorder>, y: &Option<LatencyRecorder>| match (x, y) {
+        (None, None) => None,
+        (x, y) => {
+            let mut m = LatencyRecorder::new();
+            for r in [x, y].into_iter().flatten() {
+                m.merge(r);
+            }
+            Some(m)
+        }
+    };
+    let lat = merge(&a.lat_recorder, &b.lat_recorder);
+    let slat = merge(&a.slat_recorder, &b.slat_recorder);
+    let clat = merge(&a.clat_recorder, &b.clat_recorder);
+    let ops = a.ops + b.ops;
+    let bytes = a.bytes + b.bytes;
+    let rate = |n: u64| {
+        if elapsed_ns == 0 {
+            0.0
+        } else {
+            n as f64 * 1e9 / elapsed_ns as f64
+        }
+    };
+    DirectionFigures {
+        ops,
+        bytes,
+        iops: rate(ops),
+        bw_bytes_per_s: rate(bytes),
+        lat_ns: lat.as_ref().and_then(LatencyRecorder::summary),
+        slat_ns: slat.as_ref().and_then(LatencyRecorder::summary),
+        clat_ns: clat.as_ref().and_then(LatencyRecorder::summary),
+        lat_recorder: lat,
+        slat_recorder: slat,
+        clat_recorder: clat,
+    }
 }
 
 /// The whole document.
@@ -209,6 +275,24 @@ fn entry(
                 .map(|(n, p)| (n.to_string(), json!(p)))
                 .collect::<serde_json::Map<_, _>>()
                 .into();
+        }
+    }
+    if j.unified != Unified::None {
+        let m = mixed(&f.read, &f.write, f.elapsed_ns);
+        let group_bw = group.read.bw_bytes_per_s + group.write.bw_bytes_per_s;
+        let both: Vec<(f64, f64)> = reads
+            .iter()
+            .zip(&writes)
+            .map(|(r, w)| (r.0 + w.0, r.1 + w.1))
+            .collect();
+        e["mixed"] = direction(&m, f.elapsed_ns, group_bw, pcts, plus, &both);
+        if j.unified == Unified::Mixed {
+            // fio writes the one direction alone.
+            if let Some(o) = e.as_object_mut() {
+                for k in ["read", "write", "trim", "sync"] {
+                    o.remove(k);
+                }
+            }
         }
     }
     let (ns, us, ms) = buckets(&all);

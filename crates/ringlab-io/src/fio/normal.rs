@@ -296,7 +296,7 @@ pub fn normal(doc: &Value) -> String {
     let when = ctime(doc);
     let jobs = doc["jobs"].as_array().cloned().unwrap_or_default();
     for j in &jobs {
-        let total: u64 = ["read", "write", "trim"]
+        let total: u64 = ["read", "write", "trim", "mixed"]
             .iter()
             .map(|d| u(&j[*d]["io_bytes"]))
             .sum();
@@ -316,15 +316,10 @@ pub fn normal(doc: &Value) -> String {
             let _ = writeln!(out, "  Description  : [{d}]");
         }
         let lat_pct = j["ringlab"]["lat_percentiles"].as_bool() == Some(true);
-        let mixed = j["ringlab"]["unified_rw_reporting"].as_bool() == Some(true);
-        for (key, name) in [("read", "read"), ("write", "write"), ("trim", "trim")] {
+        // unified_rw_reporting: `mixed` alone, or after the others.
+        for key in ["read", "write", "trim", "mixed"] {
             if u(&j[key]["io_bytes"]) > 0 {
-                ddir_status(
-                    &mut out,
-                    if mixed { "mixed" } else { name },
-                    &j[key],
-                    lat_pct,
-                );
+                ddir_status(&mut out, key, &j[key], lat_pct);
             }
         }
         show_lat(&mut out, &j["latency_ns"], 10, "nsec");
@@ -343,7 +338,13 @@ pub fn normal(doc: &Value) -> String {
         let _ = writeln!(
             out,
             "     issued rwts: total={},{},{},0 short={},{},{},0 dropped={},{},{},0",
-            u(&j["read"]["total_ios"]),
+            // unified_rw_reporting=mixed: fio counts all in the first.
+            u(&j["read"]["total_ios"])
+                + if j.get("read").is_none() {
+                    u(&j["mixed"]["total_ios"])
+                } else {
+                    0
+                },
             u(&j["write"]["total_ios"]),
             u(&j["trim"]["total_ios"]),
             u(&j["read"]["short_ios"]),
@@ -392,13 +393,11 @@ fn group_stats(out: &mut String, jobs: &[Value]) {
     for g in groups {
         let _ = write!(out, "\nRun status group {g} (all jobs):\n");
         let members: Vec<&Value> = jobs.iter().filter(|j| u(&j["groupid"]) == g).collect();
-        let mixed = members
-            .iter()
-            .any(|j| j["ringlab"]["unified_rw_reporting"].as_bool() == Some(true));
         for (key, label) in [
             ("read", "   READ"),
             ("write", "  WRITE"),
             ("trim", "   TRIM"),
+            ("mixed", "  MIXED"),
         ] {
             let ran: Vec<&Value> = members
                 .iter()
@@ -433,7 +432,7 @@ fn group_stats(out: &mut String, jobs: &[Value]) {
             let _ = writeln!(
                 out,
                 "{}: bw={} ({}), {}-{} ({}-{}), io={} ({}), run={min_run}-{max_run}msec",
-                if mixed { "  MIXED" } else { label },
+                label,
                 n(agg, true, "B/s"),
                 n(agg, false, "B/s"),
                 n(lo, true, "B/s"),
@@ -517,14 +516,21 @@ pub fn terse(doc: &Value) -> String {
             u(&j["error"])
         );
         let lat_pct = j["ringlab"]["lat_percentiles"].as_bool() == Some(true);
-        let list: Vec<f64> = ["read", "write"]
+        // unified_rw_reporting=mixed: fio's read fields hold the mixed
+        // direction and the write fields are empty.
+        let (first, second) = if j.get("read").is_none() && j.get("mixed").is_some() {
+            (&j["mixed"], &Value::Null)
+        } else {
+            (&j["read"], &j["write"])
+        };
+        let list: Vec<f64> = [first, second]
             .iter()
-            .map(|d| percentiles(&j[*d]["clat_ns"]))
+            .map(|d| percentiles(&d["clat_ns"]))
             .find(|l| !l.is_empty())
             .map(|l| l.into_iter().map(|p| p.0).collect())
             .unwrap_or_else(|| super::json::FIO_PERCENTILES.to_vec());
-        ddir_terse(&mut out, &j["read"], lat_pct, &list);
-        ddir_terse(&mut out, &j["write"], lat_pct, &list);
+        ddir_terse(&mut out, first, lat_pct, &list);
+        ddir_terse(&mut out, second, lat_pct, &list);
         let _ = write!(
             out,
             ";{:.6}%;{:.6}%;{};{};{}",
