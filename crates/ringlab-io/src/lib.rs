@@ -15,6 +15,7 @@ pub mod fio;
 pub mod knobs;
 pub mod named;
 pub mod plan;
+pub mod regulate;
 pub mod run;
 pub mod target;
 pub mod text;

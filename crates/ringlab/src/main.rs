@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 mod fio;
 mod fio_cmd;
+mod fio_regulate;
 mod lab;
 mod wrk;
 
