@@ -235,6 +235,25 @@ mod tests {
         assert_eq!(flow.counter(), 1);
     }
 
+    /// fio 3.33 ran poisson-rate-submission.fio (rate_iops=50, randseed
+    /// 0x89, its first job) for runtime=3 and issued 138 I/Os: the I/Os
+    /// due before 3 s here, the first at 0, are as many.
+    #[test]
+    fn poisson_due_times_are_fio_s() {
+        let mut g = PoissonGaps::new(
+            PoissonSeeds {
+                rand_seed: 0x89,
+                first_thread_number: 1,
+            },
+            0,
+        );
+        let mut n = 1;
+        while g.next_due_ns(0, 50) < 3_000_000_000 {
+            n += 1;
+        }
+        assert_eq!(n, 138);
+    }
+
     #[test]
     fn poisson_gaps_have_the_rate_as_mean() {
         let mut g = PoissonGaps::new(

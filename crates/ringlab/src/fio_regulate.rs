@@ -37,15 +37,12 @@ fn key(o: &Written) -> String {
 
 fn int(o: &Written, max: u64) -> Result<u64> {
     let v = o.value.as_deref().unwrap_or("").trim();
-    v.parse::<u64>()
-        .ok()
-        .filter(|n| *n <= max)
-        .ok_or_else(|| {
-            usage_error(format!(
-                "{}={v}: a whole number from 0 to {max}",
-                o.origin.name(&o.key)
-            ))
-        })
+    v.parse::<u64>().ok().filter(|n| *n <= max).ok_or_else(|| {
+        usage_error(format!(
+            "{}={v}: a whole number from 0 to {max}",
+            o.origin.name(&o.key)
+        ))
+    })
 }
 
 fn boolean(o: &Written) -> bool {
