@@ -165,9 +165,10 @@ pub fn apply(w: &RegWords, plan: &mut IoPlan, notes: &mut Vec<String>) -> Result
     }
     plan.regulation.rate_ignore_thinktime = w.ignore_think;
     if w.offload && paced && plan.iodepth > 1 && plan.engine.is_async() {
-        notes.push(format!(
+        notes.push(
             "io_submit_mode=offload: ringlab issues each paced I/O at its due time from the job's own thread; with I/O in flight it is issued at the next completion after that time (fio's submit threads do not wait), so an I/O leaves late only when the device is slower than the rate at this depth; its latency still starts at its due time, as fio's"
-        ));
+            .to_string(),
+        );
     }
     if let Some((weight, _)) = w.flow {
         plan.regulation.flow = Some(FlowMember {
