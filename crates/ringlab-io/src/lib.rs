@@ -19,6 +19,7 @@ pub mod fio_verify;
 pub mod knobs;
 pub mod named;
 pub mod plan;
+pub mod regulate;
 pub mod run;
 pub mod target;
 pub mod text;

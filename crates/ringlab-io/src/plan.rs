@@ -406,6 +406,9 @@ pub struct IoPlan {
     pub pace_ns: [Option<f64>; 2],
     /// --rate with a variable block size: `pace_ns` is per byte moved.
     pub pace_per_byte: bool,
+    /// fio's rate_process, rate_ignore_thinktime and flow (set by
+    /// `ringlab fio` only).
+    pub regulation: crate::regulate::Regulation,
     /// --end-fsync: one fsync when each job ends.
     pub end_fsync: bool,
     /// --fsync/--fdatasync: every N writes; `data`: fdatasync.
@@ -904,6 +907,7 @@ impl IoPlan {
             ramp,
             pace_ns,
             pace_per_byte,
+            regulation: Default::default(),
             end_fsync: args.end_fsync,
             sync_every,
             number_ios,

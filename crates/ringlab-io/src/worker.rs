@@ -173,6 +173,12 @@ pub fn run_job<E: Engine>(
 ) -> Result<JobOutcome> {
     let plan = ctx.plan.clone();
     let cpu = plan.cpu_of_job(ctx.job);
+    // fio's flow: the job's weight counts from before the start line.
+    let flow = plan
+        .regulation
+        .flow
+        .as_ref()
+        .map(crate::regulate::FlowState::join);
     let setup = (|| -> Result<_> {
         if let Some(cpu) = cpu {
             pin_to_cpu(cpu)?;
@@ -266,7 +272,13 @@ pub fn run_job<E: Engine>(
             due_ns: [0.0; 2],
             per_byte: plan.pace_per_byte,
             wait_until: None,
+            poisson: plan
+                .regulation
+                .poisson
+                .map(|seeds| crate::regulate::PoissonGaps::new(seeds, ctx.job)),
         }),
+        flow,
+        flow_wait: false,
         sync: plan.sync_every.map(|every| SyncState {
             every,
             since: 0,
@@ -568,6 +580,35 @@ struct Pace {
     per_byte: bool,
     /// Set by `fill` when the next I/O is not due yet.
     wait_until: Option<u64>,
+    /// fio's rate_process=poisson: the due times are drawn, not spaced.
+    poisson: Option<crate::regulate::PoissonGaps>,
+}
+
+/// What [`Job::flow_gate`] lets the job do.
+enum FlowGate {
+    Go,
+    Reap,
+    Again,
+}
+
+/// fio's rate_ignore_thinktime after a pause of `us`: the time is not owed
+/// to the rate. fio moves a linear rate by the pause less one I/O's period
+/// (so the next I/O leaves at once), a Poisson one by the whole pause.
+fn ignore_think(p: &mut Pace, us: u64) {
+    for d in 0..2 {
+        let Some(period) = p.period_ns[d] else {
+            continue;
+        };
+        let ns = (us * 1000) as f64;
+        match &mut p.poisson {
+            Some(g) => {
+                g.skip(d, us);
+                p.due_ns[d] += ns;
+            }
+            None if !p.per_byte => p.due_ns[d] += if period <= ns { ns - period } else { ns },
+            None => p.due_ns[d] += ns,
+        }
+    }
 }
 
 /// --status-interval: the job's intervals, cut at multiples of the period
@@ -967,6 +1008,11 @@ struct Job<'a, E: Engine> {
     /// page-cache-hot read) keeps the runner's thread off its CPU forever.
     end_ns: u64,
     pace: Option<Pace>,
+    /// fio's flow: this job's share of its flow_id's I/O.
+    flow: Option<crate::regulate::FlowState>,
+    /// Ahead of its flow share with flow_sleep: the I/O in flight completes
+    /// first (fio's quiesce), then the job sleeps.
+    flow_wait: bool,
     sync: Option<SyncState>,
     /// I/Os issued (for --number-ios).
     issued_ios: u64,
@@ -1142,6 +1188,39 @@ impl<E: Engine> Job<'_, E> {
             std::hint::spin_loop();
         }
         self.sleep_until(start + plan.total_ns);
+        if self.plan.regulation.rate_ignore_thinktime {
+            let slept_us = (self.now_ns() - start) / 1000;
+            if let Some(p) = &mut self.pace {
+                ignore_think(p, slept_us);
+            }
+        }
+    }
+
+    /// fio's flow_threshold_exceeded before an I/O is drawn: go (the I/O
+    /// is counted in the flow), reap first (ahead, I/O in flight), or
+    /// check again (ahead, after fio's flow_sleep or a yield).
+    #[cold]
+    fn flow_gate(&mut self) -> FlowGate {
+        let Some(f) = &mut self.flow else {
+            return FlowGate::Go;
+        };
+        if !self.flow_wait && !f.exceeded() {
+            return FlowGate::Go;
+        }
+        // fio quiesces before its flow_sleep; without one it spins.
+        if self.inflight > 0 {
+            self.flow_wait = f.sleep_us() > 0;
+            return FlowGate::Reap;
+        }
+        let sleep_us = f.sleep_us();
+        if self.flow_wait || sleep_us > 0 {
+            self.flow_wait = false;
+            let until = self.now_ns() + sleep_us * 1000;
+            self.sleep_until(until);
+        } else {
+            std::thread::yield_now();
+        }
+        FlowGate::Again
     }
 
     /// Makes the sync owed under --fsync/--fdatasync (nothing in flight).
@@ -1335,6 +1414,16 @@ impl<E: Engine> Job<'_, E> {
                 self.do_think();
                 stamp = None;
             }
+            if self.pending.is_none() && self.flow.is_some() {
+                match self.flow_gate() {
+                    FlowGate::Go => {}
+                    FlowGate::Reap => break,
+                    FlowGate::Again => {
+                        stamp = None;
+                        continue;
+                    }
+                }
+            }
             let io = match self.pending.take() {
                 Some(io) => io,
                 None => match self.fio_verify.as_mut().and_then(|v| v.next_read()) {
@@ -1367,6 +1456,7 @@ impl<E: Engine> Job<'_, E> {
             // --rate-iops/--rate: an I/O not due yet waits; one that is
             // starts its latency at its due time, however late it leaves.
             let mut due_start: Option<u64> = None;
+            let mut poisson_undo = None;
             if let Some(p) = &mut self.pace {
                 let d = (io.dir == Dir::Write) as usize;
                 if let Some(period) = p.period_ns[d] {
@@ -1383,7 +1473,13 @@ impl<E: Engine> Job<'_, E> {
                         break;
                     }
                     due_start = Some(due);
-                    p.due_ns[d] += period;
+                    match &mut p.poisson {
+                        None => p.due_ns[d] += period,
+                        Some(g) => {
+                            poisson_undo = Some((p.due_ns[d], g.clone()));
+                            p.due_ns[d] = g.next_due_ns(d, (1e9 / period).round() as u64) as f64;
+                        }
+                    }
                 }
             }
             self.free.pop();
@@ -1509,7 +1605,10 @@ impl<E: Engine> Job<'_, E> {
                     if let Some(p) = &mut self.pace {
                         // Not issued: it is still due when it was.
                         let d = (io.dir == Dir::Write) as usize;
-                        if let Some(period) = p.period_ns[d] {
+                        if let Some((due, gaps)) = poisson_undo {
+                            p.due_ns[d] = due;
+                            p.poisson = Some(gaps);
+                        } else if let Some(period) = p.period_ns[d] {
                             p.due_ns[d] -= if p.per_byte {
                                 period * io.len as f64
                             } else {

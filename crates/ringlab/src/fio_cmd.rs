@@ -567,6 +567,7 @@ fn resolve(
     let mut opts = last_wins(all);
     let p = take_personal(&mut opts)?;
     crate::fio_groups::refuse_zbd(&opts, &fio_target(&opts, name))?;
+    let reg = crate::fio_regulate::take(&mut opts)?;
     fio_values(&mut opts, name)?;
     let has = |k: &str| opts.iter().any(|o| canonical(&o.key) == k);
     let mut words = options::translate(&opts, true, Some(name))?;
@@ -636,7 +637,7 @@ fn resolve(
     let Command::Io { io, .. } = cli.command else {
         return Err(usage_error(format!("{place}: [{name}]: not an io run")));
     };
-    let plan = IoPlan::from_args(&io).map_err(|e| {
+    let mut plan = IoPlan::from_args(&io).map_err(|e| {
         if e.is::<UsageError>() {
             usage_error(format!("{place}: [{name}]: {e}"))
         } else {
@@ -645,6 +646,8 @@ fn resolve(
     })?;
     words.jobname = Some(name.to_string());
     words.notes.extend(p.notes);
+    words.notes.extend(reg.notes.iter().cloned());
+    crate::fio_regulate::apply(&reg, &mut plan, &mut words.notes)?;
     Ok(Job {
         startdelay: p.startdelay,
         clat_percentiles: p.clat_percentiles,

@@ -17,6 +17,7 @@ use std::process::ExitCode;
 mod fio;
 mod fio_cmd;
 mod fio_groups;
+mod fio_regulate;
 mod lab;
 mod wrk;
 

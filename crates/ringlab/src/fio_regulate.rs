@@ -1,0 +1,181 @@
+//! fio's options that regulate when a job issues, read for `ringlab fio`:
+//! `flow`, `flow_id`, `flow_sleep` (flow.c), `rate_process`,
+//! `rate_ignore_thinktime`, `rate_cycle` and `io_submit_mode`
+//! (backend.c, rate-submit.c). Taken out of a job's options before the
+//! shared translation and set on its plan after it
+//! ([`ringlab_io::regulate`] does the work in the job loop).
+
+use anyhow::Result;
+use ringlab_core::usage_error;
+use ringlab_io::fio::options::Written;
+use ringlab_io::regulate::{Flow, FlowMember, PoissonSeeds};
+use ringlab_io::IoPlan;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// fio's FLOW_MAX_WEIGHT.
+const FLOW_MAX_WEIGHT: u64 = 1000;
+
+/// One job's regulating options, as written.
+#[derive(Default)]
+pub struct RegWords {
+    flow: Option<(u64, u64)>,
+    flow_id: u64,
+    flow_sleep_us: u64,
+    poisson: Option<Written>,
+    ignore_think: bool,
+    offload: bool,
+    rand_seed: Option<u64>,
+    randrepeat: bool,
+    pub notes: Vec<String>,
+}
+
+fn key(o: &Written) -> String {
+    o.key.replace('-', "_")
+}
+
+fn int(o: &Written, max: u64) -> Result<u64> {
+    let v = o.value.as_deref().unwrap_or("").trim();
+    v.parse::<u64>().ok().filter(|n| *n <= max).ok_or_else(|| {
+        usage_error(format!(
+            "{}={v}: a whole number from 0 to {max}",
+            o.origin.name(&o.key)
+        ))
+    })
+}
+
+fn boolean(o: &Written) -> bool {
+    !matches!(
+        o.value.as_deref().map(str::trim),
+        Some("0") | Some("false") | Some("off")
+    )
+}
+
+/// Takes fio's regulating options out of `opts` (fio's later assignment
+/// already won). `randseed`/`randrepeat` are read and left in place.
+pub fn take(opts: &mut Vec<Written>) -> Result<RegWords> {
+    let mut w = RegWords {
+        randrepeat: true,
+        ..RegWords::default()
+    };
+    let mut keep = Vec::new();
+    for o in opts.drain(..) {
+        match key(&o).as_str() {
+            "flow" => {
+                let weight = int(&o, FLOW_MAX_WEIGHT)?;
+                w.flow = (weight > 0).then_some((weight, 0));
+            }
+            "flow_id" => w.flow_id = int(&o, u32::MAX as u64)?,
+            "flow_sleep" => w.flow_sleep_us = int(&o, u32::MAX as u64)?,
+            "flow_watermark" => w.notes.push(format!(
+                "{}: deprecated in fio, which ignores it (so does ringlab)",
+                o.origin.name(&o.key)
+            )),
+            "rate_process" => match o.value.as_deref().map(str::trim) {
+                Some("linear") => w.poisson = None,
+                Some("poisson") => w.poisson = Some(o.clone()),
+                v => {
+                    return Err(usage_error(format!(
+                        "{}={}: fio's rate processes are linear and poisson",
+                        o.origin.name(&o.key),
+                        v.unwrap_or("")
+                    )))
+                }
+            },
+            "rate_ignore_thinktime" => w.ignore_think = boolean(&o),
+            // fio averages rate_min over rate_cycle ms; ringlab does not
+            // check rate_min (said where it is given), so this changes
+            // nothing.
+            "rate_cycle" => {
+                int(&o, u32::MAX as u64)?;
+            }
+            "io_submit_mode" => match o.value.as_deref().map(str::trim) {
+                Some("inline") => w.offload = false,
+                Some("offload") => w.offload = true,
+                v => {
+                    return Err(usage_error(format!(
+                        "{}={}: fio's submit modes are inline and offload",
+                        o.origin.name(&o.key),
+                        v.unwrap_or("")
+                    )))
+                }
+            },
+            k => {
+                if k == "randseed" {
+                    let v = o.value.as_deref().unwrap_or("").trim();
+                    w.rand_seed = if let Some(h) = v.strip_prefix("0x") {
+                        u64::from_str_radix(h, 16).ok()
+                    } else {
+                        v.parse().ok()
+                    };
+                } else if k == "randrepeat" {
+                    w.randrepeat = boolean(&o);
+                }
+                keep.push(o);
+            }
+        }
+    }
+    *opts = keep;
+    Ok(w)
+}
+
+/// The flows of this run, by fio's flow_id (fio keeps one list per
+/// process, too).
+fn flow(id: u64) -> Arc<Flow> {
+    static FLOWS: OnceLock<Mutex<HashMap<u64, Arc<Flow>>>> = OnceLock::new();
+    let mut m = FLOWS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    m.entry(id).or_default().clone()
+}
+
+/// fio's thread numbers, in the order jobs are added (numjobs clones
+/// count on).
+static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
+
+/// Sets the regulating options on the job's plan; notes go to `notes`.
+pub fn apply(w: &RegWords, plan: &mut IoPlan, notes: &mut Vec<String>) -> Result<()> {
+    let first_thread = NEXT_THREAD.fetch_add(plan.numjobs as u64, Ordering::Relaxed);
+    let paced = plan.pace_ns.iter().any(Option::is_some);
+    if let Some(o) = &w.poisson {
+        if !paced {
+            // fio draws nothing without a rate: the option changes nothing.
+        } else if plan.pace_per_byte {
+            return Err(usage_error(format!(
+                "{}: rate_process=poisson with rate= and several block sizes: fio draws gaps from rate/min_bs, which ringlab does not match; give rate_iops=",
+                o.origin.name(&o.key)
+            )));
+        } else {
+            let rand_seed = if w.randrepeat || w.rand_seed.is_some() {
+                w.rand_seed.unwrap_or(0x89)
+            } else {
+                // fio's randrepeat=0: seeds from the system's generator.
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(0x89)
+            };
+            plan.regulation.poisson = Some(PoissonSeeds {
+                rand_seed,
+                first_thread_number: first_thread,
+            });
+        }
+    }
+    plan.regulation.rate_ignore_thinktime = w.ignore_think;
+    if w.offload && paced && plan.iodepth > 1 && plan.engine.is_async() {
+        notes.push(
+            "io_submit_mode=offload: ringlab issues each paced I/O at its due time from the job's own thread; with I/O in flight it is issued at the next completion after that time (fio's submit threads do not wait), so an I/O leaves late only when the device is slower than the rate at this depth; its latency still starts at its due time, as fio's"
+            .to_string(),
+        );
+    }
+    if let Some((weight, _)) = w.flow {
+        plan.regulation.flow = Some(FlowMember {
+            flow: flow(w.flow_id),
+            weight,
+            sleep_us: w.flow_sleep_us,
+        });
+    }
+    Ok(())
+}
