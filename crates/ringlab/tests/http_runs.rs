@@ -161,7 +161,9 @@ fn ring_knobs_run_and_are_recorded() {
         |r: &Value| kstat_per_op(r, "io_uring_file_get_per_op", "io_uring:io_uring_file_get");
     if let (Some(m), Some(p)) = (file_get(&r), file_get(&plain)) {
         assert!(m < 0.01, "uring-mshot looked files up: {m}");
-        assert!(p >= 1.0, "plain uring: {p}");
+        // About one lookup a request; requests sent inside the measured
+        // window and answered after it (or the reverse) move it by a few.
+        assert!(p >= 0.95, "plain uring: {p}");
     }
     if let Some(arms) = kstat_per_op(&r, "io_uring_poll_arm_per_op", "io_uring:io_uring_poll_arm") {
         assert!(arms < 0.1, "uring-mshot armed poll per request: {arms}");
