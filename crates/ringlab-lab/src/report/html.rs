@@ -98,15 +98,15 @@ fn figure(out: &mut String, report: &Report, p: &Plot) {
     );
 }
 
-/// One row per configuration, `median (min–max)` in each cell.
-fn table(report: &Report, kernel: bool) -> String {
-    let cols = report.table_metrics(kernel);
+/// The opening of a table and its header row: the axes, runs, and the
+/// columns of `cols`.
+fn head(report: &Report, cols: &[usize]) -> String {
     let mut out = String::from("<div class=\"tablewrap\"><table>\n<tr>");
     for a in &report.axes {
         let _ = write!(out, "<th>{}</th>", escape(a));
     }
     out.push_str("<th>runs</th>");
-    for &i in &cols {
+    for &i in cols {
         let _ = write!(
             out,
             "<th>{}</th>",
@@ -114,6 +114,13 @@ fn table(report: &Report, kernel: bool) -> String {
         );
     }
     out.push_str("</tr>\n");
+    out
+}
+
+/// One row per configuration, `median (min–max)` in each cell.
+fn table(report: &Report, kernel: bool) -> String {
+    let cols = report.table_metrics(kernel);
+    let mut out = head(report, &cols);
     for row in &report.rows {
         out.push_str("<tr>");
         for v in row.values.values() {
@@ -144,19 +151,7 @@ fn table(report: &Report, kernel: bool) -> String {
 /// first's (`~` where no difference was measured).
 fn comparison(report: &Report, kernel: bool) -> String {
     let cols = report.table_metrics(kernel);
-    let mut out = String::from("<div class=\"tablewrap\"><table>\n<tr>");
-    for a in &report.axes {
-        let _ = write!(out, "<th>{}</th>", escape(a));
-    }
-    out.push_str("<th>runs</th>");
-    for &i in &cols {
-        let _ = write!(
-            out,
-            "<th>{}</th>",
-            escape(&report.metrics[i].column(&report.command))
-        );
-    }
-    out.push_str("</tr>\n");
+    let mut out = head(report, &cols);
     for (ri, row) in report.compared_rows() {
         out.push_str("<tr>");
         for v in row.values.values() {

@@ -49,9 +49,8 @@ pub(super) fn render(report: &Report, plots: &[Plot]) -> String {
     out
 }
 
-/// Markdown table: one row per configuration, `median (min–max)`.
-fn table(report: &Report, kernel: bool) -> String {
-    let cols = report.table_metrics(kernel);
+/// A table's header and rule: the axes, runs, and the columns of `cols`.
+fn head(report: &Report, cols: &[usize]) -> String {
     let mut out = String::new();
     let mut head: Vec<String> = report.axes.clone();
     head.push("runs".to_string());
@@ -61,6 +60,13 @@ fn table(report: &Report, kernel: bool) -> String {
     );
     let _ = writeln!(out, "| {} |", head.join(" | "));
     let _ = writeln!(out, "|{}", "---|".repeat(head.len()));
+    out
+}
+
+/// Markdown table: one row per configuration, `median (min–max)`.
+fn table(report: &Report, kernel: bool) -> String {
+    let cols = report.table_metrics(kernel);
+    let mut out = head(report, &cols);
     for row in &report.rows {
         let mut cells: Vec<String> = row.values.values().map(label).collect();
         cells.push(format!("{}/{}", row.done, row.planned));
@@ -88,15 +94,7 @@ fn table(report: &Report, kernel: bool) -> String {
 /// against the first's (`~` where no difference was measured).
 fn comparison(report: &Report, kernel: bool) -> String {
     let cols = report.table_metrics(kernel);
-    let mut out = String::new();
-    let mut head: Vec<String> = report.axes.clone();
-    head.push("runs".to_string());
-    head.extend(
-        cols.iter()
-            .map(|&i| report.metrics[i].column(&report.command)),
-    );
-    let _ = writeln!(out, "| {} |", head.join(" | "));
-    let _ = writeln!(out, "|{}", "---|".repeat(head.len()));
+    let mut out = head(report, &cols);
     for (ri, row) in report.compared_rows() {
         let mut cells: Vec<String> = row.values.values().map(label).collect();
         cells.push(format!("{}/{}", row.done, row.planned));
