@@ -100,12 +100,12 @@ for f in "${accepted[@]}"; do
     grep -E '^[[:space:]]*directory[[:space:]]*=' "$w/job.fio" | sed -E 's/^[^=]*=[[:space:]]*//' | while read -r sub; do
         mkdir -p "$w/$sub"
     done || true
-    if ! (cd "$w" && timeout 60 fio --output-format=json --output=fio.json job.fio >fio.err 2>&1); then
+    if ! (cd "$w" && timeout -s KILL 60 fio --output-format=json --output=fio.json job.fio >fio.err 2>&1); then
         printf '%-34s %s\n' "$name" "fio failed: $(head -c 120 "$w/fio.err" | tr '\n' ' ')"
         continue
     fi
     rm -f "$w"/*.0 "$w"/*.0.* 2>/dev/null || true
-    if ! (cd "$w" && timeout 60 "$ringlab" fio --output-format=json --output=rl.json job.fio >rl.err 2>&1); then
+    if ! (cd "$w" && timeout -s KILL 60 "$ringlab" fio --output-format=json --output=rl.json job.fio >rl.err 2>&1); then
         printf '%-34s %s\n' "$name" "ringlab failed: $(grep -v note: "$w/rl.err" | head -c 150 | tr '\n' ' ')"
         continue
     fi

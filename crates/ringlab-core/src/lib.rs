@@ -8,6 +8,7 @@
 
 pub mod child;
 pub mod cleaner;
+pub mod clock;
 pub mod cpus;
 pub mod error;
 pub mod files;

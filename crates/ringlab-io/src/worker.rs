@@ -13,6 +13,7 @@ use crate::workload::{Dir, NextIo, Workload};
 use anyhow::{bail, Result};
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use ringlab_core::clock::Mono;
 use ringlab_core::cpus::pin_to_cpu;
 use ringlab_core::files::NewFile;
 use ringlab_kstat::ThreadUsage;
@@ -21,7 +22,6 @@ use std::collections::HashSet;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 /// Counters a job publishes while it runs, read by the progress line. Padded
 /// to its own cache line so jobs do not share one.
@@ -365,7 +365,7 @@ pub fn run_job<E: Engine>(
             clock_zero_mono_ns: 0,
             full: false,
         }),
-        clock: Instant::now(),
+        clock: Mono::start(),
         ctx: &ctx,
         plan: &plan,
         engine,
@@ -396,7 +396,7 @@ pub fn run_job<E: Engine>(
                 ));
                 let mut measurements = std::mem::take(&mut job.measurements);
                 measurements.elapsed_ns =
-                    (job.clock.elapsed().as_nanos() as u64).saturating_sub(job.measure_from_ns);
+                    (job.clock.elapsed_ns()).saturating_sub(job.measure_from_ns);
                 // Leak the buffers, the engine's rings and the descriptor
                 // (whose number must not be reused under a request still
                 // running): never free what may still be written.
@@ -439,8 +439,7 @@ pub fn run_job<E: Engine>(
             ctx.job
         ));
     }
-    job.measurements.elapsed_ns =
-        (job.clock.elapsed().as_nanos() as u64).saturating_sub(job.measure_from_ns);
+    job.measurements.elapsed_ns = (job.clock.elapsed_ns()).saturating_sub(job.measure_from_ns);
     if let Some(l) = job.logs.take() {
         let now = job.now_ns().saturating_sub(job.measure_from_ns);
         let files = l
@@ -488,14 +487,7 @@ pub fn run_job<E: Engine>(
         job.measurements.verified_blocks = Some(back.checked);
     }
     if let Some(log) = &mut job.stage_log {
-        let mut now = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: clock_gettime writes the timespec it is given.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
-        let mono = now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64;
-        log.clock_zero_mono_ns = mono.saturating_sub(job.clock.elapsed().as_nanos() as u64);
+        log.clock_zero_mono_ns = job.clock.zero_ns;
     }
     Ok(JobOutcome {
         job: ctx.job,
@@ -1062,7 +1054,7 @@ struct Job<'a, E: Engine> {
     ops: u64,
     /// `--evidence stages` on io_uring: the requests' issue and reap times.
     stage_log: Option<StageLog>,
-    clock: Instant,
+    clock: Mono,
     ctx: &'a JobContext,
     plan: &'a IoPlan,
     // The engine is declared (and so dropped) before the buffers it uses.
@@ -1073,7 +1065,7 @@ struct Job<'a, E: Engine> {
 impl<E: Engine> Job<'_, E> {
     #[inline]
     fn now_ns(&self) -> u64 {
-        self.clock.elapsed().as_nanos() as u64
+        self.clock.elapsed_ns()
     }
 
     /// The time of `n` completions: the clock, read now; under
@@ -1086,7 +1078,7 @@ impl<E: Engine> Job<'_, E> {
             Some(c) => {
                 if c.left <= n {
                     c.left = COARSE_EVERY;
-                    c.now_ns = self.clock.elapsed().as_nanos() as u64;
+                    c.now_ns = self.clock.elapsed_ns();
                 } else {
                     c.left -= n;
                 }
@@ -1261,7 +1253,7 @@ impl<E: Engine> Job<'_, E> {
     /// once; the caller drains.
     fn run(&mut self) -> Result<()> {
         self.engine_counts_submits = self.engine.take_submit_counts().is_some();
-        self.clock = Instant::now();
+        self.clock = Mono::start();
         let mut r = self.run_loop();
         // fio's do_verify: the writes done, every block written is read
         // back and checked, measured as reads (as fio counts them).
@@ -1337,9 +1329,7 @@ impl<E: Engine> Job<'_, E> {
                 for c in &completions {
                     // A completion thread stamps the moment it saw the
                     // completion; the latency ends there, not here.
-                    let at = c.seen.map_or(now, |t| {
-                        t.saturating_duration_since(self.clock).as_nanos() as u64
-                    });
+                    let at = c.seen.map_or(now, |t| self.clock.since_zero(t));
                     self.finish(c.slot, c.result, at);
                 }
             } else if let Some(failure) = self.failure.take() {
@@ -1465,7 +1455,7 @@ impl<E: Engine> Job<'_, E> {
                     } else {
                         period
                     };
-                    let now = self.clock.elapsed().as_nanos() as u64;
+                    let now = self.clock.elapsed_ns();
                     let due = p.due_ns[d] as u64;
                     if due > now {
                         p.wait_until = Some(due);

@@ -36,7 +36,6 @@ use crate::plan::IoPlan;
 use crate::workload::Dir;
 use anyhow::Result;
 use std::os::fd::RawFd;
-use std::time::Instant;
 
 /// One I/O handed to an engine.
 #[derive(Clone, Copy, Debug)]
@@ -68,9 +67,10 @@ pub enum QueueStatus {
 pub struct Completion {
     pub slot: u32,
     pub result: i64,
-    /// When another thread (`--completion-thread`) saw the completion;
+    /// When another thread (`--completion-thread`) saw the completion
+    /// (CLOCK_MONOTONIC nanoseconds, [`ringlab_core::clock::mono_ns`]);
     /// `None`: when the job thread reaps it.
-    pub seen: Option<Instant>,
+    pub seen: Option<u64>,
 }
 
 impl Completion {

@@ -331,6 +331,7 @@ impl UringEngine {
         (self.taskrun_flag && sq.taskrun()) || sq.cq_overflow()
     }
 
+    #[inline]
     fn entry(&self, req: &IoRequest) -> squeue::Entry {
         macro_rules! rw {
             ($file:expr) => {
@@ -569,7 +570,7 @@ fn reap_loop(ring: &IoUring, s: &CompleterShared) -> Result<()> {
         // SAFETY: with a completion thread, only this thread touches the
         // completion ring.
         let cq = unsafe { ring.completion_shared() };
-        let seen = Instant::now();
+        let seen = ringlab_core::clock::mono_ns();
         let mut stop = false;
         for cqe in cq {
             if cqe.user_data() == STOP_TAG {
