@@ -85,6 +85,9 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     let progress: Vec<Arc<JobProgress>> = (0..plan.numjobs)
         .map(|_| Arc::new(JobProgress::default()))
         .collect();
+    if let Some(live) = &plan.regulation.live {
+        live.publish(&progress);
+    }
     let spec = JobSpec {
         count: plan.numjobs,
         thread_name: "ringlab-job",
