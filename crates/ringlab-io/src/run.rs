@@ -163,6 +163,9 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         line.draw(&plan, &progress, elapsed);
         status.print(&progress, elapsed.saturating_sub(ramp), elapsed >= ramp);
     });
+    if let Some(live) = &plan.regulation.live {
+        live.end();
+    }
     if let Some(k) = &mut kstat {
         if !kstat_on {
             // The run ended within the ramp: the evidence covers nothing

@@ -267,17 +267,34 @@ impl SteadyState {
 #[derive(Debug, Default)]
 pub struct Live {
     jobs: Mutex<Option<Vec<Arc<JobProgress>>>>,
+    /// When the run published its counters (its jobs start right after).
+    started: Mutex<Option<std::time::Instant>>,
+    ended: std::sync::atomic::AtomicBool,
 }
 
 impl Live {
     /// The run's job counters (called by the run once its threads exist).
     pub fn publish(&self, jobs: &[Arc<JobProgress>]) {
         *self.jobs.lock().unwrap_or_else(|p| p.into_inner()) = Some(jobs.to_vec());
+        *self.started.lock().unwrap_or_else(|p| p.into_inner()) = Some(std::time::Instant::now());
+    }
+
+    /// When the run's jobs started (fio's td->epoch), once published.
+    pub fn started(&self) -> Option<std::time::Instant> {
+        *self.started.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The run's job threads have ended (fio skips exited jobs).
+    pub fn end(&self) {
+        self.ended.store(true, Ordering::SeqCst);
     }
 
     /// Completed I/Os and bytes of every job thread so far; `None` before
-    /// the run published its counters.
+    /// the run published its counters and after it ended.
     pub fn totals(&self) -> Option<(u64, u64)> {
+        if self.ended.load(Ordering::SeqCst) {
+            return None;
+        }
         let g = self.jobs.lock().unwrap_or_else(|p| p.into_inner());
         let jobs = g.as_ref()?;
         Some(jobs.iter().fold((0, 0), |(o, b), p| {
