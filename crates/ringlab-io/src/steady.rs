@@ -182,9 +182,7 @@ impl SteadyState {
             for i in 0..self.dur {
                 self.sum_y = self.sum_y.wrapping_add(self.y(i));
                 let j = (self.head + i) % self.dur;
-                self.sum_xy = self
-                    .sum_xy
-                    .wrapping_add((i as u64).wrapping_mul(self.y(j)));
+                self.sum_xy = self.sum_xy.wrapping_add((i as u64).wrapping_mul(self.y(j)));
             }
             self.buffer_full = true;
         } else {

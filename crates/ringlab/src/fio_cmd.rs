@@ -973,7 +973,8 @@ fn run(args: Vec<OsString>) -> Result<()> {
     let mut faults_of: Vec<Option<(u64, u64)>> = Vec::new();
     let mut starts: Vec<Option<std::time::SystemTime>> = Vec::new();
     // fio's ss=: each job's (or group's) steady-state check, by job.
-    let mut ss_reports: Vec<Option<crate::fio_steady::Report>> = jobs.iter().map(|_| None).collect();
+    let mut ss_reports: Vec<Option<crate::fio_steady::Report>> =
+        jobs.iter().map(|_| None).collect();
     let disk_before = read_diskstats(&disks);
     let wall = std::time::Instant::now();
     let exitall = jobs.iter().any(|j| j.exit.0);

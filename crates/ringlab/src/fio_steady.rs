@@ -49,9 +49,7 @@ fn canonical(k: &str) -> String {
 /// `seconds`, else microseconds. In microseconds.
 pub fn time_us(v: &str, seconds: bool) -> Option<u64> {
     let v = v.trim();
-    let digits = v
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(v.len());
+    let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let n: u64 = v[..digits].parse().ok()?;
     let unit = v[digits..].trim().to_ascii_lowercase();
     let mult = match unit.as_str() {
@@ -86,26 +84,26 @@ pub fn take(opts: &mut Vec<Written>) -> Result<Words> {
     let mut keep = Vec::new();
     for o in opts.drain(..) {
         let v = o.value.clone().unwrap_or_default();
-        let bad = |what: &str| {
-            usage_error(format!(
-                "{}={v}: {what}",
-                o.origin.name(&o.key)
-            ))
-        };
+        let bad = |what: &str| usage_error(format!("{}={v}: {what}", o.origin.name(&o.key)));
         match canonical(&o.key).as_str() {
             "steadystate" => ss = Some((o.clone(), v.trim().to_string())),
             "steadystate_duration" => {
                 // fio keeps whole seconds (o->ss_dur /= 1000000).
-                dur = Some(time_us(&v, true).ok_or_else(|| bad("not a time (30s, 1m)"))? / 1_000_000)
+                dur =
+                    Some(time_us(&v, true).ok_or_else(|| bad("not a time (30s, 1m)"))? / 1_000_000)
             }
             "steadystate_ramp_time" => {
                 ramp_us = time_us(&v, true).ok_or_else(|| bad("not a time (10s)"))?
             }
             "latency_target" => {
-                target = Some(time_us(&v, false).ok_or_else(|| bad("not a time (in µs without a unit, as fio)"))?)
+                target = Some(
+                    time_us(&v, false)
+                        .ok_or_else(|| bad("not a time (in µs without a unit, as fio)"))?,
+                )
             }
             "latency_window" => {
-                window_us = time_us(&v, false).ok_or_else(|| bad("not a time (in µs without a unit, as fio)"))?
+                window_us = time_us(&v, false)
+                    .ok_or_else(|| bad("not a time (in µs without a unit, as fio)"))?
             }
             "latency_percentile" => {
                 pct = v
@@ -115,9 +113,7 @@ pub fn take(opts: &mut Vec<Written>) -> Result<Words> {
                     .filter(|p| (0.0..=100.0).contains(p))
                     .ok_or_else(|| bad("fio takes a percentage from 0 to 100"))?
             }
-            "latency_run" => {
-                run = !matches!(v.trim(), "0" | "false" | "off" | "no")
-            }
+            "latency_run" => run = !matches!(v.trim(), "0" | "false" | "off" | "no"),
             _ => keep.push(o),
         }
     }
@@ -128,10 +124,8 @@ pub fn take(opts: &mut Vec<Written>) -> Result<Words> {
                 Some((o, v)) => (v.clone(), o.origin.name(&o.key)),
                 None => (DEFAULT_SS.to_string(), "ss_dur".to_string()),
             };
-            let crit = Criterion::parse(&text, |s| {
-                ringlab_io::fio::value::size(s, 1024).ok()
-            })
-            .map_err(|e| usage_error(format!("{place}={text}: {e}")))?;
+            let crit = Criterion::parse(&text, |s| ringlab_io::fio::value::size(s, 1024).ok())
+                .map_err(|e| usage_error(format!("{place}={text}: {e}")))?;
             w.ss = Some((crit, d, ramp_us));
         }
         (_, Some((o, v))) => {
@@ -314,9 +308,6 @@ pub fn monitor(
             }
             if over == 0 {
                 continue;
-            }
-            if std::env::var_os("RINGLAB_SS_DEBUG").is_some() {
-                eprintln!("ss: t={:?} iops={iops} bw={bw}", clock_zero.elapsed());
             }
             if u.state.push(iops, bw) {
                 let mut by = attained_by.lock().unwrap_or_else(|p| p.into_inner());

@@ -59,7 +59,10 @@ fn a_steady_job_ends_when_its_steady_state_is_attained() {
         let v = v.as_u64().unwrap();
         assert!((1600..=2400).contains(&v), "{ss}");
     }
-    assert_eq!(ss["data"]["bw"][0].as_u64().unwrap() / 4096, iops[0].as_u64().unwrap());
+    assert_eq!(
+        ss["data"]["bw"][0].as_u64().unwrap() / 4096,
+        iops[0].as_u64().unwrap()
+    );
     // Ended at the steady state, far from the 30 s runtime.
     assert!(j["job_runtime"].as_u64().unwrap() < 15_000, "{j}");
     std::fs::remove_dir_all(&d).unwrap();
@@ -120,7 +123,9 @@ fn the_latency_target_search_settles_and_ends_the_job() {
     assert_eq!(j["latency_percentile"], 99.9);
     assert!(j["job_runtime"].as_u64().unwrap() < 15_000, "{j}");
     assert!(
-        text.contains("     latency   : target=1000000000, window=50000, percentile=99.90%, depth=8"),
+        text.contains(
+            "     latency   : target=1000000000, window=50000, percentile=99.90%, depth=8"
+        ),
         "{text}"
     );
     std::fs::remove_dir_all(&d).unwrap();
@@ -173,9 +178,15 @@ fn inconsistent_steady_state_options_are_refused() {
     let out = fio(&d, &["--parse-only", "n.fio"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("n.fio:1") && err.contains("group_reporting"), "{err}");
-    std::fs::write(d.join("c.fio"), "[c]\nioengine=null\nsize=1m\nss=ops:10%\nss_dur=2\n")
-        .unwrap();
+    assert!(
+        err.contains("n.fio:1") && err.contains("group_reporting"),
+        "{err}"
+    );
+    std::fs::write(
+        d.join("c.fio"),
+        "[c]\nioengine=null\nsize=1m\nss=ops:10%\nss_dur=2\n",
+    )
+    .unwrap();
     let out = fio(&d, &["--parse-only", "c.fio"]);
     assert_eq!(out.status.code(), Some(2));
     std::fs::remove_dir_all(&d).unwrap();

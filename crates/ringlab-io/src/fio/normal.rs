@@ -406,7 +406,11 @@ fn steadystate_line(out: &mut String, s: &Value) {
         num2str(bw_kib, 4, 1024, false, "B/s"),
         num2str(u(&s["data"]["iops_mean"]), 4, 1, false, ""),
         if ss.starts_with("iops") { "iops" } else { "bw" },
-        if ss.contains("_slope") { " slope" } else { " mean dev" },
+        if ss.contains("_slope") {
+            " slope"
+        } else {
+            " mean dev"
+        },
         value,
         if pct { "%" } else { "" }
     );
