@@ -1022,8 +1022,11 @@ fn run(args: Vec<OsString>) -> Result<()> {
                 })
             })
             .collect();
-        let ss_names: Vec<String> = members.iter().map(|&i| jobs[i].name.clone()).collect();
-        let ss_units = crate::fio_steady::units(&ss_members, &ss_names)?;
+        let ss_all: Vec<_> = members
+            .iter()
+            .map(|&i| (jobs[i].name.clone(), jobs[i].group, jobs[i].steady.ss))
+            .collect();
+        let ss_units = crate::fio_steady::units(&ss_members, &ss_all)?;
         let ss_done = std::sync::atomic::AtomicBool::new(false);
         let ss_attained = std::sync::Mutex::new(vec![false; members.len()]);
         let mut ss_out: Vec<Option<crate::fio_steady::Report>> = Vec::new();

@@ -186,21 +186,26 @@ pub struct Unit {
 }
 
 /// The batch's checks: one per job, or one per group under
-/// group_reporting. fio rejects a group whose jobs' options differ.
-pub fn units(members: &[Option<Member>], names: &[String]) -> Result<Vec<Unit>> {
+/// group_reporting. fio rejects a group whose jobs' options differ
+/// (td_steadystate_init compares every job of the group, with ss or
+/// without): `all` holds each member's name, group and options.
+pub fn units(
+    members: &[Option<Member>],
+    all: &[(String, u32, Option<(Criterion, u64, u64)>)],
+) -> Result<Vec<Unit>> {
+    for (name, g, ss) in all {
+        if all.iter().any(|(_, g2, ss2)| g2 == g && ss2 != ss) {
+            return Err(usage_error(format!(
+                "[{name}]: job rejected: steadystate options must be consistent within reporting groups (fio's rule: every job of group {g} needs the same ss, ss_dur and ss_ramp)"
+            )));
+        }
+    }
     let mut out: Vec<Unit> = Vec::new();
     let mut by_group: Vec<(u32, usize)> = Vec::new();
     for (k, m) in members.iter().enumerate() {
         let Some(m) = m else { continue };
         if m.group_reporting {
             if let Some((_, u)) = by_group.iter().find(|(g, _)| *g == m.group) {
-                let first = &members[out[*u].members[0]];
-                if first.as_ref().map(|f| f.ss) != Some(m.ss) {
-                    return Err(usage_error(format!(
-                        "[{}]: job rejected: steadystate options must be consistent within reporting groups (fio's rule)",
-                        names[k]
-                    )));
-                }
                 out[*u].members.push(k);
                 continue;
             }

@@ -170,6 +170,16 @@ fn inconsistent_steady_state_options_are_refused() {
     let out = fio(&d, &["g.fio"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("consistent within reporting groups"));
+    // A job without ss in the group of one with it: fio rejects it too.
+    std::fs::write(
+        d.join("m.fio"),
+        "[global]\nioengine=null\nsize=1m\ntime_based\nruntime=1\n\
+         [a]\nss=iops:10%\nss_dur=2\n[b]\n",
+    )
+    .unwrap();
+    let out = fio(&d, &["m.fio"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("consistent within reporting groups"));
     std::fs::write(
         d.join("n.fio"),
         "[n]\nioengine=null\nsize=1m\nnumjobs=2\nss=iops:10%\nss_dur=2\n",
