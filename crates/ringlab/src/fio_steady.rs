@@ -185,13 +185,16 @@ pub struct Unit {
     ramp_us: u64,
 }
 
+/// A job's steady-state options: criterion, ss_dur (s), ss_ramp (µs).
+pub type SsOptions = (Criterion, u64, u64);
+
 /// The batch's checks: one per job, or one per group under
 /// group_reporting. fio rejects a group whose jobs' options differ
 /// (td_steadystate_init compares every job of the group, with ss or
 /// without): `all` holds each member's name, group and options.
 pub fn units(
     members: &[Option<Member>],
-    all: &[(String, u32, Option<(Criterion, u64, u64)>)],
+    all: &[(String, u32, Option<SsOptions>)],
 ) -> Result<Vec<Unit>> {
     for (name, g, ss) in all {
         if all.iter().any(|(_, g2, ss2)| g2 == g && ss2 != ss) {
@@ -295,13 +298,10 @@ pub fn monitor(
                 let t = &mut track[k];
                 let now = Instant::now();
                 let epoch = *t.epoch.get_or_insert(m.live.started().unwrap_or(now));
-                if u.ramp_us == 0 {
-                    t.ramp_over = true;
-                } else if !t.ramp_over
-                    && now.duration_since(epoch).as_micros() as u64 >= u.ramp_us + 1_000_000
-                {
-                    t.ramp_over = true;
-                }
+                // fio: over from the start without ss_ramp, else from a
+                // second after it.
+                t.ramp_over |= u.ramp_us == 0
+                    || now.duration_since(epoch).as_micros() as u64 >= u.ramp_us + 1_000_000;
                 let ms = now.duration_since(t.prev_time).as_millis().max(1) as u64;
                 t.prev_time = now;
                 if t.ramp_over {
