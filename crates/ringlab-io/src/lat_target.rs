@@ -213,6 +213,20 @@ impl LatTarget {
         step
     }
 
+    /// fio's lat_target_reset, from reset_all_stats (the end of the ramp):
+    /// the search starts again at depth 1, unless it is in its final
+    /// window (whose own reset this is).
+    pub fn reset(&mut self, now_ns: u64, ios: u64) {
+        if self.end_run {
+            return;
+        }
+        self.qd = 1;
+        self.qd_high = self.iodepth;
+        self.qd_low = 1;
+        self.new_cycle(now_ns, ios);
+        self.publish();
+    }
+
     /// The quiesce is over (nothing in flight): the next window starts.
     pub fn quiesced(&mut self, now_ns: u64, ios: u64) {
         self.quiescing = false;
@@ -298,6 +312,22 @@ mod tests {
         t.qd = 4;
         assert_eq!(t.sample(1_001), Step::Quiesce);
         assert_eq!(t.qd, 2);
+    }
+
+    #[test]
+    fn the_end_of_the_ramp_restarts_the_search_but_not_the_final_window() {
+        let mut t = lt(8, 99.0);
+        assert_eq!(t.check(2_000_000, 10), Step::Go);
+        assert_eq!(t.qd, 2);
+        t.reset(3_000_000, 20);
+        assert_eq!(t.qd, 1);
+        // Not before a whole window from the reset.
+        assert_eq!(t.check(3_500_000, 30), Step::Go);
+        assert_eq!(t.qd, 1);
+        t.end_run = true;
+        t.qd = 4;
+        t.reset(9_000_000, 90);
+        assert_eq!(t.qd, 4);
     }
 
     #[test]

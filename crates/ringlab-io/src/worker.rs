@@ -1146,6 +1146,11 @@ impl<E: Engine> Job<'_, E> {
         let _ = self.engine.take_submit_counts();
         self.issued_bytes = 0;
         self.issued_ios = 0;
+        // fio's reset_all_stats restarts a latency_target search.
+        let ops = self.ops;
+        if let Some(t) = &mut self.lat_target {
+            t.reset(at_ns, ops);
+        }
         if let Some(iv) = &mut self.intervals {
             iv.current = IntervalRecorder::default();
             iv.done.clear();
