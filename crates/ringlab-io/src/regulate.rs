@@ -21,6 +21,11 @@ pub struct Regulation {
     pub rate_ignore_thinktime: bool,
     /// fio's `flow`: this job's weight in its flow.
     pub flow: Option<FlowMember>,
+    /// fio's `ss=`: the run publishes its jobs' counters (bytes too) here
+    /// for the steady-state sampler of `ringlab fio`.
+    pub live: Option<Arc<crate::steady::Live>>,
+    /// fio's `latency_target`: each job thread searches its queue depth.
+    pub lat_target: Option<Arc<crate::lat_target::LatTargetPlan>>,
 }
 
 /// What fio seeds its Poisson generators from: `randseed` (0x89 unless

@@ -85,6 +85,9 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     let progress: Vec<Arc<JobProgress>> = (0..plan.numjobs)
         .map(|_| Arc::new(JobProgress::default()))
         .collect();
+    if let Some(live) = &plan.regulation.live {
+        live.publish(&progress);
+    }
     let spec = JobSpec {
         count: plan.numjobs,
         thread_name: "ringlab-job",
@@ -160,6 +163,9 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         line.draw(&plan, &progress, elapsed);
         status.print(&progress, elapsed.saturating_sub(ramp), elapsed >= ramp);
     });
+    if let Some(live) = &plan.regulation.live {
+        live.end();
+    }
     if let Some(k) = &mut kstat {
         if !kstat_on {
             // The run ended within the ramp: the evidence covers nothing

@@ -235,7 +235,16 @@ fn existing(plan: &IoPlan, path: &Path) -> Result<Target> {
         Err(e) => usage!("cannot inspect target {}: {e}", path.display()),
     };
     let ft = meta.file_type();
-    let kind = if ft.is_file() {
+    // The kernel's memory devices (major 1: /dev/null, /dev/zero), which
+    // fio's example job files name: a file with no size of its own.
+    let mem_dev = ft.is_char_device() && (meta.rdev() >> 8) & 0xfff == 1;
+    if mem_dev && plan.size.is_none() {
+        usage!(
+            "target {} is a character device, which has no size: give --size (fio's size=)",
+            path.display()
+        );
+    }
+    let kind = if ft.is_file() || mem_dev {
         TargetKind::File
     } else if ft.is_block_device() {
         TargetKind::Block
@@ -267,7 +276,11 @@ fn existing(plan: &IoPlan, path: &Path) -> Result<Target> {
     };
     let (size, lbs, fs_type, dev) = match kind {
         TargetKind::File => (
-            meta.len(),
+            if mem_dev {
+                plan.size.unwrap_or_default().saturating_add(plan.offset)
+            } else {
+                meta.len()
+            },
             file_dio_align(path).unwrap_or(512),
             fs_type_of(&probe),
             meta.dev(),

@@ -26,9 +26,12 @@ use std::sync::{Arc, Mutex};
 /// Counters a job publishes while it runs, read by the progress line. Padded
 /// to its own cache line so jobs do not share one.
 #[repr(align(128))]
-#[derive(Default)]
+#[derive(Default, Debug)]
 pub struct JobProgress {
     pub ops: AtomicU64,
+    /// Bytes completed; published only for a sampler that asked
+    /// ([`crate::regulate::Regulation::live`]: fio's steady state).
+    pub bytes: AtomicU64,
 }
 
 /// A job told not to start because another job's setup failed.
@@ -360,6 +363,14 @@ pub fn run_job<E: Engine>(
         measurements: ThreadMeasurements::default(),
         unrecorded: Unrecorded::default(),
         ops: 0,
+        live_bytes: plan.regulation.live.as_ref().map(|_| 0),
+        lat_target: plan.regulation.lat_target.as_ref().map(|p| {
+            Box::new(crate::lat_target::LatTarget::new(
+                p.clone(),
+                ctx.job as usize,
+                plan.iodepth,
+            ))
+        }),
         stage_log: plan.stage_latencies().then(|| StageLog {
             requests: Vec::with_capacity(1 << 16),
             clock_zero_mono_ns: 0,
@@ -1052,6 +1063,11 @@ struct Job<'a, E: Engine> {
     /// never grows).
     just_queued: Vec<u32>,
     ops: u64,
+    /// fio's ss=: the bytes completed, published beside `ops`; `None`
+    /// (nothing published) unless a steady-state sampler asked.
+    live_bytes: Option<u64>,
+    /// fio's latency_target: this thread's queue-depth search.
+    lat_target: Option<Box<crate::lat_target::LatTarget>>,
     /// `--evidence stages` on io_uring: the requests' issue and reap times.
     stage_log: Option<StageLog>,
     clock: Mono,
@@ -1122,6 +1138,11 @@ impl<E: Engine> Job<'_, E> {
         let _ = self.engine.take_submit_counts();
         self.issued_bytes = 0;
         self.issued_ios = 0;
+        // fio's reset_all_stats restarts a latency_target search.
+        let ops = self.ops;
+        if let Some(t) = &mut self.lat_target {
+            t.reset(at_ns, ops);
+        }
         if let Some(iv) = &mut self.intervals {
             iv.current = IntervalRecorder::default();
             iv.done.clear();
@@ -1362,6 +1383,69 @@ impl<E: Engine> Job<'_, E> {
         }
     }
 
+    /// fio's latency_target before an I/O is issued: under the search's
+    /// depth, and not while the I/O in flight drains after a change of
+    /// depth (fio's quiesce); a drained quiesce starts the next window
+    /// (and, before the final window, the statistics again).
+    fn lat_gate(&mut self) -> bool {
+        let Some(t) = &self.lat_target else {
+            return true;
+        };
+        if t.quiescing {
+            if self.inflight > 0 {
+                return false;
+            }
+            let now = self.now_ns();
+            let ops = self.ops;
+            let reset = t.reset_due;
+            if let Some(t) = &mut self.lat_target {
+                t.quiesced(now, ops);
+            }
+            if reset && self.ramp_end_ns == 0 {
+                // fio's reset_all_stats: only the final window is
+                // reported.
+                self.end_ramp(now);
+            }
+        }
+        self.lat_target
+            .as_ref()
+            .is_none_or(|t| self.inflight < t.qd)
+    }
+
+    /// fio's latency_target check of one completed I/O's total latency.
+    fn lat_sample(&mut self, s: &SlotState, lat: u64) -> Result<()> {
+        let Some(t) = &mut self.lat_target else {
+            return Ok(());
+        };
+        if t.sample(lat) == crate::lat_target::Step::Fatal {
+            let what = if s.dir == Dir::Write { "write" } else { "read" };
+            bail!(
+                "job {}: latency of {lat} nsec exceeds specified max ({} nsec): {} {what} {} {} (fio's latency_target: even at depth 1 an I/O took longer, with latency_percentile=100; fio ends the job with ETIMEDOUT, 'max latency exceeded')",
+                self.ctx.job,
+                t.plan.target_ns,
+                self.ctx.target.path.display(),
+                s.offset,
+                s.len
+            );
+        }
+        Ok(())
+    }
+
+    /// fio's lat_target_check after a completion (not within the ramp):
+    /// at the end of a window the depth goes up or down, or the search
+    /// is over and the job ends.
+    fn lat_check(&mut self, now_ns: u64) {
+        if self.ramp_end_ns != 0 {
+            return;
+        }
+        let ops = self.ops;
+        if let Some(t) = &mut self.lat_target {
+            if t.check(now_ns, ops) == crate::lat_target::Step::Done {
+                self.ctx.stop.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Frees a slot whose completion is not recorded (after a failure).
     fn release(&mut self, slot: u32) {
         if let Some(v) = &mut self.verify {
@@ -1385,6 +1469,9 @@ impl<E: Engine> Job<'_, E> {
         let mut stamp: Option<u64> = None;
         while let Some(&slot) = self.free.last() {
             if !self.may_issue() {
+                break;
+            }
+            if self.lat_target.is_some() && !self.lat_gate() {
                 break;
             }
             if self.sync.as_ref().is_some_and(|s| s.due) {
@@ -1720,6 +1807,13 @@ impl<E: Engine> Job<'_, E> {
         self.free.push(slot);
         self.ops += 1;
         self.ctx.progress.ops.store(self.ops, Ordering::Relaxed);
+        if let Some(b) = &mut self.live_bytes {
+            *b += bs;
+            self.ctx.progress.bytes.store(*b, Ordering::Relaxed);
+        }
+        if self.lat_target.is_some() {
+            self.lat_check(now_ns);
+        }
         Ok(())
     }
 
@@ -1739,6 +1833,9 @@ impl<E: Engine> Job<'_, E> {
             (Some(sub - s.start_ns), end - sub)
         };
         let lat = end - s.start_ns;
+        if self.lat_target.is_some() {
+            self.lat_sample(s, lat)?;
+        }
         if let Some(r) = self.interval_recorder(now_ns, s.dir) {
             r.record(bs, lat);
         }

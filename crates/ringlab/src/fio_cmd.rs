@@ -313,6 +313,8 @@ struct Job {
     exit: (bool, crate::fio_groups::ExitWhat),
     /// fio's numa_cpu_nodes and numa_mem_policy.
     numa: crate::fio_groups::Numa,
+    /// fio's ss= and latency_target options.
+    steady: crate::fio_steady::Words,
 }
 
 fn canonical(key: &str) -> String {
@@ -568,6 +570,7 @@ fn resolve(
     let p = take_personal(&mut opts)?;
     crate::fio_groups::refuse_zbd(&opts, &fio_target(&opts, name))?;
     let reg = crate::fio_regulate::take(&mut opts)?;
+    let steady = crate::fio_steady::take(&mut opts)?;
     fio_values(&mut opts, name)?;
     let has = |k: &str| opts.iter().any(|o| canonical(&o.key) == k);
     let mut words = options::translate(&opts, true, Some(name))?;
@@ -648,6 +651,13 @@ fn resolve(
     words.notes.extend(p.notes);
     words.notes.extend(reg.notes.iter().cloned());
     crate::fio_regulate::apply(&reg, &mut plan, &mut words.notes)?;
+    crate::fio_steady::apply(
+        &steady,
+        &mut plan,
+        words.group_reporting,
+        &format!("{place}: [{name}]"),
+    )?;
+    words.notes.extend(steady.notes.iter().cloned());
     Ok(Job {
         startdelay: p.startdelay,
         clat_percentiles: p.clat_percentiles,
@@ -664,6 +674,7 @@ fn resolve(
         description: p.description,
         exit: p.exit,
         numa: p.numa,
+        steady,
     })
 }
 
@@ -961,6 +972,9 @@ fn run(args: Vec<OsString>) -> Result<()> {
     let mut results: Vec<Option<RunResult>> = Vec::new();
     let mut faults_of: Vec<Option<(u64, u64)>> = Vec::new();
     let mut starts: Vec<Option<std::time::SystemTime>> = Vec::new();
+    // fio's ss=: each job's (or group's) steady-state check, by job.
+    let mut ss_reports: Vec<Option<crate::fio_steady::Report>> =
+        jobs.iter().map(|_| None).collect();
     let disk_before = read_diskstats(&disks);
     let wall = std::time::Instant::now();
     let exitall = jobs.iter().any(|j| j.exit.0);
@@ -993,8 +1007,36 @@ fn run(args: Vec<OsString>) -> Result<()> {
                 .collect::<Vec<_>>(),
             exitall,
         );
+        // fio's ss=: a sampler beside the jobs, once a second.
+        let ss_members: Vec<Option<crate::fio_steady::Member>> = members
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| {
+                let j = &jobs[i];
+                Some(crate::fio_steady::Member {
+                    live: j.plan.regulation.live.clone()?,
+                    stop: exits.flag(k),
+                    group: j.group,
+                    group_reporting: j.words.group_reporting,
+                    ss: j.steady.ss?,
+                })
+            })
+            .collect();
+        let ss_all: Vec<_> = members
+            .iter()
+            .map(|&i| (jobs[i].name.clone(), jobs[i].group, jobs[i].steady.ss))
+            .collect();
+        let ss_units = crate::fio_steady::units(&ss_members, &ss_all)?;
+        let ss_done = std::sync::atomic::AtomicBool::new(false);
+        let ss_attained = std::sync::Mutex::new(vec![false; members.len()]);
+        let mut ss_out: Vec<Option<crate::fio_steady::Report>> = Vec::new();
         let outcomes: Vec<Result<RunResult>> = std::thread::scope(|s| {
             let forward = s.spawn(|| exits.forward(&interrupted));
+            let sampler = (!ss_units.is_empty()).then(|| {
+                s.spawn(|| {
+                    crate::fio_steady::monitor(&ss_members, ss_units, &ss_done, wall, &ss_attained)
+                })
+            });
             let handles: Vec<_> = members
                 .iter()
                 .enumerate()
@@ -1036,12 +1078,34 @@ fn run(args: Vec<OsString>) -> Result<()> {
                 .collect();
             exits.all_ended();
             let _ = forward.join();
+            ss_done.store(true, std::sync::atomic::Ordering::SeqCst);
+            if let Some(h) = sampler {
+                ss_out = h.join().unwrap_or_default();
+            }
             out
         });
+        let ss_attained = ss_attained.into_inner().unwrap_or_else(|p| p.into_inner());
+        for (k, r) in ss_out.into_iter().enumerate() {
+            ss_reports[members[k]] = r;
+        }
         let outcomes: Vec<Result<RunResult>> = outcomes
             .into_iter()
             .enumerate()
             .map(|(k, r)| r.map(|r| exits.explain(k, r)))
+            .collect();
+        let outcomes: Vec<Result<RunResult>> = outcomes
+            .into_iter()
+            .enumerate()
+            .map(|(k, r)| {
+                r.map(|mut r| {
+                    if ss_attained.get(k) == Some(&true) {
+                        // Ended by its steady state, as fio ends it.
+                        r.warnings.retain(|w| !w.starts_with("interrupted:"));
+                        r.warnings.push("ended when its steady state was attained (ss=), as fio ends it: the figures cover the run up to then".to_string());
+                    }
+                    r
+                })
+            })
             .collect();
         let stop_later = exits.stop_later();
         let f1 = faults();
@@ -1148,6 +1212,17 @@ fn run(args: Vec<OsString>) -> Result<()> {
                 e["ringlab"]["start_unix_ms"] = json!(ms);
             }
             e["ringlab"]["runs_as"] = json!(format!("ringlab {}", j.argv.join(" ")));
+            if let Some(r) = ss_reports.get(idx).and_then(Option::as_ref) {
+                e["steadystate"] = ringlab_io::fio::json::steadystate(&r.state);
+            }
+            if let Some(lt) = &j.plan.regulation.lat_target {
+                // fio's latency_depth: the thread's, or with
+                // group_reporting the last thread's.
+                let thread = e["ringlab"]["job"]
+                    .as_u64()
+                    .map_or(j.plan.numjobs.saturating_sub(1) as usize, |n| n as usize);
+                ringlab_io::fio::json::latency_target(e, lt.depth_of(thread), lt);
+            }
         }
     }
     let mut text = String::new();

@@ -18,6 +18,7 @@ mod fio;
 mod fio_cmd;
 mod fio_groups;
 mod fio_regulate;
+mod fio_steady;
 mod lab;
 mod wrk;
 

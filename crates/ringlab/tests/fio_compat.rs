@@ -519,7 +519,7 @@ fn parse_only_prints_the_runs_and_does_no_io() {
     for (line, want) in [
         (
             "io --ss=iops:1% --parse-only",
-            "fio's option (steadystate) has no equivalent",
+            "'ringlab fio' ends the job (with group_reporting its group) at fio's steady state",
         ),
         (
             "io --flow=2 --parse-only",

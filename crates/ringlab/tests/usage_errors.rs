@@ -256,8 +256,14 @@ fn bad_targets() {
         &format!("io {}", d.display()),
         &["is a directory", "--directory"],
     );
+    // /dev/null and /dev/zero are targets (fio's steadystate.fio names
+    // them) with a size; other character devices stay refused.
     refused_plain(
         "io /dev/null",
+        &["is a character device, which has no size", "--size"],
+    );
+    refused_plain(
+        "io /dev/tty --size 1m",
         &["neither a regular file nor a block device"],
     );
     // O_DIRECT needs a block size that is a multiple of the logical block.

@@ -495,6 +495,36 @@ fn buckets(r: &LatencyRecorder) -> (Value, Value, Value) {
     )
 }
 
+/// fio's `steadystate` object of a job entry (stat.c), from the job's (or
+/// its reporting group's) steady-state check.
+pub fn steadystate(s: &crate::steady::SteadyState) -> Value {
+    let (iops, bw) = s.in_order();
+    let (iops_mean, bw_mean) = s.means();
+    json!({
+        "ss": s.crit.shown(),
+        "duration": s.dur,
+        "attained": u8::from(s.attained),
+        "criterion": format!("{:.6}{}", s.criterion as f32, if s.crit.pct { "%" } else { "" }),
+        "max_deviation": s.deviation,
+        "slope": s.slope,
+        "data": {
+            "bw_mean": bw_mean,
+            "iops_mean": iops_mean,
+            "iops": iops,
+            "bw": bw,
+        },
+    })
+}
+
+/// fio's latency_target fields of a job entry: the depth the search
+/// ended at, the target (ns), the percentile and the window (µs).
+pub fn latency_target(e: &mut Value, depth: u32, p: &crate::lat_target::LatTargetPlan) {
+    e["latency_depth"] = json!(depth);
+    e["latency_target"] = json!(p.target_ns);
+    e["latency_percentile"] = json!(p.percentile);
+    e["latency_window"] = json!(p.window_us);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -356,12 +356,18 @@ pub fn normal(doc: &Value) -> String {
         );
         let _ = writeln!(
             out,
-            "     latency   : target=0, window=0, percentile=100.00%, depth={}",
+            "     latency   : target={}, window={}, percentile={:.2}%, depth={}",
+            u(&j["latency_target"]),
+            u(&j["latency_window"]),
+            j["latency_percentile"].as_f64().unwrap_or(100.0),
             j["latency_depth"]
                 .as_str()
                 .map(str::to_string)
                 .unwrap_or_else(|| u(&j["latency_depth"]).max(1).to_string())
         );
+        if j.get("steadystate").is_some() {
+            steadystate_line(&mut out, &j["steadystate"]);
+        }
     }
     group_stats(&mut out, &jobs);
     if let Some(disks) = doc["disk_util"].as_array().filter(|d| !d.is_empty()) {
@@ -383,6 +389,31 @@ pub fn normal(doc: &Value) -> String {
         }
     }
     out
+}
+
+/// fio's show_ss_normal: the steady-state line of a job.
+fn steadystate_line(out: &mut String, s: &Value) {
+    let ss = s["ss"].as_str().unwrap_or("");
+    let bw_kib = u(&s["data"]["bw_mean"]) / 1024;
+    let crit = s["criterion"].as_str().unwrap_or("");
+    let pct = crit.ends_with('%');
+    let value: f64 = crit.trim_end_matches('%').parse().unwrap_or(f64::NAN);
+    let _ = writeln!(
+        out,
+        "  steadystate  : attained={}, bw={} ({}), iops={}, {}{}={:.3}{}",
+        if u(&s["attained"]) > 0 { "yes" } else { "no" },
+        num2str(bw_kib, 4, 1024, true, "B/s"),
+        num2str(bw_kib, 4, 1024, false, "B/s"),
+        num2str(u(&s["data"]["iops_mean"]), 4, 1, false, ""),
+        if ss.starts_with("iops") { "iops" } else { "bw" },
+        if ss.contains("_slope") {
+            " slope"
+        } else {
+            " mean dev"
+        },
+        value,
+        if pct { "%" } else { "" }
+    );
 }
 
 /// fio's show_group_stats for every group.
