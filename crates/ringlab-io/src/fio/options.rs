@@ -177,7 +177,8 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("buffer_compress_percentage", Kind::Special),
     opt!("buffer_compress_chunk", Kind::Special),
     opt!("create_serialize", Kind::Ignored("ringlab lays out the files of a job file's jobs before they start; the order of the layout moves no measured I/O")),
-    opt!("fill_device", ["fill_fs"], Kind::Refused("ringlab has no equivalent: it does not write until the device or file system is full (ENOSPC); give size= (on a file, fio would fill the whole file system)")),
+    opt!("fill_device", ["fill_fs"], Kind::Special),
+    opt!("offset_increment", Kind::Value("offset-increment")),
     opt!("prioclass", Kind::Special),
     opt!("prio", Kind::Special),
     opt!("cmdprio_percentage", Kind::Special),
@@ -237,6 +238,7 @@ pub fn is_boolean(rec: &FioOption) -> bool {
                 | "verify_fatal"
                 | "dedupe_global"
                 | "log_prio"
+                | "fill_device"
         ),
         _ => false,
     }
@@ -372,6 +374,8 @@ struct Gathered {
     rwmixread: Option<String>,
     rwmixwrite: Option<(Written, u32)>,
     rw_given: bool,
+    /// fio's fill_device: no size means "until full", not the file's size.
+    fill_device: bool,
     /// An option only fio spells this way was used (not just ringlab's).
     fio_spelling: bool,
 }
@@ -621,6 +625,12 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
         "log_offset" => {
             t.log_offset = Some(bool_value(o)?);
         }
+        "fill_device" => {
+            g.fill_device = bool_value(o)?;
+            if g.fill_device {
+                t.args.push("--fill-device".to_string());
+            }
+        }
         // Structure of a job file; on a command line with one job they
         // change nothing.
         "stonewall" | "new_group" | "wait_for" => {}
@@ -707,8 +717,9 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
         if !g.rw_given {
             t.args.extend(["--rw".to_string(), "read".to_string()]);
         }
-        // Without size, fio moves the whole file once.
-        if !g.time_based && !g.io_size_given && size.is_none() {
+        // Without size, fio moves the whole file once (with fill_device:
+        // until the file system is full).
+        if !g.time_based && !g.io_size_given && size.is_none() && !g.fill_device {
             let len = t
                 .target
                 .as_ref()
@@ -991,6 +1002,9 @@ pub fn help_text() -> String {
             (Kind::Special, "random_generator") => {
                 "tausworthe/tausworthe64/lfsr: accepted; ringlab's generator draws the offsets".to_string()
             }
+            (Kind::Special, "fill_device") => {
+                "write until the file system or device is full: ENOSPC ends the job without an error; a file is re-created empty, and without size the region is the free space".to_string()
+            }
             (Kind::Special, "log_offset") => {
                 "the offset column of per-I/O latency logs (ringlab io writes it always)".to_string()
             }
@@ -1020,6 +1034,9 @@ pub fn help_text() -> String {
             }
             (Kind::Special, n) if super::content::NAMES.contains(&n) => {
                 super::content::help(n).to_string()
+            }
+            (Kind::Value(_), "offset_increment") => {
+                "job N of numjobs starts at offset + N * this (bytes, or N% of the target with starts aligned up to bs)".to_string()
             }
             (Kind::Value(f), _) => format!("--{f}"),
             (Kind::Flag(f), _) => format!("--{f}"),
