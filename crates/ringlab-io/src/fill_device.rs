@@ -238,7 +238,7 @@ mod tests {
         io: IoArgs,
     }
 
-    fn plan(line: &str) -> IoPlan {
+    fn plan_of(line: &str) -> IoPlan {
         use clap::Parser;
         let argv = std::iter::once("io").chain(line.split_whitespace());
         IoPlan::from_args(&Cmd::try_parse_from(argv).unwrap().io).unwrap()
@@ -246,13 +246,13 @@ mod tests {
 
     #[test]
     fn job_starts_step_by_the_increment() {
-        let plan = plan("--offset 120k --bs 16k --numjobs 4 --offset-increment 1m --runtime 1");
+        let plan = plan_of("--offset 120k --bs 16k --numjobs 4 --offset-increment 1m --runtime 1");
         assert_eq!(job_start(&plan, 1 << 30, 0), 120 << 10);
         assert_eq!(job_start(&plan, 1 << 30, 3), (120 << 10) + (3 << 20));
         let (first, shift, count) = job_region(&plan, 8 << 20, 8 << 20, 1);
         assert_eq!(first * (16 << 10) + shift, (120 << 10) + (1 << 20));
         assert_eq!(count, ((8 << 20) - (120 << 10) - (1 << 20)) / (16 << 10));
-        let plan = plan("--offset 120k --bs 16k --numjobs 4 --offset-increment 25% --runtime 1");
+        let plan = plan_of("--offset 120k --bs 16k --numjobs 4 --offset-increment 25% --runtime 1");
         // 25% of 10,000,000 is 2,500,000; 120k + that, aligned up to 16k.
         assert_eq!(job_start(&plan, 10_000_000, 1), 2_637_824);
     }
