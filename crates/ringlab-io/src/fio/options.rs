@@ -376,6 +376,8 @@ struct Gathered {
     rw_given: bool,
     /// fio's fill_device: no size means "until full", not the file's size.
     fill_device: bool,
+    /// fio's fill_device as written (for the refusal on a read job).
+    fill_device_at: Option<Written>,
     /// An option only fio spells this way was used (not just ringlab's).
     fio_spelling: bool,
 }
@@ -627,6 +629,7 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
         }
         "fill_device" => {
             g.fill_device = bool_value(o)?;
+            g.fill_device_at = Some(o.clone());
             if g.fill_device {
                 t.args.push("--fill-device".to_string());
             }
@@ -706,6 +709,16 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
                     "rwmixread and rwmixwrite must add up to 100; give one of them",
                 ))
             }
+        }
+    }
+    if let Some(o) = g.fill_device_at.as_ref().filter(|_| g.fill_device) {
+        let writes = t
+            .args
+            .windows(2)
+            .rfind(|w| w[0] == "--rw")
+            .is_some_and(|w| w[1].contains("write") || w[1] == "rw" || w[1] == "randrw");
+        if !writes {
+            return Err(refuse(o, "fio lays out the file of a job that only reads until the file system is full, then reads it; ringlab has not built that: give size=, or make the job write (rw=write)"));
         }
     }
     if in_file {
