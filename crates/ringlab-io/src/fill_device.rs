@@ -12,8 +12,8 @@
 //! so that the write that finds no space is issued as in fio; the job
 //! writes that region once and ends at the first ENOSPC.
 //!
-//! offset_increment: job N of a job's `numjobs` clones starts at `offset
-//! + N * offset_increment` (filesetup.c get_start_offset); given in
+//! offset_increment: job N of a job's `numjobs` clones starts at
+//! `offset + N * offset_increment` (filesetup.c get_start_offset); given in
 //! percent, the increment is that share of the target and each job's
 //! start is aligned up to the block size. Without size a job's region
 //! runs from its start to the end of the target; with size it is size

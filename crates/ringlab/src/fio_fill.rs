@@ -26,9 +26,9 @@ pub fn sized_at_start<'a>(
         )
     });
     !own_size
-        && earlier.into_iter().any(|(b, p)| {
-            b < batch && p.writes() && p.target.as_deref() == Some(target)
-        })
+        && earlier
+            .into_iter()
+            .any(|(b, p)| b < batch && p.writes() && p.target.as_deref() == Some(target))
 }
 
 /// Sets the job's bytes from its file as it is now (its group starts):

@@ -116,7 +116,11 @@ fn fill_device_writes_the_free_space_and_ends_at_enospc_without_an_error() {
     let v = json(&out);
     let w = job(&v, "write-phase");
     let r = job(&v, "verify-phase");
-    assert_eq!(u(&w["error"]), 0, "ENOSPC is not an error under fill_device");
+    assert_eq!(
+        u(&w["error"]),
+        0,
+        "ENOSPC is not an error under fill_device"
+    );
     let written = u(&w["write"]["io_bytes"]);
     assert!(
         written <= free && free - written < 64 << 10,
@@ -183,7 +187,11 @@ fn fill_device_on_a_read_job_is_refused_with_its_line() {
     )
     .unwrap();
     let out = fio(&d, &["job.fio"]);
-    fails(&out, 2, "job.fio:4: [r] fill_device=1: fio lays out the file of a job");
+    fails(
+        &out,
+        2,
+        "job.fio:4: [r] fill_device=1: fio lays out the file of a job",
+    );
 }
 
 /// Per job (by its first offset): the (direction, offset) of every I/O in
@@ -261,7 +269,10 @@ fn the_two_example_files_parse_unchanged() {
     for f in ["surface-scan.fio", "cross-stripe-verify.fio"] {
         let p = Path::new(EXAMPLES).join(f);
         if !p.exists() {
-            skip(name, &format!("{} is not installed (fio-examples)", p.display()));
+            skip(
+                name,
+                &format!("{} is not installed (fio-examples)", p.display()),
+            );
             continue;
         }
         let d = tmp("parse");
