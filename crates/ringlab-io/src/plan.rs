@@ -857,8 +857,8 @@ impl IoPlan {
         if args.verify && args.offset_increment.is_some() {
             usage!("--verify gives each job its own slice of the region, and --offset-increment places each job: drop one of them (fio's verify= checks blocks wherever they are)");
         }
-        if args.fill_device && args.rw == Rw::Nop {
-            usage!("--fill-device writes until the target is full; --rw nop writes nothing");
+        if args.fill_device && (args.rw == Rw::Nop || args.target.is_none()) {
+            usage!("--fill-device writes a TARGET until its file system or device is full: name the file or device, with a write workload");
         }
         if args.verify && bs != bs_max {
             usage!("--verify checks blocks of one size, and --bsrange/--bssplit vary it ({}): drop one of them", block_sizes[0].describe());
