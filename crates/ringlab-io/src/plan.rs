@@ -800,8 +800,11 @@ impl IoPlan {
                 let o = size_flag("offset", t)?;
                 // fio places I/O at offset + k * bs, whatever the offset;
                 // ringlab's own --verify counts whole blocks from 0.
-                if o % bs != 0 && (o % 512 != 0 || args.verify) {
-                    usage!("--offset {t}: not a multiple of --bs {} (ringlab's offsets are whole blocks from it, which O_DIRECT also needs)", args.bs);
+                if o % bs != 0 && args.verify {
+                    usage!("--offset {t}: not a multiple of --bs {} (--verify counts whole blocks from the start of the target)", args.bs);
+                }
+                if o % 512 != 0 {
+                    usage!("--offset {t}: not a multiple of 512 bytes (a sector; I/O goes at --offset plus whole blocks of --bs, as in fio)");
                 }
                 if o > 0 && args.rw == Rw::Nop {
                     usage!("--offset places I/O in a target; --rw nop has none");

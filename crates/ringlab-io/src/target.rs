@@ -427,6 +427,13 @@ fn check_direct(
     if !plan.direct {
         return Ok(());
     }
+    if !plan.offset.is_multiple_of(lbs as u64) {
+        usage!(
+            "--offset {} is not a multiple of the logical block size ({lbs} bytes) of {}, which O_DIRECT requires: use a multiple of {lbs} or drop --direct",
+            plan.offset,
+            path.display()
+        );
+    }
     if !plan.bs.is_multiple_of(lbs as u64) {
         usage!(
             "--bs {} is not a multiple of the logical block size ({lbs} bytes) of {}, which O_DIRECT requires: use a multiple of {lbs} or drop --direct",
