@@ -317,43 +317,51 @@ impl FioVerify {
         let hs = self.kind.hdr_size();
         for (i, chunk) in buf.chunks_exact(inc).enumerate() {
             let at = offset + (i * inc) as u64;
-            let where_ = format!(
-                " at offset {at}, length {inc} (requested block: offset={offset}, length={})",
-                buf.len()
-            );
+            // Formatted only for a message: a check that passes allocates nothing.
+            let where_ = || {
+                format!(
+                    " at offset {at}, length {inc} (requested block: offset={offset}, length={})",
+                    buf.len()
+                )
+            };
             let u16_at = |o: usize| u16::from_le_bytes([chunk[o], chunk[o + 1]]);
             let u32_at =
                 |o: usize| u32::from_le_bytes([chunk[o], chunk[o + 1], chunk[o + 2], chunk[o + 3]]);
             let magic = u16_at(0);
             if magic != MAGIC {
                 return Err(format!(
-                    "verify: bad magic header {magic:x}, wanted {MAGIC:x}{where_}"
+                    "verify: bad magic header {magic:x}, wanted {MAGIC:x}{}",
+                    where_()
                 ));
             }
             let len = u32_at(4);
             if len as usize != inc {
                 return Err(format!(
-                    "verify: bad header length {len}, wanted {inc}{where_}"
+                    "verify: bad header length {len}, wanted {inc}{}",
+                    where_()
                 ));
             }
             let hoff = u64::from_le_bytes(chunk[16..24].try_into().unwrap_or([0; 8]));
             if hoff != at {
                 return Err(format!(
-                    "verify: bad header offset {hoff}, wanted {at}{where_}"
+                    "verify: bad header offset {hoff}, wanted {at}{}",
+                    where_()
                 ));
             }
             let crc = fio_crc32c(&chunk[..CRC_AT]);
             let stored = u32_at(CRC_AT);
             if crc != stored {
                 return Err(format!(
-                    "verify: bad header crc {stored:x}, calculated {crc:x}{where_}"
+                    "verify: bad header crc {stored:x}, calculated {crc:x}{}",
+                    where_()
                 ));
             }
             let media = u16_at(2);
             if media != self.kind.code() {
                 return Err(format!(
-                    "fio: verify type mismatch ({media} media, {} given){where_}",
-                    self.kind.code()
+                    "fio: verify type mismatch ({media} media, {} given){}",
+                    self.kind.code(),
+                    where_()
                 ));
             }
             if self.kind == Kind::Meta {
@@ -366,8 +374,9 @@ impl FioVerify {
             let got = self.kind.sum(&chunk[hs..]);
             if want != got.as_slice() {
                 return Err(format!(
-                    "{}: verify failed{where_}\n       Expected CRC: {}\n       Received CRC: {}",
+                    "{}: verify failed{}\n       Expected CRC: {}\n       Received CRC: {}",
                     self.kind.name(),
+                    where_(),
                     hex(want),
                     hex(&got)
                 ));
