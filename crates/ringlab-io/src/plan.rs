@@ -804,7 +804,7 @@ impl IoPlan {
                     usage!("--offset {t}: not a multiple of --bs {} (--verify counts whole blocks from the start of the target)", args.bs);
                 }
                 if o % 512 != 0 {
-                    usage!("--offset {t}: not a multiple of 512 bytes (a sector; I/O goes at --offset plus whole blocks of --bs, as in fio)");
+                    usage!("--offset {t}: not a multiple of 512 bytes (a sector), let alone a multiple of --bs {}: I/O goes at --offset plus whole blocks of --bs, as in fio", args.bs);
                 }
                 if o > 0 && args.rw == Rw::Nop {
                     usage!("--offset places I/O in a target; --rw nop has none");
