@@ -272,9 +272,7 @@ impl FioVerify {
     /// with the pattern when one is given).
     pub fn stamp(&self, buf: &mut [u8], offset: u64, seed: u64, numberio: u16, thread: u16) {
         if let Some(p) = &self.pattern {
-            for (b, v) in buf.iter_mut().zip(p.iter().cycle()) {
-                *b = *v;
-            }
+            fill_repeated(buf, p);
         }
         if matches!(self.kind, Kind::Pattern) {
             return;
@@ -319,43 +317,51 @@ impl FioVerify {
         let hs = self.kind.hdr_size();
         for (i, chunk) in buf.chunks_exact(inc).enumerate() {
             let at = offset + (i * inc) as u64;
-            let where_ = format!(
-                " at offset {at}, length {inc} (requested block: offset={offset}, length={})",
-                buf.len()
-            );
+            // Formatted only for a message: a check that passes allocates nothing.
+            let where_ = || {
+                format!(
+                    " at offset {at}, length {inc} (requested block: offset={offset}, length={})",
+                    buf.len()
+                )
+            };
             let u16_at = |o: usize| u16::from_le_bytes([chunk[o], chunk[o + 1]]);
             let u32_at =
                 |o: usize| u32::from_le_bytes([chunk[o], chunk[o + 1], chunk[o + 2], chunk[o + 3]]);
             let magic = u16_at(0);
             if magic != MAGIC {
                 return Err(format!(
-                    "verify: bad magic header {magic:x}, wanted {MAGIC:x}{where_}"
+                    "verify: bad magic header {magic:x}, wanted {MAGIC:x}{}",
+                    where_()
                 ));
             }
             let len = u32_at(4);
             if len as usize != inc {
                 return Err(format!(
-                    "verify: bad header length {len}, wanted {inc}{where_}"
+                    "verify: bad header length {len}, wanted {inc}{}",
+                    where_()
                 ));
             }
             let hoff = u64::from_le_bytes(chunk[16..24].try_into().unwrap_or([0; 8]));
             if hoff != at {
                 return Err(format!(
-                    "verify: bad header offset {hoff}, wanted {at}{where_}"
+                    "verify: bad header offset {hoff}, wanted {at}{}",
+                    where_()
                 ));
             }
             let crc = fio_crc32c(&chunk[..CRC_AT]);
             let stored = u32_at(CRC_AT);
             if crc != stored {
                 return Err(format!(
-                    "verify: bad header crc {stored:x}, calculated {crc:x}{where_}"
+                    "verify: bad header crc {stored:x}, calculated {crc:x}{}",
+                    where_()
                 ));
             }
             let media = u16_at(2);
             if media != self.kind.code() {
                 return Err(format!(
-                    "fio: verify type mismatch ({media} media, {} given){where_}",
-                    self.kind.code()
+                    "fio: verify type mismatch ({media} media, {} given){}",
+                    self.kind.code(),
+                    where_()
                 ));
             }
             if self.kind == Kind::Meta {
@@ -368,8 +374,9 @@ impl FioVerify {
             let got = self.kind.sum(&chunk[hs..]);
             if want != got.as_slice() {
                 return Err(format!(
-                    "{}: verify failed{where_}\n       Expected CRC: {}\n       Received CRC: {}",
+                    "{}: verify failed{}\n       Expected CRC: {}\n       Received CRC: {}",
                     self.kind.name(),
+                    where_(),
                     hex(want),
                     hex(&got)
                 ));
@@ -383,6 +390,18 @@ impl FioVerify {
         let Some(p) = &self.pattern else {
             return Ok(());
         };
+        // The first period against the pattern, then each byte against
+        // the one a period before it (one memcmp); the byte loop below
+        // only runs to name a mismatch.
+        let n = p.len();
+        let head = buf.len().min(from + n);
+        if from < buf.len()
+            && (from..head).all(|i| buf[i] == p[i % n])
+            && buf[from + n.min(buf.len() - from)..]
+                == buf[from..buf.len().saturating_sub(n).max(from)]
+        {
+            return Ok(());
+        }
         for (i, b) in buf.iter().enumerate().skip(from) {
             let want = p[i % p.len()];
             if *b != want {
@@ -392,6 +411,18 @@ impl FioVerify {
             }
         }
         Ok(())
+    }
+}
+
+/// `p` repeated over `buf` from its first byte, by doubling copies.
+fn fill_repeated(buf: &mut [u8], p: &[u8]) {
+    let first = buf.len().min(p.len());
+    buf[..first].copy_from_slice(&p[..first]);
+    let mut filled = first;
+    while filled < buf.len() {
+        let k = filled.min(buf.len() - filled);
+        buf.copy_within(0..k, filled);
+        filled += k;
     }
 }
 
@@ -606,6 +637,32 @@ mod tests {
         assert_eq!(v.check(&b, 0), Ok(()));
         b[1000] ^= 0xff;
         assert!(v.check(&b, 0).unwrap_err().contains("pattern"));
+    }
+
+    #[test]
+    fn the_pattern_is_filled_and_checked_over_any_length() {
+        for (plen, len) in [(4, 512), (3, 512), (5, 7), (4, 3), (1, 100), (7, 4096)] {
+            let p: Vec<u8> = (1..=plen as u8).collect();
+            let mut b = vec![0u8; len];
+            fill_repeated(&mut b, &p);
+            assert!(b.iter().enumerate().all(|(i, x)| *x == p[i % plen]));
+            let v = FioVerify {
+                pattern: Some(p.clone()),
+                ..spec("kind=meta")
+            };
+            for from in [0, 1, len / 2, len.saturating_sub(1), len] {
+                assert_eq!(v.check_pattern(&b, from, 0, len), Ok(()));
+                for bad in [from, (from + len) / 2, len.saturating_sub(1)] {
+                    if bad < from || bad >= len {
+                        continue;
+                    }
+                    let mut c = b.clone();
+                    c[bad] ^= 0xff;
+                    let e = v.check_pattern(&c, from, 0, len).unwrap_err();
+                    assert!(e.contains(&format!("byte {bad} ")), "{e}");
+                }
+            }
+        }
     }
 
     #[test]

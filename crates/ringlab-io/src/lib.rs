@@ -12,6 +12,7 @@ pub mod continue_on_error;
 pub mod engine_kind;
 pub mod engines;
 pub mod features;
+pub mod fill_device;
 pub mod fio;
 pub mod fio_buffers;
 pub mod fio_prio;

@@ -367,6 +367,16 @@ pub struct IoArgs {
     #[arg(long, hide = true, value_name = "SPEC")]
     pub fio_prio: Option<String>,
 
+    /// fio's fill_device: write until the file system or device is full
+    /// (ENOSPC ends the job without an error); see fill_device.rs.
+    #[arg(long, hide = true)]
+    pub fill_device: bool,
+
+    /// fio's offset_increment: job N of --numjobs starts at --offset plus
+    /// N times this (bytes, or N% of the target); see fill_device.rs.
+    #[arg(long, hide = true, value_name = "SIZE|N%")]
+    pub offset_increment: Option<String>,
+
     #[command(flatten)]
     pub uring: UringArgs,
 
@@ -476,6 +486,10 @@ pub struct IoPlan {
     pub fio_buffers: Option<crate::fio_buffers::FioBuffers>,
     /// fio's per-request priorities (`--fio-prio`).
     pub fio_prio: Option<crate::fio_prio::PrioPlan>,
+    /// fio's fill_device (`--fill-device`).
+    pub fill_device: bool,
+    /// fio's offset_increment (`--offset-increment`).
+    pub offset_increment: Option<crate::fill_device::Increment>,
 }
 
 /// fio's logs: the prefixes given and the averaging window.
@@ -784,8 +798,13 @@ impl IoPlan {
         let offset = match &args.offset {
             Some(t) => {
                 let o = size_flag("offset", t)?;
-                if o % bs != 0 {
-                    usage!("--offset {t}: not a multiple of --bs {} (ringlab's offsets are whole blocks from it, which O_DIRECT also needs)", args.bs);
+                // fio places I/O at offset + k * bs, whatever the offset;
+                // ringlab's own --verify counts whole blocks from 0.
+                if o % bs != 0 && args.verify {
+                    usage!("--offset {t}: not a multiple of --bs {} (--verify counts whole blocks from the start of the target)", args.bs);
+                }
+                if o % 512 != 0 {
+                    usage!("--offset {t}: not a multiple of 512 bytes (a sector), let alone a multiple of --bs {}: I/O goes at --offset plus whole blocks of --bs, as in fio", args.bs);
                 }
                 if o > 0 && args.rw == Rw::Nop {
                     usage!("--offset places I/O in a target; --rw nop has none");
@@ -795,7 +814,8 @@ impl IoPlan {
             None => 0,
         };
         let runtime = match (runtime, io_size) {
-            (None, None) if number_ios.is_none() => Some(DEFAULT_RUNTIME),
+            // fio's fill_device ends at ENOSPC (or after one pass).
+            (None, None) if number_ios.is_none() && !args.fill_device => Some(DEFAULT_RUNTIME),
             (r, _) => r,
         };
         let size = match &args.size {
@@ -837,6 +857,12 @@ impl IoPlan {
                 None
             }
         };
+        if args.verify && args.offset_increment.is_some() {
+            usage!("--verify gives each job its own slice of the region, and --offset-increment places each job: drop one of them (fio's verify= checks blocks wherever they are)");
+        }
+        if args.fill_device && (args.rw == Rw::Nop || args.target.is_none()) {
+            usage!("--fill-device writes a TARGET until its file system or device is full: name the file or device, with a write workload");
+        }
         if args.verify && bs != bs_max {
             usage!("--verify checks blocks of one size, and --bsrange/--bssplit vary it ({}): drop one of them", block_sizes[0].describe());
         }
@@ -938,6 +964,8 @@ impl IoPlan {
             invalidate_each_pass: args.invalidate_each_pass && args.invalidate == 1,
             seq_skip_blocks: rw_skip(args, bs)?,
             fio_verify: fio_verify_plan(args, bs, bs_max)?,
+            fill_device: args.fill_device,
+            offset_increment: crate::fill_device::increment(args, bs)?,
             fio_prio: match &args.fio_prio {
                 Some(spec) => {
                     let p = crate::fio_prio::PrioPlan::parse(spec)

@@ -81,7 +81,13 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             stage_note = Some("stage latencies are measured for --engine uring with --numjobs 1 (the kernel's events are joined to ringlab's requests by user_data, which is per ring)".to_string());
         }
     }
-    let plan = Arc::new(plan.clone());
+    let mut plan = plan.clone();
+    if plan.fill_device && plan.io_size.is_none() && plan.number_ios.is_none() {
+        // fio's fill_device: the region once (ENOSPC normally ends it
+        // first).
+        plan.io_size = Some(target.region.saturating_mul(plan.loops));
+    }
+    let plan = Arc::new(plan);
     let progress: Vec<Arc<JobProgress>> = (0..plan.numjobs)
         .map(|_| Arc::new(JobProgress::default()))
         .collect();

@@ -95,6 +95,12 @@ impl Target {
     /// writes, jobs get disjoint slices so no job reads a block another is
     /// rewriting; otherwise every job roams the whole region, as in fio.
     pub fn job_blocks(&self, plan: &IoPlan, job: u32) -> (u64, u64) {
+        if plan.offset_increment.is_some() {
+            // fio's offset_increment places each job (fill_device.rs).
+            let (first, _, count) =
+                crate::fill_device::job_region(plan, self.size, self.region, job);
+            return (first, count);
+        }
         let (first, blocks) = self.shard_blocks(plan);
         // The region starts --offset bytes in (a whole number of blocks).
         let base = plan.offset / plan.bs + first;
@@ -108,6 +114,16 @@ impl Target {
 }
 
 impl Target {
+    /// The bytes added to every offset of job `job`: its region's start
+    /// less whole blocks (fio's offset need not be a multiple of bs).
+    pub fn job_shift(&self, plan: &IoPlan, job: u32) -> u64 {
+        if plan.offset_increment.is_some() {
+            crate::fill_device::job_region(plan, self.size, self.region, job).1
+        } else {
+            plan.offset % plan.bs
+        }
+    }
+
     /// The blocks of the region this shard uses, `(first, count)` from
     /// --offset: its own N-th with --shard-region split, else all of it.
     pub fn shard_blocks(&self, plan: &IoPlan) -> (u64, u64) {
@@ -201,11 +217,32 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
                     }
                 }
             }
-            crate::named::prepare_named(plan, path, interrupted, announce, lay_out)?;
-            existing(plan, path)?
+            match plan
+                .fill_device
+                .then(|| crate::fill_device::prepare_file(plan, path))
+                .transpose()?
+                .flatten()
+            {
+                Some(region) => filled(plan, path, region)?,
+                None => {
+                    if plan.offset_increment.is_some() {
+                        // fio makes the file long enough for the last job.
+                        let mut last = plan.clone();
+                        last.offset =
+                            crate::fill_device::job_start(plan, 0, plan.numjobs.saturating_sub(1));
+                        crate::named::prepare_named(&last, path, interrupted, announce, lay_out)?;
+                    } else {
+                        crate::named::prepare_named(plan, path, interrupted, announce, lay_out)?;
+                    }
+                    existing(plan, path)?
+                }
+            }
         }
         None => create(plan, interrupted, announce)?,
     };
+    if plan.offset_increment.is_some() {
+        check_increments(plan, &target)?;
+    }
     if plan.verify && plan.writes() && plan.numjobs > 1 && target.job_blocks(plan, 0).1 == 0 {
         usage!(
             "--verify with writes gives each of the {} jobs its own slice, but the region holds only {} blocks: use fewer jobs or a larger target",
@@ -223,6 +260,47 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
         unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     }
     Ok(target)
+}
+
+/// Every job's region (fio's offset_increment) lies in the target.
+fn check_increments(plan: &IoPlan, target: &Target) -> Result<()> {
+    let end = crate::fill_device::last_end(plan, target.size);
+    let last = plan.numjobs.saturating_sub(1);
+    let start = crate::fill_device::job_start(plan, target.size, last);
+    if end > target.size || target.job_blocks(plan, last).1 == 0 {
+        usage!(
+            "offset_increment: job {last} starts at {} and its region ends at {}, past the end of target {} ({}): use a smaller offset_increment, fewer jobs or a larger target",
+            format_bytes(start),
+            format_bytes(end),
+            target.path.display(),
+            format_bytes(target.size)
+        );
+    }
+    Ok(())
+}
+
+/// The target of fio's fill_device on a file: created empty, `region`
+/// bytes to write from --offset (fill_device.rs).
+fn filled(plan: &IoPlan, path: &Path, region: u64) -> Result<Target> {
+    let probe = match open_target(path, true, false) {
+        Ok(fd) => fd,
+        Err(e) => usage!("cannot open target {} for writing: {e}", path.display()),
+    };
+    let fs_type = fs_type_of(&probe);
+    let lbs = file_dio_align(path).unwrap_or(512);
+    let dev = fs::metadata(path).map(|m| m.dev()).unwrap_or(0);
+    drop(probe);
+    check_direct(plan, path, path, lbs, fs_type.as_deref())?;
+    Ok(Target {
+        path: path.to_path_buf(),
+        kind: TargetKind::File,
+        size: plan.offset.saturating_add(region),
+        region,
+        logical_block_size: lbs,
+        fs_type,
+        scheduler: scheduler_of(dev, TargetKind::File),
+        created: None,
+    })
 }
 
 fn existing(plan: &IoPlan, path: &Path) -> Result<Target> {
@@ -361,6 +439,13 @@ fn check_direct(
 ) -> Result<()> {
     if !plan.direct {
         return Ok(());
+    }
+    if !plan.offset.is_multiple_of(lbs as u64) {
+        usage!(
+            "--offset {} is not a multiple of the logical block size ({lbs} bytes) of {}, which O_DIRECT requires: use a multiple of {lbs} or drop --direct",
+            plan.offset,
+            path.display()
+        );
     }
     if !plan.bs.is_multiple_of(lbs as u64) {
         usage!(

@@ -360,6 +360,8 @@ pub fn run_job<E: Engine>(
             .fio_prio
             .as_ref()
             .map(|p| Box::new(crate::fio_prio::PrioRun::new(p, plan.seed, ctx.job))),
+        shift: ctx.target.job_shift(&plan, ctx.job),
+        filled: None,
         measurements: ThreadMeasurements::default(),
         unrecorded: Unrecorded::default(),
         ops: 0,
@@ -432,6 +434,9 @@ pub fn run_job<E: Engine>(
         }
     }
     result?;
+    if let Some(w) = job.filled.take() {
+        warnings.push(w);
+    }
     if job.io_errors > 0 {
         warnings.push(format!(
             "job {}: continue_on_error: {} I/O error{} counted and gone on after (first: {})",
@@ -1044,6 +1049,11 @@ struct Job<'a, E: Engine> {
     fio_fill: Option<Box<crate::fio_buffers::BufferFill>>,
     /// fio's per-request priorities.
     fio_prio: Option<Box<crate::fio_prio::PrioRun>>,
+    /// Bytes added to every offset: the job's region start less whole
+    /// blocks (fio's offset and offset_increment; 0 by default).
+    shift: u64,
+    /// How a fill_device job ended (the file system or device full).
+    filled: Option<String>,
     measurements: ThreadMeasurements,
     unrecorded: Unrecorded,
     /// The engine submits each request in a system call of its own inside
@@ -1276,10 +1286,18 @@ impl<E: Engine> Job<'_, E> {
         self.engine_counts_submits = self.engine.take_submit_counts().is_some();
         self.clock = Mono::start();
         let mut r = self.run_loop();
+        if let Err(e) = &r {
+            if let Some(f) = e.downcast_ref::<crate::fill_device::FilledUp>() {
+                // Not a failure; as in fio, no read-back follows.
+                self.filled = Some(f.0.clone());
+                r = Ok(());
+            }
+        }
         // fio's do_verify: the writes done, every block written is read
         // back and checked, measured as reads (as fio counts them).
         if r.is_ok()
             && !self.ctx.stop.load(Ordering::Relaxed)
+            && self.filled.is_none()
             && self.fio_verify.as_mut().is_some_and(|v| v.start_phase())
         {
             r = self.run_loop();
@@ -1374,7 +1392,15 @@ impl<E: Engine> Job<'_, E> {
     fn finish(&mut self, slot: u32, result: i64, now_ns: u64) {
         self.inflight -= 1;
         if self.failure.is_some() {
-            self.release(slot);
+            // fio's fill_device: what was in flight when the space ran
+            // out still counts when it completed.
+            let filled = self
+                .failure
+                .as_ref()
+                .is_some_and(|f| f.is::<crate::fill_device::FilledUp>());
+            if !filled || self.complete(slot, result, now_ns).is_err() {
+                self.release(slot);
+            }
             return;
         }
         if let Err(e) = self.complete(slot, result, now_ns) {
@@ -1568,7 +1594,7 @@ impl<E: Engine> Job<'_, E> {
                     sy.due |= sy.since >= sy.every.writes;
                 }
             }
-            let offset = io.block * self.plan.bs;
+            let offset = io.block * self.plan.bs + self.shift;
             let len = io.len;
             if io.dir == Dir::Write {
                 if let Some(v) = &mut self.verify {
@@ -1710,6 +1736,9 @@ impl<E: Engine> Job<'_, E> {
             Dir::Nop => "nop",
         };
         if result < 0 {
+            if crate::fill_device::ends_fill(self.plan, s.dir == Dir::Write, result, bs) {
+                return Err(self.fill_ended(&s, result));
+            }
             let errno = (-result) as i32;
             let err = std::io::Error::from_raw_os_error(errno);
             let d = (s.dir == Dir::Write) as usize;
@@ -1730,6 +1759,9 @@ impl<E: Engine> Job<'_, E> {
             );
         }
         if result as u64 != bs {
+            if crate::fill_device::ends_fill(self.plan, s.dir == Dir::Write, result, bs) {
+                return Err(self.fill_ended(&s, result));
+            }
             let why = if s.dir == Dir::Read {
                 " (the end of the file came early: was the target truncated during the run?)"
             } else {
@@ -1815,6 +1847,20 @@ impl<E: Engine> Job<'_, E> {
             self.lat_check(now_ns);
         }
         Ok(())
+    }
+
+    /// fio's fill_device: the write that found no space ends the job.
+    #[cold]
+    fn fill_ended(&mut self, s: &SlotState, result: i64) -> anyhow::Error {
+        let path = &self.ctx.target.path;
+        crate::fill_device::FilledUp(crate::fill_device::filled_message(
+            self.ctx.job,
+            path,
+            result,
+            s.offset,
+            s.len as u64,
+        ))
+        .into()
     }
 
     /// Records a completed, measured I/O with its latencies (`now_ns`: its

@@ -315,6 +315,8 @@ struct Job {
     numa: crate::fio_groups::Numa,
     /// fio's ss= and latency_target options.
     steady: crate::fio_steady::Words,
+    /// Its bytes are its file's when its group starts (fio_fill.rs).
+    sized_at_start: bool,
 }
 
 fn canonical(key: &str) -> String {
@@ -433,6 +435,7 @@ const SIZE_KEYS: &[&str] = &[
     "filesize",
     "io_size",
     "offset",
+    "offset_increment",
     "bs",
     "bsrange",
     "bssplit",
@@ -523,6 +526,10 @@ fn fio_values(opts: &mut Vec<Written>, name: &str) -> Result<()> {
             continue;
         }
         let Some(v) = o.value.clone() else { continue };
+        if key == "offset_increment" && v.trim().ends_with('%') {
+            // A share of the target when the job starts (fill_device.rs).
+            continue;
+        }
         if let Some(pct) = v.trim().strip_suffix('%') {
             let pct: f64 = pct.trim().parse().map_err(|_| {
                 usage_error(format!("{}={v}: not a percentage", o.origin.name(&o.key)))
@@ -613,7 +620,7 @@ fn resolve(
     let bounded = words
         .args
         .iter()
-        .any(|a| a == "--io-size" || a == "--number-ios");
+        .any(|a| a == "--io-size" || a == "--number-ios" || a == "--fill-device");
     if !bounded && !p.time_based && !parse_only {
         return Err(usage_error(format!(
             "{place}: [{name}] has no size and its file does not exist (fio: 'you need to specify size='): give size="
@@ -675,6 +682,7 @@ fn resolve(
         exit: p.exit,
         numa: p.numa,
         steady,
+        sized_at_start: false,
     })
 }
 
@@ -738,7 +746,13 @@ fn build_jobs(c: &CmdLine) -> Result<(Vec<Job>, GlobalOptions)> {
                 .and_then(|o| o.value.clone())
                 .unwrap_or_else(|| s.name.clone());
             let place = format!("{shown}:{}", s.line);
-            jobs.push(resolve(
+            let later = crate::fio_fill::sized_at_start(
+                &last_wins(&all),
+                &fio_target(&last_wins(&all), &name),
+                batch,
+                jobs.iter().map(|j: &Job| (j.batch, &j.plan)),
+            );
+            let mut job = resolve(
                 &name,
                 &place,
                 &all,
@@ -746,8 +760,15 @@ fn build_jobs(c: &CmdLine) -> Result<(Vec<Job>, GlobalOptions)> {
                 group,
                 batch,
                 c.readonly,
-                c.parse_only,
-            )?);
+                c.parse_only || later,
+            )?;
+            if later {
+                job.sized_at_start = true;
+                job.words
+                    .notes
+                    .retain(|n| !n.starts_with("no size and no time_based"));
+            }
+            jobs.push(job);
         }
     }
     for (name, own) in &c.jobs {
@@ -988,6 +1009,12 @@ fn run(args: Vec<OsString>) -> Result<()> {
             break;
         }
         let members: Vec<usize> = (0..jobs.len()).filter(|&i| jobs[i].batch == b).collect();
+        for &i in &members {
+            if jobs[i].sized_at_start {
+                let j = &mut jobs[i];
+                crate::fio_fill::size_now(&mut j.plan, &j.argv, &j.name)?;
+            }
+        }
         // Kernel evidence counts the whole process: one collector per
         // batch, on its first job.
         for (k, &i) in members.iter().enumerate() {

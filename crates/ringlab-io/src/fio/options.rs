@@ -177,7 +177,8 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("buffer_compress_percentage", Kind::Special),
     opt!("buffer_compress_chunk", Kind::Special),
     opt!("create_serialize", Kind::Ignored("ringlab lays out the files of a job file's jobs before they start; the order of the layout moves no measured I/O")),
-    opt!("fill_device", ["fill_fs"], Kind::Refused("ringlab has no equivalent: it does not write until the device or file system is full (ENOSPC); give size= (on a file, fio would fill the whole file system)")),
+    opt!("fill_device", ["fill_fs"], Kind::Special),
+    opt!("offset_increment", Kind::Value("offset-increment")),
     opt!("prioclass", Kind::Special),
     opt!("prio", Kind::Special),
     opt!("cmdprio_percentage", Kind::Special),
@@ -244,6 +245,7 @@ pub fn is_boolean(rec: &FioOption) -> bool {
                 | "verify_fatal"
                 | "dedupe_global"
                 | "log_prio"
+                | "fill_device"
         ),
         _ => false,
     }
@@ -379,6 +381,10 @@ struct Gathered {
     rwmixread: Option<String>,
     rwmixwrite: Option<(Written, u32)>,
     rw_given: bool,
+    /// fio's fill_device: no size means "until full", not the file's size.
+    fill_device: bool,
+    /// fio's fill_device as written (for the refusal on a read job).
+    fill_device_at: Option<Written>,
     /// An option only fio spells this way was used (not just ringlab's).
     fio_spelling: bool,
 }
@@ -628,6 +634,13 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
         "log_offset" => {
             t.log_offset = Some(bool_value(o)?);
         }
+        "fill_device" => {
+            g.fill_device = bool_value(o)?;
+            g.fill_device_at = Some(o.clone());
+            if g.fill_device {
+                t.args.push("--fill-device".to_string());
+            }
+        }
         // Structure of a job file; on a command line with one job they
         // change nothing.
         "stonewall" | "new_group" | "wait_for" => {}
@@ -705,6 +718,16 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
             }
         }
     }
+    if let Some(o) = g.fill_device_at.as_ref().filter(|_| g.fill_device) {
+        let writes = t
+            .args
+            .windows(2)
+            .rfind(|w| w[0] == "--rw")
+            .is_some_and(|w| w[1].contains("write") || w[1] == "rw" || w[1] == "randrw");
+        if !writes {
+            return Err(refuse(o, "fio lays out the file of a job that only reads until the file system is full, then reads it; ringlab has not built that: give size=, or make the job write (rw=write)"));
+        }
+    }
     if in_file {
         // A job file means what it means to fio: fio's defaults where
         // ringlab's differ (engine psync, pattern read).
@@ -714,8 +737,9 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
         if !g.rw_given {
             t.args.extend(["--rw".to_string(), "read".to_string()]);
         }
-        // Without size, fio moves the whole file once.
-        if !g.time_based && !g.io_size_given && size.is_none() {
+        // Without size, fio moves the whole file once (with fill_device:
+        // until the file system is full).
+        if !g.time_based && !g.io_size_given && size.is_none() && !g.fill_device {
             let len = t
                 .target
                 .as_ref()
@@ -998,6 +1022,9 @@ pub fn help_text() -> String {
             (Kind::Special, "random_generator") => {
                 "tausworthe/tausworthe64/lfsr: accepted; ringlab's generator draws the offsets".to_string()
             }
+            (Kind::Special, "fill_device") => {
+                "write until the file system or device is full: ENOSPC ends the job without an error; a file is re-created empty, and without size the region is the free space".to_string()
+            }
             (Kind::Special, "log_offset") => {
                 "the offset column of per-I/O latency logs (ringlab io writes it always)".to_string()
             }
@@ -1027,6 +1054,9 @@ pub fn help_text() -> String {
             }
             (Kind::Special, n) if super::content::NAMES.contains(&n) => {
                 super::content::help(n).to_string()
+            }
+            (Kind::Value(_), "offset_increment") => {
+                "job N of numjobs starts at offset + N * this (bytes, or N% of the target with starts aligned up to bs)".to_string()
             }
             (Kind::Value(f), _) => format!("--{f}"),
             (Kind::Flag(f), _) => format!("--{f}"),
