@@ -821,7 +821,8 @@ impl Logs {
         let d = match dir {
             Dir::Read => 0,
             Dir::Write => 1,
-            Dir::Nop => return Ok(()),
+            // Trims are counted and timed, not written to the logs.
+            Dir::Nop | Dir::Trim => return Ok(()),
         };
         if let Some(logs) = &mut self.lat {
             for (log, v) in logs.iter_mut().zip(lats) {
@@ -1631,11 +1632,13 @@ impl<E: Engine> Job<'_, E> {
             Dir::Read => "read",
             Dir::Write => "write",
             Dir::Nop => "nop",
+            Dir::Trim => "trim",
         };
         if result < 0 {
             let errno = (-result) as i32;
             let err = std::io::Error::from_raw_os_error(errno);
-            let d = (s.dir == Dir::Write) as usize;
+            // fio counts a failed trim as a write error.
+            let d = s.dir.size_index();
             if self.plan.continue_errnos[d].contains(&errno) {
                 // fio's continue_on_error: counted, and the job goes on.
                 self.io_errors += 1;
@@ -1802,7 +1805,7 @@ impl<E: Engine> Job<'_, E> {
         match dir {
             Dir::Read => Some(&mut iv.current.read),
             Dir::Write => Some(&mut iv.current.write),
-            Dir::Nop => None,
+            Dir::Nop | Dir::Trim => None,
         }
     }
 
@@ -1851,6 +1854,7 @@ fn recorder(m: &mut ThreadMeasurements, dir: Dir) -> &mut ringlab_stats::Directi
         Dir::Read => &mut m.read,
         Dir::Write => &mut m.write,
         Dir::Nop => &mut m.nop,
+        Dir::Trim => &mut m.trim,
     }
 }
 

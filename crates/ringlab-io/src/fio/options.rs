@@ -187,7 +187,7 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("log_prio", Kind::Special),
     opt!("cpumask", Kind::Refused("use --cpus LIST (fio's cpus_allowed)")),
     opt!("ioscheduler", Kind::Refused("ringlab has no equivalent: it does not change the device's scheduler; set /sys/block/DEV/queue/scheduler (ringlab reports the one in use)")),
-    opt!("fallocate", Kind::Refused("ringlab has no equivalent: it lays out new files by writing real data")),
+    opt!("fallocate", Kind::Special),
     opt!("exitall", Kind::Refused("'ringlab io --fio' runs a job file's jobs one after the other; 'ringlab fio JOBFILE' runs each group at once and ends it as fio's exitall does")),
     opt!("exit_what", Kind::Refused("'ringlab io --fio' runs a job file's jobs one after the other; 'ringlab fio JOBFILE' honours exitall and exit_what (group, stonewall, all)")),
     opt!("numa_cpu_nodes", Kind::Refused("'ringlab fio' binds each job to the CPUs of these NUMA nodes; with 'ringlab io' give --cpus LIST")),
@@ -372,6 +372,8 @@ struct Gathered {
     rwmixread: Option<String>,
     rwmixwrite: Option<(Written, u32)>,
     rw_given: bool,
+    /// rw= with a trim pattern, as written.
+    trim_rw: Option<Written>,
     /// An option only fio spells this way was used (not just ringlab's).
     fio_spelling: bool,
 }
@@ -471,7 +473,13 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
                 v = pattern.trim().to_string();
             }
             if v.contains("trim") {
-                return Err(refuse(o, "ringlab has no equivalent of trim workloads: its patterns are read, write, randread, randwrite, randrw, rw"));
+                if !matches!(v.as_str(), "trim" | "randtrim" | "trimwrite" | "randtrimwrite") {
+                    return Err(refuse(o, "fio's trim patterns are trim, randtrim, trimwrite and randtrimwrite"));
+                }
+                // fio 3.33 trims with BLKDISCARD on every engine, which a
+                // regular file refuses (ENOTTY): so does ringlab fio.
+                t.args.push("--trim-blkdiscard".to_string());
+                g.trim_rw = Some(o.clone());
             }
             g.rw_given = true;
             t.args.extend(["--rw".to_string(), v]);
@@ -555,12 +563,13 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
             t.args.extend(["--engine".to_string(), engine.to_string()]);
         }
         "direct" => {
-            if bool_value(o)? {
+            if bool_value(o)? && !t.args.iter().any(|a| a == "--direct") {
                 t.args.push("--direct".to_string());
             }
         }
         "buffered" => {
-            if !bool_value(o)? {
+            // buffered=0 is direct=1 (fio's job files often give both).
+            if !bool_value(o)? && !t.args.iter().any(|a| a == "--direct") {
                 t.args.push("--direct".to_string());
             }
         }
@@ -634,6 +643,11 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
             t.args.push("--continue-on-error".to_string());
             t.args.push(v);
         }
+        "fallocate" => {
+            let v = value_of(o)?;
+            crate::layout::Fallocate::parse(&v).map_err(|e| refuse(o, &e))?;
+            t.args.extend(["--fallocate".to_string(), v]);
+        }
         "max_open_zones" | "job_max_open_zones" | "zonecapacity" => {
             // Only zonemode=zbd reads them (fio ignores them otherwise),
             // and ringlab refuses zbd with its reason.
@@ -682,6 +696,9 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
             )),
             _ => {}
         }
+    }
+    if let Some(o) = &g.trim_rw {
+        trim_target(o, t)?;
     }
     if let Some((o, w)) = &g.rwmixwrite {
         // fio takes both when they add up to 100 (its examples give both).
@@ -805,6 +822,27 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// fio 3.33 trims with the BLKDISCARD ioctl on every engine: a block
+/// device takes it, a regular file refuses it (ENOTTY) and fio's job ends
+/// with error 25 at its first trim. ringlab fio refuses such a job before
+/// it runs rather than run other work.
+fn trim_target(o: &Written, t: &mut Translated) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let target = t.target.clone().unwrap_or_default();
+    let is_device = std::fs::metadata(&target).is_ok_and(|m| m.file_type().is_block_device());
+    if is_device {
+        return Ok(());
+    }
+    Err(refuse(
+        o,
+        &format!(
+            "fio 3.33 trims with the BLKDISCARD ioctl, which a regular file refuses (ENOTTY): on {} fio's job ends with error 25 at its first trim (and exitall ends the other jobs), so ringlab fio refuses it rather than run other work; trim a block device that supports discard, or punch holes in a file with 'ringlab io --rw {} FILE'",
+            if target.is_empty() { "the job's file".to_string() } else { target },
+            o.value.as_deref().unwrap_or("trim").trim()
+        ),
+    ))
 }
 
 /// fio's list of files: split at each ':' not escaped as '\:', with the
@@ -951,7 +989,10 @@ pub fn help_text() -> String {
             names.push_str(a);
         }
         let what = match (o.kind, o.name) {
-            (Kind::Special, "rw") => "--rw; :N offset modifiers (read:8k, randread:4); no trim".to_string(),
+            (Kind::Special, "rw") => "--rw; :N offset modifiers (read:8k, randread:4); trim, randtrim, trimwrite, randtrimwrite with BLKDISCARD as fio 3.33 (a regular file refuses it: ENOTTY)".to_string(),
+            (Kind::Special, "fallocate") => {
+                "none/posix/keep/native/truncate/0/1: how a new file of a job that reads nothing is allocated (no data written); a job that reads gets its file written, as fio".to_string()
+            }
             (Kind::Special, "bs") => "--bs; R,W (sizes of reads and writes): --bssplit R,W".to_string(),
             (Kind::Special, "size") | (Kind::Special, "filesize") => {
                 "--size; in a job file without time_based also --io-size (fio stops after size bytes)".to_string()
