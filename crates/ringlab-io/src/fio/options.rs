@@ -188,6 +188,7 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("cpumask", Kind::Refused("use --cpus LIST (fio's cpus_allowed)")),
     opt!("ioscheduler", Kind::Refused("ringlab has no equivalent: it does not change the device's scheduler; set /sys/block/DEV/queue/scheduler (ringlab reports the one in use)")),
     opt!("fallocate", Kind::Special),
+    opt!("create_on_open", Kind::Special),
     opt!("exitall", Kind::Refused("'ringlab io --fio' runs a job file's jobs one after the other; 'ringlab fio JOBFILE' runs each group at once and ends it as fio's exitall does")),
     opt!("exit_what", Kind::Refused("'ringlab io --fio' runs a job file's jobs one after the other; 'ringlab fio JOBFILE' honours exitall and exit_what (group, stonewall, all)")),
     opt!("numa_cpu_nodes", Kind::Refused("'ringlab fio' binds each job to the CPUs of these NUMA nodes; with 'ringlab io' give --cpus LIST")),
@@ -237,6 +238,7 @@ pub fn is_boolean(rec: &FioOption) -> bool {
                 | "verify_fatal"
                 | "dedupe_global"
                 | "log_prio"
+                | "create_on_open"
         ),
         _ => false,
     }
@@ -374,6 +376,9 @@ struct Gathered {
     rw_given: bool,
     /// rw= with a trim pattern, as written.
     trim_rw: Option<Written>,
+    /// create_on_open=1, as written.
+    create_on_open: Option<Written>,
+    fallocate_given: bool,
     /// An option only fio spells this way was used (not just ringlab's).
     fio_spelling: bool,
 }
@@ -646,7 +651,13 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
         "fallocate" => {
             let v = value_of(o)?;
             crate::layout::Fallocate::parse(&v).map_err(|e| refuse(o, &e))?;
+            g.fallocate_given = true;
             t.args.extend(["--fallocate".to_string(), v]);
+        }
+        "create_on_open" => {
+            if bool_value(o)? {
+                g.create_on_open = Some(o.clone());
+            }
         }
         "max_open_zones" | "job_max_open_zones" | "zonecapacity" => {
             // Only zonemode=zbd reads them (fio ignores them otherwise),
@@ -661,10 +672,13 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
 
 /// Options that only mean something together.
 fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
-    let size = g.size.clone().or(g.filesize.clone());
-    if let Some(s) = &size {
+    // fio: filesize is the file's size, size the bytes the job moves
+    // (each defaults to the other).
+    let file_size = g.filesize.clone().or(g.size.clone());
+    if let Some(s) = &file_size {
         t.args.extend(["--size".to_string(), s.clone()]);
     }
+    let size = g.size.clone().or(g.filesize.clone());
     match (&g.filename, &g.directory) {
         // fio joins them whatever the filename: DIR/ then the name.
         (Some(f), Some(d)) => {
@@ -699,6 +713,19 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
     }
     if let Some(o) = &g.trim_rw {
         trim_target(o, t)?;
+    }
+    if let Some(o) = &g.create_on_open {
+        // fio lays out nothing then: the file is created empty when the
+        // job opens it and its writes fill it.
+        let reads = t.args.windows(2).any(|w| {
+            w[0] == "--rw" && matches!(w[1].as_str(), "read" | "randread" | "rw" | "readwrite" | "randrw")
+        }) || !g.rw_given;
+        if reads {
+            return Err(refuse(o, "fio then reads a file it never wrote (reads past its end return nothing); ringlab has not built that: give create_on_open=1 to a job that only writes or trims"));
+        }
+        if !g.fallocate_given {
+            t.args.extend(["--fallocate".to_string(), "none".to_string()]);
+        }
     }
     if let Some((o, w)) = &g.rwmixwrite {
         // fio takes both when they add up to 100 (its examples give both).
@@ -990,6 +1017,9 @@ pub fn help_text() -> String {
         }
         let what = match (o.kind, o.name) {
             (Kind::Special, "rw") => "--rw; :N offset modifiers (read:8k, randread:4); trim, randtrim, trimwrite, randtrimwrite with BLKDISCARD as fio 3.33 (a regular file refuses it: ENOTTY)".to_string(),
+            (Kind::Special, "create_on_open") => {
+                "=1: the file is created when the job opens it, with no data written (a job that reads is refused)".to_string()
+            }
             (Kind::Special, "fallocate") => {
                 "none/posix/keep/native/truncate/0/1: how a new file of a job that reads nothing is allocated (no data written); a job that reads gets its file written, as fio".to_string()
             }
