@@ -1439,9 +1439,12 @@ impl<E: Engine> Job<'_, E> {
             };
             // In a write job with fio's verify, every read is a verify read:
             // not counted against io_size or number_ios (fio's neither).
-            let verify_read = io.dir == Dir::Read
+            let verify_read = (io.dir == Dir::Read
                 && self.fio_verify.is_some()
-                && self.plan.rw.writes(self.plan.rwmixread);
+                && self.plan.rw.writes(self.plan.rwmixread))
+                // trimwrite: fio counts the writes against size, not the
+                // trims before them.
+                || (io.dir == Dir::Trim && self.plan.rw.writes_after_trim());
             if self.workload.take_new_pass() {
                 // fio re-opens its file at each pass, and invalidate=1
                 // drops its cache then.

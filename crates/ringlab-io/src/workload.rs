@@ -65,6 +65,11 @@ impl Rw {
         matches!(self, Rw::Trimwrite | Rw::Randtrimwrite)
     }
 
+    /// trimwrite and randtrimwrite (each block trimmed, then written).
+    pub fn writes_after_trim(self) -> bool {
+        self.trim_then_write()
+    }
+
     fn is_mixed(self) -> bool {
         matches!(self, Rw::Randrw | Rw::Rw)
     }
