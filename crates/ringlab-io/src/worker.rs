@@ -1462,7 +1462,7 @@ impl<E: Engine> Job<'_, E> {
             let mut due_start: Option<u64> = None;
             let mut poisson_undo = None;
             if let Some(p) = &mut self.pace {
-                let d = (io.dir == Dir::Write) as usize;
+                let d = io.dir.size_index();
                 if let Some(period) = p.period_ns[d] {
                     let period = if p.per_byte {
                         period * io.len as f64
@@ -1608,7 +1608,7 @@ impl<E: Engine> Job<'_, E> {
                     }
                     if let Some(p) = &mut self.pace {
                         // Not issued: it is still due when it was.
-                        let d = (io.dir == Dir::Write) as usize;
+                        let d = io.dir.size_index();
                         if let Some((due, gaps)) = poisson_undo {
                             p.due_ns[d] = due;
                             p.poisson = Some(gaps);
