@@ -333,7 +333,9 @@ pub fn run_job<E: Engine>(
             crate::engines::EngineKind::Uring | crate::engines::EngineKind::Libaio => {
                 plan.uring.submit_batch == 1
             }
-            crate::engines::EngineKind::Sync | crate::engines::EngineKind::Null => false,
+            crate::engines::EngineKind::Sync
+            | crate::engines::EngineKind::Null
+            | crate::engines::EngineKind::Falloc => false,
         },
         free: (0..depth).rev().collect(),
         inflight: 0,

@@ -556,7 +556,8 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
                 "libaio" => "libaio",
                 "posixaio" => "posixaio",
                 "null" => "null",
-                _ => return Err(refuse(o, "ringlab has no equivalent of this engine: its engines are psync/sync (ringlab's sync), io_uring, libaio, posixaio and null")),
+                "falloc" => "falloc",
+                _ => return Err(refuse(o, "ringlab has no equivalent of this engine: its engines are psync/sync (ringlab's sync), io_uring, libaio, posixaio, null and falloc")),
             };
             if o.key == "ioengine" && (v == "sync" || v == "pvsync") {
                 t.notes.push(format!(
@@ -712,7 +713,12 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
         }
     }
     if let Some(o) = &g.trim_rw {
-        trim_target(o, t)?;
+        // fio's falloc engine punches holes itself: no BLKDISCARD.
+        if g.engine.as_deref() == Some("falloc") {
+            t.args.retain(|a| a != "--trim-blkdiscard");
+        } else {
+            trim_target(o, t)?;
+        }
     }
     if let Some(o) = &g.create_on_open {
         // fio lays out nothing then: the file is created empty when the
@@ -865,7 +871,7 @@ fn trim_target(o: &Written, t: &mut Translated) -> Result<()> {
     Err(refuse(
         o,
         &format!(
-            "fio 3.33 trims with the BLKDISCARD ioctl, which a regular file refuses (ENOTTY): on {} fio's job ends with error 25 at its first trim (and exitall ends the other jobs), so ringlab fio refuses it rather than run other work; trim a block device that supports discard, or punch holes in a file with 'ringlab io --rw {} FILE'",
+            "fio 3.33 trims with the BLKDISCARD ioctl, which a regular file refuses (ENOTTY): on {} fio's job ends with error 25 at its first trim, so ringlab fio refuses it rather than run other work; trim a block device that supports discard, or punch holes in a file with ioengine=falloc (fio's too) or 'ringlab io --rw {} FILE'",
             if target.is_empty() { "the job's file".to_string() } else { target },
             o.value.as_deref().unwrap_or("trim").trim()
         ),
@@ -1042,7 +1048,7 @@ pub fn help_text() -> String {
                 "the job's name (fio-json jobname); without filename the target is NAME.0.0".to_string()
             }
             (Kind::Special, "ioengine") => {
-                "--engine: psync/sync/pvsync=sync, io_uring=uring, libaio, posixaio, null".to_string()
+                "--engine: psync/sync/pvsync=sync, io_uring=uring, libaio, posixaio, null, falloc (fallocate per request: write allocates, read allocates keeping the length, trim punches a hole)".to_string()
             }
             (Kind::Special, "direct") => "=1: --direct".to_string(),
             (Kind::Special, "buffered") => "=0: --direct".to_string(),
