@@ -272,3 +272,23 @@ fn create_on_open_writes_no_layout_and_refuses_reads() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("never wrote"));
 }
+
+#[test]
+fn falloc_engine_allocates_and_punches_holes_as_fio() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("fa");
+    // Writes allocate (no data written), trims punch the blocks out again.
+    let v = ok_json(&format!(
+        "fio --name=w --filename={} --size=256k --rw=write --bs=64k --ioengine=falloc --fallocate=none --output-format=json",
+        f.display()
+    ));
+    assert_eq!(v["jobs"][0]["write"]["total_ios"], 4, "{v}");
+    assert!(std::fs::metadata(&f).unwrap().blocks() * 512 >= 256 * 1024);
+    let v = ok_json(&format!(
+        "fio --name=t --filename={} --size=256k --rw=randtrim --bs=4k --ioengine=falloc --output-format=json",
+        f.display()
+    ));
+    assert_eq!(fio_trim(&v), (64, 256 * 1024), "{v}");
+    assert_eq!(hole_and_data(&f).0, 0);
+    assert!(std::fs::metadata(&f).unwrap().blocks() <= 8);
+}
