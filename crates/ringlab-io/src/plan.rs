@@ -1314,10 +1314,11 @@ fn rw_skip(args: &IoArgs, bs: u64) -> Result<i64> {
 }
 
 fn check_engine_and_pattern(args: &IoArgs) -> Result<()> {
-    if args.rw.trims() {
-        if args.verify || args.fio_verify.is_some() {
-            usage!("--rw {}: a trimmed block holds no data to verify: drop --verify (verify a write job)", args.rw.name());
-        }
+    if args.rw.trims() && (args.verify || args.fio_verify.is_some()) {
+        usage!(
+            "--rw {}: a trimmed block holds no data to verify: drop --verify (verify a write job)",
+            args.rw.name()
+        );
     }
     if args.rw == Rw::Nop {
         if args.engine != EngineKind::Uring {

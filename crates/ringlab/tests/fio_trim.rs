@@ -206,7 +206,10 @@ fn refuses_a_file_system_without_punch_hole() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    if let Err(e) = sh("mount", &["-t", "ramfs", "none", dir.path().to_str().unwrap()]) {
+    if let Err(e) = sh(
+        "mount",
+        &["-t", "ramfs", "none", dir.path().to_str().unwrap()],
+    ) {
         skip(name, &format!("no ramfs: {e}"));
         return;
     }

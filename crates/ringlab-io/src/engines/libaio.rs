@@ -175,10 +175,7 @@ impl Engine for LibaioEngine {
             // fio's libaio trims synchronously (do_io_u_trim).
             Dir::Trim => {
                 return Ok(QueueStatus::Completed(crate::trim::trim(
-                    self.fd,
-                    self.trim,
-                    req.offset,
-                    req.len,
+                    self.fd, self.trim, req.offset, req.len,
                 )))
             }
         };

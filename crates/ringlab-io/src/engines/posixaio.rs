@@ -65,10 +65,7 @@ impl Engine for PosixAioEngine {
         if req.dir == Dir::Trim {
             // fio's posixaio trims synchronously (do_io_u_trim).
             return Ok(QueueStatus::Completed(crate::trim::trim(
-                self.fd,
-                self.trim,
-                req.offset,
-                req.len,
+                self.fd, self.trim, req.offset, req.len,
             )));
         }
         let cb = &mut self.cbs[req.slot as usize];

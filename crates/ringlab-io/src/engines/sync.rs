@@ -32,10 +32,7 @@ impl Engine for SyncEngine {
                 Dir::Nop => anyhow::bail!("the sync engine has no no-op request"),
                 Dir::Trim => {
                     return Ok(QueueStatus::Completed(crate::trim::trim(
-                        self.fd,
-                        self.trim,
-                        req.offset,
-                        req.len,
+                        self.fd, self.trim, req.offset, req.len,
                     )))
                 }
             }

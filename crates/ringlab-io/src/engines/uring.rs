@@ -377,10 +377,7 @@ impl Engine for UringEngine {
             // fio 3.33's io_uring engine trims synchronously
             // (do_io_u_trim), as every engine does.
             return Ok(QueueStatus::Completed(crate::trim::trim(
-                self.fd,
-                self.trim,
-                req.offset,
-                req.len,
+                self.fd, self.trim, req.offset, req.len,
             )));
         }
         let mut sqe = self.entry(req).user_data(req.slot as u64);

@@ -212,7 +212,10 @@ fn entry(
     // fio's bw_agg: this entry's share of its group's bandwidth.
     let group = &j.result.total;
     let mut all = LatencyRecorder::new();
-    for d in [Some(&f.read), Some(&f.write), f.trim.as_ref()].into_iter().flatten() {
+    for d in [Some(&f.read), Some(&f.write), f.trim.as_ref()]
+        .into_iter()
+        .flatten()
+    {
         if let Some(r) = &d.lat_recorder {
             all.merge(r);
         }

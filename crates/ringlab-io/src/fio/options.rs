@@ -724,13 +724,18 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
         // fio lays out nothing then: the file is created empty when the
         // job opens it and its writes fill it.
         let reads = t.args.windows(2).any(|w| {
-            w[0] == "--rw" && matches!(w[1].as_str(), "read" | "randread" | "rw" | "readwrite" | "randrw")
+            w[0] == "--rw"
+                && matches!(
+                    w[1].as_str(),
+                    "read" | "randread" | "rw" | "readwrite" | "randrw"
+                )
         }) || !g.rw_given;
         if reads {
             return Err(refuse(o, "fio then reads a file it never wrote (reads past its end return nothing); ringlab has not built that: give create_on_open=1 to a job that only writes or trims"));
         }
         if !g.fallocate_given {
-            t.args.extend(["--fallocate".to_string(), "none".to_string()]);
+            t.args
+                .extend(["--fallocate".to_string(), "none".to_string()]);
         }
     }
     if let Some((o, w)) = &g.rwmixwrite {
