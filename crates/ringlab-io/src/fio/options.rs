@@ -679,7 +679,18 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
     if let Some(s) = &file_size {
         t.args.extend(["--size".to_string(), s.clone()]);
     }
-    let size = g.size.clone().or(g.filesize.clone());
+    // A job moves size bytes, at most its file's (fio sets each file's
+    // io_size to filesize: size=2m filesize=1m reads 1 MiB).
+    let size = match (&g.size, &g.filesize) {
+        (Some(s), Some(f)) => {
+            let bytes = |v: &str| ringlab_stats::units::parse_size(v).ok();
+            match (bytes(s), bytes(f)) {
+                (Some(sb), Some(fb)) if sb < fb => Some(s.clone()),
+                _ => Some(f.clone()),
+            }
+        }
+        (s, f) => s.clone().or(f.clone()),
+    };
     match (&g.filename, &g.directory) {
         // fio joins them whatever the filename: DIR/ then the name.
         (Some(f), Some(d)) => {
@@ -1168,6 +1179,19 @@ mod tests {
         let t = translate(&w("size=1m runtime=5 thread"), false, None).unwrap();
         assert!(t.notes[0].contains("--io-size 1m"), "{:?}", t.notes);
         assert!(err("time_based").contains("runs forever"));
+    }
+
+    #[test]
+    fn filesize_sizes_the_file_and_bounds_the_io() {
+        // fio: the file is filesize; the job moves size, at most the file.
+        assert_eq!(
+            args("size=2m filesize=1m rw=read", true),
+            "--rw read --size 1m --io-size 1m --engine sync"
+        );
+        assert_eq!(
+            args("size=1m filesize=2m rw=read", true),
+            "--rw read --size 2m --io-size 1m --engine sync"
+        );
     }
 
     #[test]
