@@ -2,7 +2,8 @@
 # fio's own example job files (Debian's fio-examples package) through
 # `ringlab fio --parse-only` beside `fio --parse-only`, then a short real
 # run of each file both accept, by both tools, with the work compared: I/O
-# count, bytes, read share, mean block size, and the IOPS ratio.
+# count, bytes, read share (and trim share), mean block size, and the IOPS
+# ratio. Trims count in the I/O, the bytes and the mix.
 #
 # A short run is the example with its sizes and run times shrunk (size,
 # filesize, io_size, runtime, ramp_time, startdelay and loops rewritten in
@@ -65,17 +66,19 @@ work() {
 import json, sys
 text = open(sys.argv[1]).read()
 doc = json.loads(text[text.index('{'):])
-ios = rb = wb = ri = wi = 0
+ios = rb = wb = tb = ri = wi = ti = 0
 iops = 0.0
 for j in doc["jobs"]:
     for d in ("read", "write", "trim"):
         x = j[d]
         ios += x["total_ios"]
         iops += x["iops"]
-    ri += j["read"]["total_ios"]; wi += j["write"]["total_ios"]
-    rb += j["read"]["io_bytes"]; wb += j["write"]["io_bytes"]
-n = max(ri + wi, 1)
-print(ios, rb + wb, "%.4f" % (ri / n), "%.1f" % ((rb + wb) / n), "%.1f" % iops)
+    ri += j["read"]["total_ios"]; wi += j["write"]["total_ios"]; ti += j["trim"]["total_ios"]
+    rb += j["read"]["io_bytes"]; wb += j["write"]["io_bytes"]; tb += j["trim"]["io_bytes"]
+# The mix: the read share of reads, writes and trims, and the trim share
+# (0 for a job without trims).
+n = max(ri + wi + ti, 1)
+print(ios, rb + wb + tb, "%.4f" % (ri / n), "%.1f" % ((rb + wb + tb) / n), "%.1f" % iops, "%.4f" % (ti / n))
 EOF
 }
 
@@ -110,8 +113,8 @@ for f in "${accepted[@]}"; do
         continue
     fi
     ran=$((ran + 1))
-    read -r fi_ios fi_bytes fi_rd fi_bs fi_iops <<<"$(work "$w/fio.json")"
-    read -r rl_ios rl_bytes rl_rd rl_bs rl_iops <<<"$(work "$w/rl.json")"
+    read -r fi_ios fi_bytes fi_rd fi_bs fi_iops fi_tr <<<"$(work "$w/fio.json")"
+    read -r rl_ios rl_bytes rl_rd rl_bs rl_iops rl_tr <<<"$(work "$w/rl.json")"
     # A time-based job's I/O count is its speed, not its work.
     timed=0
     grep -Eq '^[[:space:]]*time_based' "$w/job.fio" && timed=1
@@ -119,7 +122,7 @@ for f in "${accepted[@]}"; do
 fi,rl=($fi_ios,$fi_bytes,$fi_rd,$fi_bs),($rl_ios,$rl_bytes,$rl_rd,$rl_bs)
 def near(a,b,t): return abs(a-b) <= t*max(abs(a),abs(b),1e-9)
 count = $timed == 1 or near(fi[0],rl[0],0.01) or near(fi[1],rl[1],0.01)
-mix = abs(fi[2]-rl[2]) <= 0.02
+mix = abs(fi[2]-rl[2]) <= 0.02 and abs($fi_tr-$rl_tr) <= 0.02
 bs = near(fi[3],rl[3],0.02)
 print(('same' + (' (time based: count not compared)' if $timed else '')) if count and mix and bs else 'differs:' + ','.join(n for n,ok in (('count',count),('mix',mix),('bs',bs)) if not ok))")
     [[ $verdict == same* ]] && same=$((same + 1))

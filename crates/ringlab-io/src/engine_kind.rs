@@ -20,6 +20,9 @@ pub enum EngineKind {
     /// No I/O at all: every request completes at once, no system call, no
     /// file (fio's null engine: the cost of the loop itself).
     Null,
+    /// fio's falloc: each request is one fallocate(2) (a write allocates,
+    /// a read allocates keeping the length, a trim punches a hole).
+    Falloc,
 }
 
 impl EngineKind {
@@ -30,11 +33,15 @@ impl EngineKind {
             EngineKind::Libaio => "libaio",
             EngineKind::Posixaio => "posixaio",
             EngineKind::Null => "null",
+            EngineKind::Falloc => "falloc",
         }
     }
 
     /// Whether the engine keeps more than one I/O in flight.
     pub fn is_async(self) -> bool {
-        !matches!(self, EngineKind::Sync | EngineKind::Null)
+        !matches!(
+            self,
+            EngineKind::Sync | EngineKind::Null | EngineKind::Falloc
+        )
     }
 }

@@ -376,6 +376,16 @@ pub struct IoArgs {
     /// N times this (bytes, or N% of the target); see fill_device.rs.
     #[arg(long, hide = true, value_name = "SIZE|N%")]
     pub offset_increment: Option<String>,
+    /// fio 3.33's trims: BLKDISCARD on every target, which a regular file
+    /// refuses with ENOTTY (`ringlab fio` sets it; `ringlab io` punches a
+    /// hole in a file).
+    #[arg(long, hide = true)]
+    pub trim_blkdiscard: bool,
+
+    /// fio's fallocate=: how a new file is laid out for a job that reads
+    /// nothing (none, posix, keep, native, truncate); see layout.rs.
+    #[arg(long, hide = true, value_name = "MODE")]
+    pub fallocate: Option<String>,
 
     #[command(flatten)]
     pub uring: UringArgs,
@@ -459,6 +469,10 @@ pub struct IoPlan {
     pub shard_region_split: bool,
     /// fio's random map: each block once per pass (--random-map).
     pub random_map: bool,
+    /// fio's trims: BLKDISCARD whatever the target (--trim-blkdiscard).
+    pub trim_blkdiscard: bool,
+    /// fio's fallocate= for a new file of a job that reads nothing.
+    pub fallocate: Option<crate::layout::Fallocate>,
     /// posix_fadvise advice given on each job's descriptor at open.
     pub fadvise: Option<i32>,
     /// Drop the cache again at each pass over the region (fio's re-open).
@@ -961,6 +975,11 @@ impl IoPlan {
             // fio: a blockalign other than the smallest size turns the
             // random map off (init.c).
             random_map: args.random_map && align_blocks == 1,
+            trim_blkdiscard: args.trim_blkdiscard,
+            fallocate: match &args.fallocate {
+                Some(m) => Some(crate::layout::Fallocate::parse(m).map_err(usage_error)?),
+                None => None,
+            },
             invalidate_each_pass: args.invalidate_each_pass && args.invalidate == 1,
             seq_skip_blocks: rw_skip(args, bs)?,
             fio_verify: fio_verify_plan(args, bs, bs_max)?,
@@ -1322,6 +1341,12 @@ fn rw_skip(args: &IoArgs, bs: u64) -> Result<i64> {
 }
 
 fn check_engine_and_pattern(args: &IoArgs) -> Result<()> {
+    if args.rw.trims() && (args.verify || args.fio_verify.is_some()) {
+        usage!(
+            "--rw {}: a trimmed block holds no data to verify: drop --verify (verify a write job)",
+            args.rw.name()
+        );
+    }
     if args.rw == Rw::Nop {
         if args.engine != EngineKind::Uring {
             usage!(

@@ -274,13 +274,16 @@ fn run_job(
     ctx: JobContext,
     ready: impl FnOnce(bool) -> bool,
 ) -> Result<JobOutcome> {
-    use crate::engines::{LibaioEngine, NullEngine, PosixAioEngine, SyncEngine, UringEngine};
+    use crate::engines::{
+        FallocEngine, LibaioEngine, NullEngine, PosixAioEngine, SyncEngine, UringEngine,
+    };
     match kind {
         EngineKind::Sync => worker::run_job(ctx, ready, |s| Ok(SyncEngine::new(s))),
         EngineKind::Uring => worker::run_job(ctx, ready, UringEngine::new),
         EngineKind::Libaio => worker::run_job(ctx, ready, LibaioEngine::new),
         EngineKind::Posixaio => worker::run_job(ctx, ready, PosixAioEngine::new),
         EngineKind::Null => worker::run_job(ctx, ready, |s| Ok(NullEngine::new(s))),
+        EngineKind::Falloc => worker::run_job(ctx, ready, |s| Ok(FallocEngine::new(s))),
     }
 }
 

@@ -243,6 +243,10 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
     if plan.offset_increment.is_some() {
         check_increments(plan, &target)?;
     }
+    if plan.rw.trims() {
+        crate::trim::check(&target.access_path(), plan)
+            .map_err(|e| ringlab_core::usage_error(format!("{e:#}")))?;
+    }
     if plan.verify && plan.writes() && plan.numjobs > 1 && target.job_blocks(plan, 0).1 == 0 {
         usage!(
             "--verify with writes gives each of the {} jobs its own slice, but the region holds only {} blocks: use fewer jobs or a larger target",
@@ -564,6 +568,10 @@ pub(crate) fn lay_out(
     plan: &IoPlan,
     interrupted: &AtomicBool,
 ) -> Result<()> {
+    // fio's fallocate=: a job that reads nothing gets no data written.
+    if let (Some(mode), false) = (plan.fallocate, plan.reads()) {
+        return crate::layout::allocate(file, size, mode);
+    }
     let chunk_len = ((1u64 << 20).max(plan.bs) / plan.bs * plan.bs) as usize;
     let mut chunk = vec![0u8; chunk_len];
     let mut written = 0u64;

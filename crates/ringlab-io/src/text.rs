@@ -295,6 +295,9 @@ fn render_figures(out: &mut String, label: &str, f: &Figures) {
     for (name, d) in [("read", &f.read), ("write", &f.write)] {
         render_direction(out, name, d);
     }
+    if let Some(t) = &f.trim {
+        render_direction(out, "trim", t);
+    }
     let pct = |ns: u64| {
         if f.elapsed_ns == 0 {
             0.0

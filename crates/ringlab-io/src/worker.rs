@@ -336,7 +336,9 @@ pub fn run_job<E: Engine>(
             crate::engines::EngineKind::Uring | crate::engines::EngineKind::Libaio => {
                 plan.uring.submit_batch == 1
             }
-            crate::engines::EngineKind::Sync | crate::engines::EngineKind::Null => false,
+            crate::engines::EngineKind::Sync
+            | crate::engines::EngineKind::Null
+            | crate::engines::EngineKind::Falloc => false,
         },
         free: (0..depth).rev().collect(),
         inflight: 0,
@@ -829,7 +831,8 @@ impl Logs {
         let d = match dir {
             Dir::Read => 0,
             Dir::Write => 1,
-            Dir::Nop => return Ok(()),
+            // Trims are counted and timed, not written to the logs.
+            Dir::Nop | Dir::Trim => return Ok(()),
         };
         if let Some(logs) = &mut self.lat {
             for (log, v) in logs.iter_mut().zip(lats) {
@@ -1541,9 +1544,12 @@ impl<E: Engine> Job<'_, E> {
             };
             // In a write job with fio's verify, every read is a verify read:
             // not counted against io_size or number_ios (fio's neither).
-            let verify_read = io.dir == Dir::Read
+            let verify_read = (io.dir == Dir::Read
                 && self.fio_verify.is_some()
-                && self.plan.rw.writes(self.plan.rwmixread);
+                && self.plan.rw.writes(self.plan.rwmixread))
+                // trimwrite: fio counts the writes against size, not the
+                // trims before them.
+                || (io.dir == Dir::Trim && self.plan.rw.writes_after_trim());
             if self.workload.take_new_pass() {
                 // fio re-opens its file at each pass, and invalidate=1
                 // drops its cache then.
@@ -1561,7 +1567,7 @@ impl<E: Engine> Job<'_, E> {
             let mut due_start: Option<u64> = None;
             let mut poisson_undo = None;
             if let Some(p) = &mut self.pace {
-                let d = (io.dir == Dir::Write) as usize;
+                let d = io.dir.size_index();
                 if let Some(period) = p.period_ns[d] {
                     let period = if p.per_byte {
                         period * io.len as f64
@@ -1707,7 +1713,7 @@ impl<E: Engine> Job<'_, E> {
                     }
                     if let Some(p) = &mut self.pace {
                         // Not issued: it is still due when it was.
-                        let d = (io.dir == Dir::Write) as usize;
+                        let d = io.dir.size_index();
                         if let Some((due, gaps)) = poisson_undo {
                             p.due_ns[d] = due;
                             p.poisson = Some(gaps);
@@ -1734,6 +1740,7 @@ impl<E: Engine> Job<'_, E> {
             Dir::Read => "read",
             Dir::Write => "write",
             Dir::Nop => "nop",
+            Dir::Trim => "trim",
         };
         if result < 0 {
             if crate::fill_device::ends_fill(self.plan, s.dir == Dir::Write, result, bs) {
@@ -1741,7 +1748,8 @@ impl<E: Engine> Job<'_, E> {
             }
             let errno = (-result) as i32;
             let err = std::io::Error::from_raw_os_error(errno);
-            let d = (s.dir == Dir::Write) as usize;
+            // fio counts a failed trim as a write error.
+            let d = s.dir.size_index();
             if self.plan.continue_errnos[d].contains(&errno) {
                 // fio's continue_on_error: counted, and the job goes on.
                 self.io_errors += 1;
@@ -1935,7 +1943,7 @@ impl<E: Engine> Job<'_, E> {
         match dir {
             Dir::Read => Some(&mut iv.current.read),
             Dir::Write => Some(&mut iv.current.write),
-            Dir::Nop => None,
+            Dir::Nop | Dir::Trim => None,
         }
     }
 
@@ -1984,6 +1992,7 @@ fn recorder(m: &mut ThreadMeasurements, dir: Dir) -> &mut ringlab_stats::Directi
         Dir::Read => &mut m.read,
         Dir::Write => &mut m.write,
         Dir::Nop => &mut m.nop,
+        Dir::Trim => &mut m.trim,
     }
 }
 

@@ -18,6 +18,14 @@ pub enum Rw {
     Rw,
     /// io_uring no-op requests: no data, no file; the cost of the ring itself.
     Nop,
+    /// fio's trims: sequential, random, and trim-then-write of the same
+    /// block (sequential and random). A block device is discarded
+    /// (BLKDISCARD); a regular file gets a hole punched (`ringlab io`) or,
+    /// as in fio 3.33, BLKDISCARD, which a file refuses (`ringlab fio`).
+    Trim,
+    Randtrim,
+    Trimwrite,
+    Randtrimwrite,
 }
 
 impl Rw {
@@ -30,11 +38,36 @@ impl Rw {
             Rw::Randrw => "randrw",
             Rw::Rw => "rw",
             Rw::Nop => "nop",
+            Rw::Trim => "trim",
+            Rw::Randtrim => "randtrim",
+            Rw::Trimwrite => "trimwrite",
+            Rw::Randtrimwrite => "randtrimwrite",
         }
     }
 
     pub fn is_random(self) -> bool {
-        matches!(self, Rw::Randread | Rw::Randwrite | Rw::Randrw)
+        matches!(
+            self,
+            Rw::Randread | Rw::Randwrite | Rw::Randrw | Rw::Randtrim | Rw::Randtrimwrite
+        )
+    }
+
+    /// Whether the pattern trims (discards or punches holes).
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            Rw::Trim | Rw::Randtrim | Rw::Trimwrite | Rw::Randtrimwrite
+        )
+    }
+
+    /// trimwrite and randtrimwrite: each block is trimmed, then written.
+    fn trim_then_write(self) -> bool {
+        matches!(self, Rw::Trimwrite | Rw::Randtrimwrite)
+    }
+
+    /// trimwrite and randtrimwrite (each block trimmed, then written).
+    pub fn writes_after_trim(self) -> bool {
+        self.trim_then_write()
     }
 
     fn is_mixed(self) -> bool {
@@ -47,6 +80,7 @@ impl Rw {
             Rw::Write | Rw::Randwrite => false,
             Rw::Randrw | Rw::Rw => rwmixread > 0,
             Rw::Nop => false,
+            Rw::Trim | Rw::Randtrim | Rw::Trimwrite | Rw::Randtrimwrite => false,
         }
     }
 
@@ -56,6 +90,9 @@ impl Rw {
             Rw::Write | Rw::Randwrite => true,
             Rw::Randrw | Rw::Rw => rwmixread < 100,
             Rw::Nop => false,
+            // A trim changes the data as a write does: the target is opened
+            // for writing and guarded as for writes.
+            Rw::Trim | Rw::Randtrim | Rw::Trimwrite | Rw::Randtrimwrite => true,
         }
     }
 }
@@ -68,6 +105,18 @@ pub enum Dir {
     Write,
     /// A request that moves no data (`--rw nop`).
     Nop,
+    /// A discard of the block (BLKDISCARD) or a hole punched in a file:
+    /// sized as writes are (fio's bs=R,W,T: trims take the write size).
+    Trim,
+}
+
+impl Dir {
+    /// The index of the block sizes this direction uses: reads 0, writes
+    /// and trims 1.
+    #[inline]
+    pub fn size_index(self) -> usize {
+        matches!(self, Dir::Write | Dir::Trim) as usize
+    }
 }
 
 /// One I/O the workload asks for: a direction, a block of the region and
@@ -302,6 +351,8 @@ pub struct Workload {
     last_end: u64,
     /// fio's fixed placement: zones, alignment, strided mode.
     place: Option<Box<Placement>>,
+    /// trimwrite: the write that follows the last trim, on its block.
+    then_write: Option<NextIo>,
 }
 
 /// fio's options that place random and sequential offsets beyond the
@@ -581,6 +632,7 @@ impl Workload {
             in_run: 0,
             last_end: 0,
             place: None,
+            then_write: None,
         }
     }
 
@@ -673,7 +725,7 @@ impl Workload {
         if !self.rw.is_random() || self.map.is_some() {
             return None;
         }
-        let d = (dir == Dir::Write) as usize;
+        let d = dir.size_index();
         let last = self.count - span;
         if p.zoned[d].is_some() {
             return Some(self.zoned_pick(d, span));
@@ -782,6 +834,11 @@ impl Workload {
             Rw::Read | Rw::Randread => Dir::Read,
             Rw::Write | Rw::Randwrite => Dir::Write,
             Rw::Nop => Dir::Nop,
+            Rw::Trim | Rw::Randtrim => Dir::Trim,
+            Rw::Trimwrite | Rw::Randtrimwrite => match self.then_write.take() {
+                Some(io) => return io,
+                None => Dir::Trim,
+            },
             _ if self.rw.is_mixed() => {
                 if self.rng.random_range(0..100) < self.rwmixread {
                     Dir::Read
@@ -796,7 +853,7 @@ impl Workload {
         let (len, span) = match dir {
             Dir::Nop => (0, 1),
             _ => {
-                let d = (dir == Dir::Write) as usize;
+                let d = dir.size_index();
                 let len = self.sizes[d].pick(&mut self.rng);
                 match self.fixed_span[d] {
                     0 => (len, len / self.unit),
@@ -829,7 +886,7 @@ impl Workload {
                 b
             }
         } else if self.map.is_some() {
-            let d = (dir == Dir::Write) as usize;
+            let d = dir.size_index();
             let zoned = self.place.as_ref().is_some_and(|p| p.zoned[d].is_some());
             let pick = if zoned {
                 self.zoned_pick(d, 1)
@@ -843,11 +900,18 @@ impl Workload {
             if n < span {
                 // fio cuts the I/O at the first block already done.
                 self.count_pass(n * self.unit);
-                return NextIo {
+                let io = NextIo {
                     dir,
                     block: self.first + first,
                     len: (n * self.unit) as u32,
                 };
+                if self.rw.trim_then_write() {
+                    self.then_write = Some(NextIo {
+                        dir: Dir::Write,
+                        ..io
+                    });
+                }
+                return io;
             }
             first
         } else if self.rw.is_random() {
@@ -871,11 +935,18 @@ impl Workload {
         };
         self.count_pass(len);
         self.last_end = rel + span;
-        NextIo {
+        let io = NextIo {
             dir,
             block: self.first + rel,
             len: len as u32,
+        };
+        if dir == Dir::Trim && self.rw.trim_then_write() {
+            self.then_write = Some(NextIo {
+                dir: Dir::Write,
+                ..io
+            });
         }
+        io
     }
 }
 

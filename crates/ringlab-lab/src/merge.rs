@@ -333,6 +333,9 @@ pub fn merge(inputs: Vec<Input>, opts: MergeOptions) -> Result<RunResult> {
         lat_ns: lat.summary(),
         read: direction(&inputs, elapsed_ns, |f| &f.read, read_lat.as_ref()),
         write: direction(&inputs, elapsed_ns, |f| &f.write, write_lat.as_ref()),
+        // Shards' trims are kept per job, not merged (no trim histogram is
+        // stored to merge them by).
+        trim: None,
         cpu_user_ns: totals().map(|t| t.cpu_user_ns).sum(),
         cpu_sys_ns: totals().map(|t| t.cpu_sys_ns).sum(),
         ctx_voluntary: totals().map(|t| t.ctx_voluntary).sum(),

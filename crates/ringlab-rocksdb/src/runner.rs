@@ -812,6 +812,7 @@ fn build_result(
             ..Default::default()
         },
         write: DirectionFigures::default(),
+        trim: None,
         cpu_user_ns: user,
         cpu_sys_ns: sys,
         ctx_voluntary: vol,

@@ -85,6 +85,7 @@ impl ResultHistograms {
         let mut all = total.read.lat.clone();
         all.merge(&total.write.lat);
         all.merge(&total.nop.lat);
+        all.merge(&total.trim.lat);
         let timed = |d: &DirectionRecorder| (d.lat.count() > 0).then(|| d.lat.encode());
         ResultHistograms {
             encoding: HISTOGRAM_ENCODING.to_string(),
@@ -602,6 +603,10 @@ pub struct Figures {
     pub lat_ns: Option<LatencySummary>,
     pub read: DirectionFigures,
     pub write: DirectionFigures,
+    /// Trims (--rw trim, randtrim, trimwrite, randtrimwrite); absent in a
+    /// run without any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trim: Option<DirectionFigures>,
     /// CPU time of the job threads (getrusage RUSAGE_THREAD), summed over
     /// jobs in the total.
     pub cpu_user_ns: u64,
@@ -758,6 +763,9 @@ pub struct ThreadMeasurements {
     /// Requests that move no data (io_uring NOPs): counted in the total
     /// only, not in `read` or `write`.
     pub nop: DirectionRecorder,
+    /// Trims (discards, holes punched): counted in the total and in their
+    /// own direction, not in `read` or `write`.
+    pub trim: DirectionRecorder,
     pub cpu_user_ns: u64,
     pub cpu_sys_ns: u64,
     pub ctx_voluntary: u64,
@@ -871,6 +879,7 @@ impl ThreadMeasurements {
         self.read.merge(&other.read);
         self.write.merge(&other.write);
         self.nop.merge(&other.nop);
+        self.trim.merge(&other.trim);
         self.cpu_user_ns += other.cpu_user_ns;
         self.cpu_sys_ns += other.cpu_sys_ns;
         self.ctx_voluntary += other.ctx_voluntary;
@@ -899,8 +908,9 @@ impl ThreadMeasurements {
         let mut both = self.read.lat.clone();
         both.merge(&self.write.lat);
         both.merge(&self.nop.lat);
-        let ops = self.read.ops + self.write.ops + self.nop.ops;
-        let bytes = self.read.bytes + self.write.bytes;
+        both.merge(&self.trim.lat);
+        let ops = self.read.ops + self.write.ops + self.nop.ops + self.trim.ops;
+        let bytes = self.read.bytes + self.write.bytes + self.trim.bytes;
         Figures {
             elapsed_ns,
             ops,
@@ -910,6 +920,7 @@ impl ThreadMeasurements {
             lat_ns: both.summary(),
             read: self.read.figures(elapsed_ns),
             write: self.write.figures(elapsed_ns),
+            trim: (self.trim.ops > 0).then(|| self.trim.figures(elapsed_ns)),
             cpu_user_ns: self.cpu_user_ns,
             cpu_sys_ns: self.cpu_sys_ns,
             ctx_voluntary: self.ctx_voluntary,

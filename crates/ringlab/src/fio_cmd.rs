@@ -611,6 +611,13 @@ fn resolve(
     if fio_target(&opts, name).is_file() && !has("allow_mounted_write") {
         extra.push("--allow-destructive".to_string());
     }
+    // fio lays out a new file by writing it only for a job that reads (or
+    // with overwrite=1); a job that only writes or trims gets it allocated
+    // by fio's default fallocate=native, no data written (extend_file).
+    let set = |k: &str| opts.iter().any(|o| canonical(&o.key) == k && is_set(o));
+    if !has("fallocate") && !set("create_on_open") && !set("overwrite") {
+        extra.extend(["--fallocate".to_string(), "native".to_string()]);
+    }
     if !has("log_avg_msec") {
         extra.push("--log-rates-per-io".to_string());
     }

@@ -93,6 +93,7 @@ pub struct LibaioEngine {
     submits: [u64; 7],
     ctx: AioContext,
     fd: RawFd,
+    trim: crate::trim::TrimHow,
     /// One control block per slot, at a stable address the kernel reads
     /// during io_submit.
     iocbs: Box<[Iocb]>,
@@ -116,6 +117,7 @@ impl LibaioEngine {
             submits: [0; 7],
             ctx,
             fd: setup.fd,
+            trim: crate::trim::how(setup.plan, setup.fd),
             iocbs: vec![Iocb::default(); depth as usize].into_boxed_slice(),
             pending: Vec::with_capacity(depth as usize),
             events: vec![IoEvent::default(); depth as usize].into_boxed_slice(),
@@ -170,6 +172,12 @@ impl Engine for LibaioEngine {
             Dir::Read => IOCB_CMD_PREAD,
             Dir::Write => IOCB_CMD_PWRITE,
             Dir::Nop => bail!("the libaio engine has no no-op request"),
+            // fio's libaio trims synchronously (do_io_u_trim).
+            Dir::Trim => {
+                return Ok(QueueStatus::Completed(crate::trim::trim(
+                    self.fd, self.trim, req.offset, req.len,
+                )))
+            }
         };
         let cb = &mut self.iocbs[req.slot as usize];
         *cb = Iocb {

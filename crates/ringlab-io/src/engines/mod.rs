@@ -18,6 +18,7 @@
 //! arm in `run_job` of the runner (`run.rs`), which sets the engine up on
 //! the job thread.
 
+mod falloc;
 mod libaio;
 mod null;
 mod posixaio;
@@ -25,6 +26,7 @@ mod sync;
 mod uring;
 
 pub use crate::engine_kind::EngineKind;
+pub use falloc::FallocEngine;
 pub use libaio::LibaioEngine;
 pub use null::NullEngine;
 pub use posixaio::PosixAioEngine;
@@ -116,7 +118,9 @@ impl EngineKind {
     /// Checks, before any file is laid out, that the interface is usable.
     pub fn probe(self, plan: &IoPlan) -> Result<()> {
         match self {
-            EngineKind::Sync | EngineKind::Posixaio | EngineKind::Null => Ok(()),
+            EngineKind::Sync | EngineKind::Posixaio | EngineKind::Null | EngineKind::Falloc => {
+                Ok(())
+            }
             EngineKind::Uring => probe_io_uring(plan),
             EngineKind::Libaio => libaio::probe(plan),
         }

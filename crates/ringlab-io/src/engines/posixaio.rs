@@ -16,6 +16,7 @@ use std::os::fd::RawFd;
 
 pub struct PosixAioEngine {
     fd: RawFd,
+    trim: crate::trim::TrimHow,
     /// One control block per slot, at a stable address glibc keeps while
     /// the request runs.
     cbs: Box<[libc::aiocb]>,
@@ -31,6 +32,7 @@ impl PosixAioEngine {
         let zero: libc::aiocb = unsafe { std::mem::zeroed() };
         Ok(PosixAioEngine {
             fd: setup.fd,
+            trim: crate::trim::how(setup.plan, setup.fd),
             cbs: vec![zero; depth].into_boxed_slice(),
             inflight: VecDeque::with_capacity(depth),
         })
@@ -60,6 +62,12 @@ impl PosixAioEngine {
 
 impl Engine for PosixAioEngine {
     fn queue(&mut self, req: &IoRequest) -> Result<QueueStatus> {
+        if req.dir == Dir::Trim {
+            // fio's posixaio trims synchronously (do_io_u_trim).
+            return Ok(QueueStatus::Completed(crate::trim::trim(
+                self.fd, self.trim, req.offset, req.len,
+            )));
+        }
         let cb = &mut self.cbs[req.slot as usize];
         // SAFETY: zeroing plain data before reuse.
         *cb = unsafe { std::mem::zeroed() };
@@ -74,7 +82,7 @@ impl Engine for PosixAioEngine {
             match req.dir {
                 Dir::Read => libc::aio_read(cb),
                 Dir::Write => libc::aio_write(cb),
-                Dir::Nop => bail!("the posixaio engine has no no-op request"),
+                Dir::Nop | Dir::Trim => bail!("the posixaio engine has no no-op request"),
             }
         };
         if rc != 0 {

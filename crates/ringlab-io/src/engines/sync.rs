@@ -7,11 +7,15 @@ use std::os::fd::RawFd;
 
 pub struct SyncEngine {
     fd: RawFd,
+    trim: crate::trim::TrimHow,
 }
 
 impl SyncEngine {
     pub fn new(setup: &EngineSetup) -> SyncEngine {
-        SyncEngine { fd: setup.fd }
+        SyncEngine {
+            fd: setup.fd,
+            trim: crate::trim::how(setup.plan, setup.fd),
+        }
     }
 }
 
@@ -26,6 +30,11 @@ impl Engine for SyncEngine {
                 Dir::Read => libc::pread(self.fd, req.buf.cast(), req.len as usize, off),
                 Dir::Write => libc::pwrite(self.fd, req.buf.cast(), req.len as usize, off),
                 Dir::Nop => anyhow::bail!("the sync engine has no no-op request"),
+                Dir::Trim => {
+                    return Ok(QueueStatus::Completed(crate::trim::trim(
+                        self.fd, self.trim, req.offset, req.len,
+                    )))
+                }
             }
         };
         let result = if n < 0 {

@@ -48,6 +48,7 @@ pub struct UringEngine {
     enter_fd: i32,
     enter_flags: u32,
     fd: RawFd,
+    trim: crate::trim::TrimHow,
     fixed_file: bool,
     fixed_buffers: bool,
     sqpoll: bool,
@@ -225,6 +226,7 @@ impl UringEngine {
             enter_fd,
             enter_flags,
             fd: setup.fd,
+            trim: crate::trim::how(setup.plan, setup.fd),
             fixed_file: o.fixed_files,
             fixed_buffers: o.fixed_buffers,
             sqpoll: o.sqpoll,
@@ -356,7 +358,8 @@ impl UringEngine {
                             .ioprio(req.ioprio)
                             .build()
                     }
-                    (Dir::Nop, _) => opcode::Nop::new().build(),
+                    // Trims never reach the ring (see queue); a NOP if one did.
+                    (Dir::Nop | Dir::Trim, _) => opcode::Nop::new().build(),
                 }
             };
         }
@@ -371,6 +374,13 @@ impl UringEngine {
 impl Engine for UringEngine {
     #[inline]
     fn queue(&mut self, req: &IoRequest) -> Result<QueueStatus> {
+        if req.dir == Dir::Trim {
+            // fio 3.33's io_uring engine trims synchronously
+            // (do_io_u_trim), as every engine does.
+            return Ok(QueueStatus::Completed(crate::trim::trim(
+                self.fd, self.trim, req.offset, req.len,
+            )));
+        }
         let mut sqe = self.entry(req).user_data(req.slot as u64);
         if self.force_async > 0 && self.queued_total.is_multiple_of(self.force_async as u64) {
             sqe = sqe.flags(squeue::Flags::ASYNC);

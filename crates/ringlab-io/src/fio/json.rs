@@ -212,7 +212,10 @@ fn entry(
     // fio's bw_agg: this entry's share of its group's bandwidth.
     let group = &j.result.total;
     let mut all = LatencyRecorder::new();
-    for d in [&f.read, &f.write] {
+    for d in [Some(&f.read), Some(&f.write), f.trim.as_ref()]
+        .into_iter()
+        .flatten()
+    {
         if let Some(r) = &d.lat_recorder {
             all.merge(r);
         }
@@ -245,9 +248,12 @@ fn entry(
         "job options": job_options(j, global),
         "read": direction(&f.read, f.elapsed_ns, group.read.bw_bytes_per_s, pcts, plus, &reads),
         "write": direction(&f.write, f.elapsed_ns, group.write.bw_bytes_per_s, pcts, plus, &writes),
-        // ringlab issues no trims; its syncs (--fsync) are counted, not
+        // Trims (rw=trim and friends); syncs (--fsync) are counted, not
         // timed. fio counts no end_fsync here: neither does this.
-        "trim": direction(&DirectionFigures::default(), 0, 0.0, pcts, plus, &[]),
+        "trim": match &f.trim {
+            Some(t) => direction(t, f.elapsed_ns, group.trim.as_ref().map_or(0.0, |g| g.bw_bytes_per_s), pcts, plus, &[]),
+            None => direction(&DirectionFigures::default(), 0, 0.0, pcts, plus, &[]),
+        },
         "sync": {"total_ios": f.syncs.unwrap_or(0).saturating_sub(end_fsyncs), "lat_ns": empty_lat()},
         "job_runtime": f.elapsed_ns / 1_000_000,
         "usr_cpu": cpu_pct(f.cpu_user_ns),

@@ -188,7 +188,8 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("log_prio", Kind::Special),
     opt!("cpumask", Kind::Refused("use --cpus LIST (fio's cpus_allowed)")),
     opt!("ioscheduler", Kind::Refused("ringlab has no equivalent: it does not change the device's scheduler; set /sys/block/DEV/queue/scheduler (ringlab reports the one in use)")),
-    opt!("fallocate", Kind::Refused("ringlab has no equivalent: it lays out new files by writing real data")),
+    opt!("fallocate", Kind::Special),
+    opt!("create_on_open", Kind::Special),
     opt!("exitall", Kind::Refused("'ringlab io --fio' runs a job file's jobs one after the other; 'ringlab fio JOBFILE' runs each group at once and ends it as fio's exitall does")),
     opt!("exit_what", Kind::Refused("'ringlab io --fio' runs a job file's jobs one after the other; 'ringlab fio JOBFILE' honours exitall and exit_what (group, stonewall, all)")),
     opt!("steadystate", ["ss"], Kind::Refused("'ringlab fio' ends the job (with group_reporting its group) at fio's steady state; 'ringlab io --fio' has no equivalent")),
@@ -246,6 +247,7 @@ pub fn is_boolean(rec: &FioOption) -> bool {
                 | "dedupe_global"
                 | "log_prio"
                 | "fill_device"
+                | "create_on_open"
         ),
         _ => false,
     }
@@ -385,6 +387,11 @@ struct Gathered {
     fill_device: bool,
     /// fio's fill_device as written (for the refusal on a read job).
     fill_device_at: Option<Written>,
+    /// rw= with a trim pattern, as written.
+    trim_rw: Option<Written>,
+    /// create_on_open=1, as written.
+    create_on_open: Option<Written>,
+    fallocate_given: bool,
     /// An option only fio spells this way was used (not just ringlab's).
     fio_spelling: bool,
 }
@@ -484,7 +491,13 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
                 v = pattern.trim().to_string();
             }
             if v.contains("trim") {
-                return Err(refuse(o, "ringlab has no equivalent of trim workloads: its patterns are read, write, randread, randwrite, randrw, rw"));
+                if !matches!(v.as_str(), "trim" | "randtrim" | "trimwrite" | "randtrimwrite") {
+                    return Err(refuse(o, "fio's trim patterns are trim, randtrim, trimwrite and randtrimwrite"));
+                }
+                // fio 3.33 trims with BLKDISCARD on every engine, which a
+                // regular file refuses (ENOTTY): so does ringlab fio.
+                t.args.push("--trim-blkdiscard".to_string());
+                g.trim_rw = Some(o.clone());
             }
             g.rw_given = true;
             t.args.extend(["--rw".to_string(), v]);
@@ -556,7 +569,8 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
                 "libaio" => "libaio",
                 "posixaio" => "posixaio",
                 "null" => "null",
-                _ => return Err(refuse(o, "ringlab has no equivalent of this engine: its engines are psync/sync (ringlab's sync), io_uring, libaio, posixaio and null")),
+                "falloc" => "falloc",
+                _ => return Err(refuse(o, "ringlab has no equivalent of this engine: its engines are psync/sync (ringlab's sync), io_uring, libaio, posixaio, null and falloc")),
             };
             if o.key == "ioengine" && (v == "sync" || v == "pvsync") {
                 t.notes.push(format!(
@@ -568,12 +582,13 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
             t.args.extend(["--engine".to_string(), engine.to_string()]);
         }
         "direct" => {
-            if bool_value(o)? {
+            if bool_value(o)? && !t.args.iter().any(|a| a == "--direct") {
                 t.args.push("--direct".to_string());
             }
         }
         "buffered" => {
-            if !bool_value(o)? {
+            // buffered=0 is direct=1 (fio's job files often give both).
+            if !bool_value(o)? && !t.args.iter().any(|a| a == "--direct") {
                 t.args.push("--direct".to_string());
             }
         }
@@ -654,6 +669,17 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
             t.args.push("--continue-on-error".to_string());
             t.args.push(v);
         }
+        "fallocate" => {
+            let v = value_of(o)?;
+            crate::layout::Fallocate::parse(&v).map_err(|e| refuse(o, &e))?;
+            g.fallocate_given = true;
+            t.args.extend(["--fallocate".to_string(), v]);
+        }
+        "create_on_open" => {
+            if bool_value(o)? {
+                g.create_on_open = Some(o.clone());
+            }
+        }
         "max_open_zones" | "job_max_open_zones" | "zonecapacity" => {
             // Only zonemode=zbd reads them (fio ignores them otherwise),
             // and ringlab refuses zbd with its reason.
@@ -667,10 +693,24 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
 
 /// Options that only mean something together.
 fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
-    let size = g.size.clone().or(g.filesize.clone());
-    if let Some(s) = &size {
+    // fio: filesize is the file's size, size the bytes the job moves
+    // (each defaults to the other).
+    let file_size = g.filesize.clone().or(g.size.clone());
+    if let Some(s) = &file_size {
         t.args.extend(["--size".to_string(), s.clone()]);
     }
+    // A job moves size bytes, at most its file's (fio sets each file's
+    // io_size to filesize: size=2m filesize=1m reads 1 MiB).
+    let size = match (&g.size, &g.filesize) {
+        (Some(s), Some(f)) => {
+            let bytes = |v: &str| ringlab_stats::units::parse_size(v).ok();
+            match (bytes(s), bytes(f)) {
+                (Some(sb), Some(fb)) if sb < fb => Some(s.clone()),
+                _ => Some(f.clone()),
+            }
+        }
+        (s, f) => s.clone().or(f.clone()),
+    };
     match (&g.filename, &g.directory) {
         // fio joins them whatever the filename: DIR/ then the name.
         (Some(f), Some(d)) => {
@@ -701,6 +741,32 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
                 "without --time_based fio stops each job after --size ({s}); ringlab runs for --runtime (add --io-size {s} for fio's stop)"
             )),
             _ => {}
+        }
+    }
+    if let Some(o) = &g.trim_rw {
+        // fio's falloc engine punches holes itself: no BLKDISCARD.
+        if g.engine.as_deref() == Some("falloc") {
+            t.args.retain(|a| a != "--trim-blkdiscard");
+        } else {
+            trim_target(o, t)?;
+        }
+    }
+    if let Some(o) = &g.create_on_open {
+        // fio lays out nothing then: the file is created empty when the
+        // job opens it and its writes fill it.
+        let reads = t.args.windows(2).any(|w| {
+            w[0] == "--rw"
+                && matches!(
+                    w[1].as_str(),
+                    "read" | "randread" | "rw" | "readwrite" | "randrw"
+                )
+        }) || !g.rw_given;
+        if reads {
+            return Err(refuse(o, "fio then reads a file it never wrote (reads past its end return nothing); ringlab has not built that: give create_on_open=1 to a job that only writes or trims"));
+        }
+        if !g.fallocate_given {
+            t.args
+                .extend(["--fallocate".to_string(), "none".to_string()]);
         }
     }
     if let Some((o, w)) = &g.rwmixwrite {
@@ -836,6 +902,27 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// fio 3.33 trims with the BLKDISCARD ioctl on every engine: a block
+/// device takes it, a regular file refuses it (ENOTTY) and fio's job ends
+/// with error 25 at its first trim. ringlab fio refuses such a job before
+/// it runs rather than run other work.
+fn trim_target(o: &Written, t: &mut Translated) -> Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let target = t.target.clone().unwrap_or_default();
+    let is_device = std::fs::metadata(&target).is_ok_and(|m| m.file_type().is_block_device());
+    if is_device {
+        return Ok(());
+    }
+    Err(refuse(
+        o,
+        &format!(
+            "fio 3.33 trims with the BLKDISCARD ioctl, which a regular file refuses (ENOTTY): on {} fio's job ends with error 25 at its first trim, so ringlab fio refuses it rather than run other work; trim a block device that supports discard, or punch holes in a file with ioengine=falloc (fio's too) or 'ringlab io --rw {} FILE'",
+            if target.is_empty() { "the job's file".to_string() } else { target },
+            o.value.as_deref().unwrap_or("trim").trim()
+        ),
+    ))
 }
 
 /// fio's list of files: split at each ':' not escaped as '\:', with the
@@ -982,7 +1069,13 @@ pub fn help_text() -> String {
             names.push_str(a);
         }
         let what = match (o.kind, o.name) {
-            (Kind::Special, "rw") => "--rw; :N offset modifiers (read:8k, randread:4); no trim".to_string(),
+            (Kind::Special, "rw") => "--rw; :N offset modifiers (read:8k, randread:4); trim, randtrim, trimwrite, randtrimwrite with BLKDISCARD as fio 3.33 (a regular file refuses it: ENOTTY)".to_string(),
+            (Kind::Special, "create_on_open") => {
+                "=1: the file is created when the job opens it, with no data written (a job that reads is refused)".to_string()
+            }
+            (Kind::Special, "fallocate") => {
+                "none/posix/keep/native/truncate/0/1: how a new file of a job that reads nothing is allocated (no data written); a job that reads gets its file written, as fio".to_string()
+            }
             (Kind::Special, "bs") => "--bs; R,W (sizes of reads and writes): --bssplit R,W".to_string(),
             (Kind::Special, "size") | (Kind::Special, "filesize") => {
                 "--size; in a job file without time_based also --io-size (fio stops after size bytes)".to_string()
@@ -1002,7 +1095,7 @@ pub fn help_text() -> String {
                 "the job's name (fio-json jobname); without filename the target is NAME.0.0".to_string()
             }
             (Kind::Special, "ioengine") => {
-                "--engine: psync/sync/pvsync=sync, io_uring=uring, libaio, posixaio, null".to_string()
+                "--engine: psync/sync/pvsync=sync, io_uring=uring, libaio, posixaio, null, falloc (fallocate per request: write allocates, read allocates keeping the length, trim punches a hole)".to_string()
             }
             (Kind::Special, "direct") => "=1: --direct".to_string(),
             (Kind::Special, "buffered") => "=0: --direct".to_string(),
@@ -1123,6 +1216,19 @@ mod tests {
         let t = translate(&w("size=1m runtime=5 thread"), false, None).unwrap();
         assert!(t.notes[0].contains("--io-size 1m"), "{:?}", t.notes);
         assert!(err("time_based").contains("runs forever"));
+    }
+
+    #[test]
+    fn filesize_sizes_the_file_and_bounds_the_io() {
+        // fio: the file is filesize; the job moves size, at most the file.
+        assert_eq!(
+            args("size=2m filesize=1m rw=read", true),
+            "--rw read --size 1m --io-size 1m --engine sync"
+        );
+        assert_eq!(
+            args("size=1m filesize=2m rw=read", true),
+            "--rw read --size 2m --io-size 1m --engine sync"
+        );
     }
 
     #[test]
