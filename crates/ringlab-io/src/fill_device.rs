@@ -19,39 +19,13 @@
 //! runs from its start to the end of the target; with size it is size
 //! bytes from its start.
 
-use crate::plan::{IoArgs, IoPlan};
+use crate::plan::{Increment, IoPlan};
 use anyhow::Result;
 use ringlab_core::usage;
-use ringlab_stats::units::{format_bytes, parse_size};
+use ringlab_stats::units::format_bytes;
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-
-/// fio's offset_increment.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Increment {
-    Bytes(u64),
-    /// A share of the target's size; starts aligned up to the block size.
-    Percent(f64),
-}
-
-/// Parses `--offset-increment`.
-pub fn increment(args: &IoArgs, _bs: u64) -> Result<Option<Increment>> {
-    let Some(t) = args.offset_increment.as_deref().map(str::trim) else {
-        return Ok(None);
-    };
-    if let Some(p) = t.strip_suffix('%') {
-        let pct: f64 = match p.trim().parse() {
-            Ok(v) if (0.0..=100.0).contains(&v) => v,
-            _ => usage!("--offset-increment {t}: a percentage from 0 to 100"),
-        };
-        return Ok(Some(Increment::Percent(pct)));
-    }
-    match parse_size(t) {
-        Ok(n) => Ok(Some(Increment::Bytes(n))),
-        Err(e) => usage!("--offset-increment: {e}"),
-    }
-}
 
 /// The byte where job `job`'s region starts: --offset plus `job` times
 /// the increment (`target_size`: the target's bytes, for a percentage).
@@ -113,7 +87,14 @@ pub fn free_bytes(path: &Path) -> Option<u64> {
 /// the file is removed and created empty, as fio's write job does, and
 /// the region to write is --size, or the free space plus one block.
 /// Returns the region's bytes. Block devices keep the usual checks.
-pub fn prepare_file(plan: &IoPlan, path: &Path) -> Result<Option<u64>> {
+/// `in_use` is the target's check that writing would destroy something
+/// (target.rs's `file_in_use`, passed in so the two files do not import
+/// each other).
+pub fn prepare_file(
+    plan: &IoPlan,
+    path: &Path,
+    in_use: fn(&Path, &std::fs::Metadata) -> Option<String>,
+) -> Result<Option<u64>> {
     let meta = match std::fs::metadata(path) {
         Ok(m) if !m.is_file() => return Ok(None),
         Ok(m) => Some(m),
@@ -144,7 +125,7 @@ pub fn prepare_file(plan: &IoPlan, path: &Path) -> Result<Option<u64>> {
                     path.display()
                 );
             }
-            if let Some(why) = crate::target::file_in_use(path, m) {
+            if let Some(why) = in_use(path, m) {
                 usage!(
                     "refusing to fill {}: {why}; writing would destroy it",
                     path.display()

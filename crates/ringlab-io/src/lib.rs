@@ -22,6 +22,7 @@ pub mod lat_target;
 pub mod layout;
 pub mod named;
 pub mod plan;
+pub mod progress;
 pub mod regulate;
 pub mod run;
 pub mod steady;

@@ -503,7 +503,7 @@ pub struct IoPlan {
     /// fio's fill_device (`--fill-device`).
     pub fill_device: bool,
     /// fio's offset_increment (`--offset-increment`).
-    pub offset_increment: Option<crate::fill_device::Increment>,
+    pub offset_increment: Option<Increment>,
 }
 
 /// fio's logs: the prefixes given and the averaging window.
@@ -984,7 +984,7 @@ impl IoPlan {
             seq_skip_blocks: rw_skip(args, bs)?,
             fio_verify: fio_verify_plan(args, bs, bs_max)?,
             fill_device: args.fill_device,
-            offset_increment: crate::fill_device::increment(args, bs)?,
+            offset_increment: increment(args, bs)?,
             fio_prio: match &args.fio_prio {
                 Some(spec) => {
                     let p = crate::fio_prio::PrioPlan::parse(spec)
@@ -1396,4 +1396,30 @@ fn check_cpus_allowed(cpus: &[u32]) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// fio's offset_increment.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Increment {
+    Bytes(u64),
+    /// A share of the target's size; starts aligned up to the block size.
+    Percent(f64),
+}
+
+/// Parses `--offset-increment` (used by fill_device.rs's job_start).
+pub fn increment(args: &IoArgs, _bs: u64) -> Result<Option<Increment>> {
+    let Some(t) = args.offset_increment.as_deref().map(str::trim) else {
+        return Ok(None);
+    };
+    if let Some(p) = t.strip_suffix('%') {
+        let pct: f64 = match p.trim().parse() {
+            Ok(v) if (0.0..=100.0).contains(&v) => v,
+            _ => usage!("--offset-increment {t}: a percentage from 0 to 100"),
+        };
+        return Ok(Some(Increment::Percent(pct)));
+    }
+    match parse_size(t) {
+        Ok(n) => Ok(Some(Increment::Bytes(n))),
+        Err(e) => usage!("--offset-increment: {e}"),
+    }
 }

@@ -11,9 +11,9 @@
 //!
 //! [`SteadyState`] is that arithmetic, fio's integer rounding included.
 //! The sampling runs outside the job threads: [`Live`] hands the jobs'
-//! published counters ([`crate::worker::JobProgress`]) to the sampler.
+//! published counters ([`crate::progress::JobProgress`]) to the sampler.
 
-use crate::worker::JobProgress;
+use crate::progress::JobProgress;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 

@@ -219,7 +219,7 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
             }
             match plan
                 .fill_device
-                .then(|| crate::fill_device::prepare_file(plan, path))
+                .then(|| crate::fill_device::prepare_file(plan, path, file_in_use))
                 .transpose()?
                 .flatten()
             {

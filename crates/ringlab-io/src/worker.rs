@@ -20,19 +20,10 @@ use ringlab_kstat::ThreadUsage;
 use ringlab_stats::{IntervalRecorder, ThreadMeasurements};
 use std::collections::HashSet;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-/// Counters a job publishes while it runs, read by the progress line. Padded
-/// to its own cache line so jobs do not share one.
-#[repr(align(128))]
-#[derive(Default, Debug)]
-pub struct JobProgress {
-    pub ops: AtomicU64,
-    /// Bytes completed; published only for a sampler that asked
-    /// ([`crate::regulate::Regulation::live`]: fio's steady state).
-    pub bytes: AtomicU64,
-}
+pub use crate::progress::JobProgress;
 
 /// A job told not to start because another job's setup failed.
 #[derive(Debug, thiserror::Error)]
