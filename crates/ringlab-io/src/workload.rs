@@ -4,6 +4,9 @@ use clap::ValueEnum;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+mod fio_map;
+pub use fio_map::FioPasses;
+
 /// fio's `rw=` patterns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -302,6 +305,10 @@ pub struct Workload {
     last_end: u64,
     /// fio's fixed placement: zones, alignment, strided mode.
     place: Option<Box<Placement>>,
+    /// fio 3.33's rules for the random map (`ringlab fio`), and whether
+    /// they ended the job.
+    fio: Option<Box<fio_map::FioRules>>,
+    ended: bool,
 }
 
 /// fio's options that place random and sequential offsets beyond the
@@ -581,6 +588,8 @@ impl Workload {
             in_run: 0,
             last_end: 0,
             place: None,
+            fio: None,
+            ended: false,
         }
     }
 
@@ -829,6 +838,9 @@ impl Workload {
                 b
             }
         } else if self.map.is_some() {
+            if self.fio.is_some() {
+                return self.fio_next(dir, len);
+            }
             let d = (dir == Dir::Write) as usize;
             let zoned = self.place.as_ref().is_some_and(|p| p.zoned[d].is_some());
             let pick = if zoned {
