@@ -1286,7 +1286,10 @@ fn parse_pattern(text: &str) -> Result<Vec<u8>> {
 /// fio's `rw=read:N` as blocks of `bs` (signed).
 /// How a job under fio's random map rules goes on when an I/O cannot be
 /// placed (--fio-random-map).
-fn fio_map_passes(args: &IoArgs, io_size: Option<u64>) -> Result<Option<crate::workload::FioPasses>> {
+fn fio_map_passes(
+    args: &IoArgs,
+    io_size: Option<u64>,
+) -> Result<Option<crate::workload::FioPasses>> {
     let Some(mode) = args.fio_random_map.as_deref() else {
         return Ok(None);
     };
