@@ -1104,8 +1104,9 @@ impl<E: Engine> Job<'_, E> {
                 .plan
                 .number_ios
                 .is_none_or(|limit| self.issued_ios < limit)
-            // fio's random map rules can end a job early (ringlab fio).
-            && !self.workload.ended()
+            // fio's random map rules can end a job early (ringlab fio); an
+            // I/O already handed out (waiting for its due time) still goes.
+            && (!self.workload.ended() || self.pending.is_some())
     }
 
     /// The end of --ramp-time (at `at_ns` on the job clock): what was
