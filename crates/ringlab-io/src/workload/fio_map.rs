@@ -141,7 +141,8 @@ impl Workload {
         let io = match out {
             Some((io, new_pass)) => {
                 f.issued += io.len as u64;
-                self.new_pass |= new_pass;
+                // Passes are told only when tracked (invalidate=1).
+                self.new_pass |= new_pass && self.pass_bytes > 0;
                 f.pending = self.fio_make(&mut f, dir, len);
                 io
             }
@@ -410,6 +411,34 @@ mod tests {
             want < L as f64,
             "the rule ends jobs before every slot is written"
         );
+    }
+
+    #[test]
+    fn an_io_size_given_goes_on_past_a_pass_that_cannot_go_on() {
+        // Writes of 16 blocks over 64 blocks with reads of 1: passes end
+        // early (see above); with fio's io_size given, fio starts another
+        // while at least the largest block is left.
+        let sizes = [BlockSizes::Fixed(1), BlockSizes::Fixed(16)];
+        let given = FioPasses::Bounded {
+            loops: 1,
+            io_size: 16 * 40,
+            explicit: true,
+        };
+        for seed in 0..20 {
+            let mut w = job(Rw::Randwrite, sizes.clone(), 64, seed, given).with_passes(true);
+            let mut passes = 0;
+            let mut bytes = 0;
+            while !w.ended() && bytes < 16 * 40 {
+                bytes += w.next_io().len as u64;
+                passes += w.take_new_pass() as u32;
+            }
+            assert_eq!(bytes, 16 * 40, "seed {seed}");
+            // At most 4 writes a pass: at least 9 new passes.
+            assert!(passes >= 9, "seed {seed}: {passes} passes");
+            let mut w = job(Rw::Randwrite, sizes.clone(), 64, seed, ONE_PASS);
+            let ios = run(&mut w, u64::MAX);
+            assert!(ios.len() <= 4 && w.ended());
+        }
     }
 
     #[test]
