@@ -283,6 +283,14 @@ pub struct IoArgs {
     #[arg(long, hide = true)]
     pub random_map: bool,
 
+    /// fio 3.33's rules for its random map (set by `ringlab fio`; implies
+    /// --random-map): with mixed block sizes each direction picks and
+    /// marks blocks of its own smallest size, and a job ends when an I/O
+    /// cannot be placed (workload/fio_map.rs). `size`: the byte bound came
+    /// from fio's size; `io-size`: fio's io_size was given.
+    #[arg(long, hide = true, value_name = "size|io-size")]
+    pub fio_random_map: Option<String>,
+
     /// fio's fadvise_hint: posix_fadvise on each job's file descriptor
     /// when it is opened (random: POSIX_FADV_RANDOM, sequential:
     /// POSIX_FADV_SEQUENTIAL); `ringlab fio` sets it as fio does.
@@ -473,6 +481,8 @@ pub struct IoPlan {
     pub trim_blkdiscard: bool,
     /// fio's fallocate= for a new file of a job that reads nothing.
     pub fallocate: Option<crate::layout::Fallocate>,
+    /// fio 3.33's rules for the random map (--fio-random-map).
+    pub fio_map: Option<crate::workload::FioPasses>,
     /// posix_fadvise advice given on each job's descriptor at open.
     pub fadvise: Option<i32>,
     /// Drop the cache again at each pass over the region (fio's re-open).
@@ -974,12 +984,13 @@ impl IoPlan {
             shard_region_split: args.shard_region == "split" && args.target.is_some(),
             // fio: a blockalign other than the smallest size turns the
             // random map off (init.c).
-            random_map: args.random_map && align_blocks == 1,
+            random_map: (args.random_map || args.fio_random_map.is_some()) && align_blocks == 1,
             trim_blkdiscard: args.trim_blkdiscard,
             fallocate: match &args.fallocate {
                 Some(m) => Some(crate::layout::Fallocate::parse(m).map_err(usage_error)?),
                 None => None,
             },
+            fio_map: fio_map_passes(args, io_size)?,
             invalidate_each_pass: args.invalidate_each_pass && args.invalidate == 1,
             seq_skip_blocks: rw_skip(args, bs)?,
             fio_verify: fio_verify_plan(args, bs, bs_max)?,
@@ -1320,6 +1331,31 @@ fn parse_pattern(text: &str) -> Result<Vec<u8>> {
 }
 
 /// fio's `rw=read:N` as blocks of `bs` (signed).
+/// How a job under fio's random map rules goes on when an I/O cannot be
+/// placed (--fio-random-map).
+fn fio_map_passes(
+    args: &IoArgs,
+    io_size: Option<u64>,
+) -> Result<Option<crate::workload::FioPasses>> {
+    let Some(mode) = args.fio_random_map.as_deref() else {
+        return Ok(None);
+    };
+    let explicit = match mode {
+        "size" => false,
+        "io-size" => true,
+        other => usage!("--fio-random-map {other}: size or io-size"),
+    };
+    let loops = args.loops.max(1);
+    Ok(Some(match io_size {
+        None => crate::workload::FioPasses::Always,
+        Some(total) => crate::workload::FioPasses::Bounded {
+            loops,
+            io_size: total / loops,
+            explicit,
+        },
+    }))
+}
+
 fn rw_skip(args: &IoArgs, bs: u64) -> Result<i64> {
     let Some(m) = &args.rw_modifier else {
         return Ok(0);

@@ -307,6 +307,7 @@ pub fn run_job<E: Engine>(
         .with_distribution(plan.distribution)
         .with_modifier(plan.seq_skip_blocks, plan.rand_run)
         .with_random_map(plan.random_map)
+        .with_fio_rules(plan.fio_map)
         .with_passes(plan.invalidate_each_pass)
         .with_align(plan.align_blocks)
         .with_strided(
@@ -1123,6 +1124,9 @@ impl<E: Engine> Job<'_, E> {
                 .plan
                 .number_ios
                 .is_none_or(|limit| self.issued_ios < limit)
+            // fio's random map rules can end a job early (ringlab fio); an
+            // I/O already handed out (waiting for its due time) still goes.
+            && (!self.workload.ended() || self.pending.is_some())
     }
 
     /// The end of --ramp-time (at `at_ns` on the job clock): what was

@@ -4,6 +4,9 @@ use clap::ValueEnum;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+mod fio_map;
+pub use fio_map::FioPasses;
+
 /// fio's `rw=` patterns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -353,6 +356,10 @@ pub struct Workload {
     place: Option<Box<Placement>>,
     /// trimwrite: the write that follows the last trim, on its block.
     then_write: Option<NextIo>,
+    /// fio 3.33's rules for the random map (`ringlab fio`), and whether
+    /// they ended the job.
+    fio: Option<Box<fio_map::FioRules>>,
+    ended: bool,
 }
 
 /// fio's options that place random and sequential offsets beyond the
@@ -633,6 +640,8 @@ impl Workload {
             last_end: 0,
             place: None,
             then_write: None,
+            fio: None,
+            ended: false,
         }
     }
 
@@ -886,6 +895,9 @@ impl Workload {
                 b
             }
         } else if self.map.is_some() {
+            if self.fio.is_some() {
+                return self.fio_next(dir, len);
+            }
             let d = dir.size_index();
             let zoned = self.place.as_ref().is_some_and(|p| p.zoned[d].is_some());
             let pick = if zoned {

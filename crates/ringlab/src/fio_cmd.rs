@@ -589,8 +589,17 @@ fn resolve(
         .unwrap_or_else(|| "read".to_string());
     let random = rw_value.starts_with("rand");
     let mut extra: Vec<String> = Vec::new();
-    if random && !p.norandommap {
+    // fio turns its random map off for a distribution other than
+    // `random` (init.c), and follows its own rules with it (io_u.c).
+    let uniform = opts
+        .iter()
+        .filter(|o| canonical(&o.key) == "random_distribution")
+        .all(|o| o.value.as_deref().is_none_or(|v| v.trim() == "random"));
+    if random && !p.norandommap && uniform {
         extra.push("--random-map".to_string());
+        extra.push("--fio-random-map".to_string());
+        let bound = if has("io_size") { "io-size" } else { "size" };
+        extra.push(bound.to_string());
     }
     if !has("fadvise_hint") {
         extra.extend([
