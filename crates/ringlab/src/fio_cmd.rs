@@ -1219,9 +1219,18 @@ fn run(args: Vec<OsString>) -> Result<()> {
             };
             let j = ran[k].0;
             let idx = jobs.iter().position(|x| std::ptr::eq(x, j)).unwrap_or(0);
-            if let Some((minf, majf)) = faults_of.get(idx).copied().flatten() {
-                e["minf"] = json!(minf);
-                e["majf"] = json!(majf);
+            // group_reporting over several sections: their faults added.
+            let sections = e["ringlab"]["sections"].as_array().map_or(1, Vec::len);
+            let faults: Vec<(u64, u64)> = ran[k..(k + sections).min(ran.len())]
+                .iter()
+                .filter_map(|(m, _)| {
+                    let i = jobs.iter().position(|x| std::ptr::eq(x, *m))?;
+                    faults_of.get(i).copied().flatten()
+                })
+                .collect();
+            if !faults.is_empty() {
+                e["minf"] = json!(faults.iter().map(|f| f.0).sum::<u64>());
+                e["majf"] = json!(faults.iter().map(|f| f.1).sum::<u64>());
             }
             if let Some(d) = &j.description {
                 e["desc"] = json!(d);
