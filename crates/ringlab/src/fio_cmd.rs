@@ -1203,7 +1203,7 @@ fn run(args: Vec<OsString>) -> Result<()> {
         })
         .collect();
     let plus = c.formats.contains(&Format::JsonPlus);
-    let mut doc = ringlab_io::fio::json::render(&fio_jobs, &global, plus);
+    let mut doc = ringlab_io::fio::json::render_groups(&fio_jobs, &global, plus);
     doc["fio version"] = json!(FIO_VERSION);
     doc["disk_util"] = disk_util(&disk_before, &disk_after, wall_ms);
     // Per entry: what the personality knows beyond the result.

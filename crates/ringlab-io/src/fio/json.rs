@@ -94,8 +94,25 @@ fn mixed(a: &DirectionFigures, b: &DirectionFigures, elapsed_ns: u64) -> Directi
     }
 }
 
-/// The whole document.
+/// The whole document, one entry per section with group_reporting
+/// (`ringlab io --fio`, whose sections run one after the other).
 pub fn render(jobs: &[FioJob], global: &[(String, String)], plus: bool) -> Value {
+    let spans: Vec<_> = (0..jobs.len()).map(|i| i..i + 1).collect();
+    render_spans(jobs, &spans, global, plus)
+}
+
+/// The whole document as fio writes it (`ringlab fio`): with
+/// group_reporting one entry per reporting group ([`report_spans`]).
+pub fn render_groups(jobs: &[FioJob], global: &[(String, String)], plus: bool) -> Value {
+    render_spans(jobs, &report_spans(jobs), global, plus)
+}
+
+fn render_spans(
+    jobs: &[FioJob],
+    spans: &[std::ops::Range<usize>],
+    global: &[(String, String)],
+    plus: bool,
+) -> Value {
     let started = jobs
         .first()
         .and_then(|j| humantime::parse_rfc3339(&j.result.started_at).ok())
@@ -103,14 +120,21 @@ pub fn render(jobs: &[FioJob], global: &[(String, String)], plus: bool) -> Value
         .unwrap_or_default();
     let mut entries = Vec::new();
     let mut evidence = Vec::new();
-    for span in report_spans(jobs) {
+    for span in spans {
         let j = &jobs[span.start];
         let r = j.result;
         if j.group_reporting {
             let members = &jobs[span.clone()];
             let merged = group_sum(members);
             let mut e = entry(j, global, &merged, None, plus);
-            if members.len() > 1 {
+            if let (true, Some(last)) = (members.len() > 1, members.last()) {
+                // fio's latency_depth: the group's last thread's.
+                e["latency_depth"] = last
+                    .result
+                    .config
+                    .get("iodepth")
+                    .cloned()
+                    .unwrap_or(Value::Null);
                 e["ringlab"]["sections"] =
                     json!(members.iter().map(|m| m.name.as_str()).collect::<Vec<_>>());
             }
