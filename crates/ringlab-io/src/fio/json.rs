@@ -232,12 +232,20 @@ fn job_options(j: &FioJob, global: &[(String, String)]) -> Map<String, Value> {
 /// (stat.c `__show_run_stats`): a job with group_reporting joins the
 /// entry before it when that one is of the same group, so one entry
 /// covers every thread of a reporting group, whatever section they come
-/// from; any other job is an entry of its own (one per thread).
+/// from; any other job is an entry of its own (one per thread). (fio also
+/// adds a group_reporting job to the last thread of a job without it
+/// before it in the same group; here it starts its own entry instead.)
 pub fn report_spans(jobs: &[FioJob]) -> Vec<std::ops::Range<usize>> {
     let mut spans: Vec<std::ops::Range<usize>> = Vec::new();
     for (i, j) in jobs.iter().enumerate() {
         match spans.last_mut() {
-            Some(s) if j.group_reporting && jobs[s.start].groupid == j.groupid => s.end = i + 1,
+            Some(s)
+                if j.group_reporting
+                    && jobs[s.start].group_reporting
+                    && jobs[s.start].groupid == j.groupid =>
+            {
+                s.end = i + 1
+            }
             _ => spans.push(i..i + 1),
         }
     }
