@@ -1212,7 +1212,7 @@ fn run(args: Vec<OsString>) -> Result<()> {
         })
         .collect();
     let plus = c.formats.contains(&Format::JsonPlus);
-    let mut doc = ringlab_io::fio::json::render(&fio_jobs, &global, plus);
+    let mut doc = ringlab_io::fio::json::render_groups(&fio_jobs, &global, plus);
     doc["fio version"] = json!(FIO_VERSION);
     doc["disk_util"] = disk_util(&disk_before, &disk_after, wall_ms);
     // Per entry: what the personality knows beyond the result.
@@ -1228,9 +1228,18 @@ fn run(args: Vec<OsString>) -> Result<()> {
             };
             let j = ran[k].0;
             let idx = jobs.iter().position(|x| std::ptr::eq(x, j)).unwrap_or(0);
-            if let Some((minf, majf)) = faults_of.get(idx).copied().flatten() {
-                e["minf"] = json!(minf);
-                e["majf"] = json!(majf);
+            // group_reporting over several sections: their faults added.
+            let sections = e["ringlab"]["sections"].as_array().map_or(1, Vec::len);
+            let faults: Vec<(u64, u64)> = ran[k..(k + sections).min(ran.len())]
+                .iter()
+                .filter_map(|(m, _)| {
+                    let i = jobs.iter().position(|x| std::ptr::eq(x, *m))?;
+                    faults_of.get(i).copied().flatten()
+                })
+                .collect();
+            if !faults.is_empty() {
+                e["minf"] = json!(faults.iter().map(|f| f.0).sum::<u64>());
+                e["majf"] = json!(faults.iter().map(|f| f.1).sum::<u64>());
             }
             if let Some(d) = &j.description {
                 e["desc"] = json!(d);

@@ -94,8 +94,25 @@ fn mixed(a: &DirectionFigures, b: &DirectionFigures, elapsed_ns: u64) -> Directi
     }
 }
 
-/// The whole document.
+/// The whole document, one entry per section with group_reporting
+/// (`ringlab io --fio`, whose sections run one after the other).
 pub fn render(jobs: &[FioJob], global: &[(String, String)], plus: bool) -> Value {
+    let spans: Vec<_> = (0..jobs.len()).map(|i| i..i + 1).collect();
+    render_spans(jobs, &spans, global, plus)
+}
+
+/// The whole document as fio writes it (`ringlab fio`): with
+/// group_reporting one entry per reporting group ([`report_spans`]).
+pub fn render_groups(jobs: &[FioJob], global: &[(String, String)], plus: bool) -> Value {
+    render_spans(jobs, &report_spans(jobs), global, plus)
+}
+
+fn render_spans(
+    jobs: &[FioJob],
+    spans: &[std::ops::Range<usize>],
+    global: &[(String, String)],
+    plus: bool,
+) -> Value {
     let started = jobs
         .first()
         .and_then(|j| humantime::parse_rfc3339(&j.result.started_at).ok())
@@ -103,22 +120,41 @@ pub fn render(jobs: &[FioJob], global: &[(String, String)], plus: bool) -> Value
         .unwrap_or_default();
     let mut entries = Vec::new();
     let mut evidence = Vec::new();
-    for j in jobs {
+    for span in spans {
+        let j = &jobs[span.start];
         let r = j.result;
         if j.group_reporting {
-            entries.push(entry(j, global, &r.total, r.jobs.len().max(1), None, plus));
+            let members = &jobs[span.clone()];
+            let merged = group_sum(members);
+            let mut e = entry(j, global, &merged, None, plus);
+            if let (true, Some(last)) = (members.len() > 1, members.last()) {
+                // fio's latency_depth: the group's last thread's.
+                e["latency_depth"] = last
+                    .result
+                    .config
+                    .get("iodepth")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                e["ringlab"]["sections"] =
+                    json!(members.iter().map(|m| m.name.as_str()).collect::<Vec<_>>());
+            }
+            entries.push(e);
         } else {
             for jf in &r.jobs {
-                entries.push(entry(
-                    j,
-                    global,
-                    &jf.figures,
-                    1,
-                    Some((jf.job, jf.cpu)),
-                    plus,
-                ));
+                let one = Sum {
+                    figures: jf.figures.clone(),
+                    dir_ns: [jf.figures.elapsed_ns; 3],
+                    threads: 1,
+                    thread_ns: jf.figures.elapsed_ns,
+                    end_fsyncs: end_fsyncs(j, 1),
+                    intervals: None,
+                };
+                entries.push(entry(j, global, &one, Some((jf.job, jf.cpu)), plus));
             }
         }
+    }
+    for j in jobs {
+        let r = j.result;
         evidence.push(json!({
             "jobname": j.name,
             "groupid": j.groupid,
@@ -192,25 +228,215 @@ fn job_options(j: &FioJob, global: &[(String, String)]) -> Map<String, Value> {
     m
 }
 
-fn entry(
-    j: &FioJob,
-    global: &[(String, String)],
-    f: &Figures,
+/// The jobs behind each entry of fio's report, as ranges of `jobs`
+/// (stat.c `__show_run_stats`): a job with group_reporting joins the
+/// entry before it when that one is of the same group, so one entry
+/// covers every thread of a reporting group, whatever section they come
+/// from; any other job is an entry of its own (one per thread). (fio also
+/// adds a group_reporting job to the last thread of a job without it
+/// before it in the same group; here it starts its own entry instead.)
+pub fn report_spans(jobs: &[FioJob]) -> Vec<std::ops::Range<usize>> {
+    let mut spans: Vec<std::ops::Range<usize>> = Vec::new();
+    for (i, j) in jobs.iter().enumerate() {
+        match spans.last_mut() {
+            Some(s)
+                if j.group_reporting
+                    && jobs[s.start].group_reporting
+                    && jobs[s.start].groupid == j.groupid =>
+            {
+                s.end = i + 1
+            }
+            _ => spans.push(i..i + 1),
+        }
+    }
+    spans
+}
+
+/// What one entry reports: the figures of its threads together.
+struct Sum {
+    figures: Figures,
+    /// The run time of each direction (read, write, trim).
+    dir_ns: [u64; 3],
+    /// fio's `members`: the threads summed.
     threads: usize,
-    job: Option<(u32, Option<u32>)>,
-    plus: bool,
-) -> Value {
-    let pcts: &[f64] = j.percentiles.as_deref().unwrap_or(&FIO_PERCENTILES);
-    let run_ns = f.elapsed_ns.max(1) as f64 * threads as f64;
-    // One end fsync per thread under --end-fsync, in `syncs`.
-    let end_fsyncs = if j.result.config.get("end-fsync") == Some(&Value::Bool(true)) {
+    /// fio's total_run_time: the threads' run times added.
+    thread_ns: u64,
+    /// End fsyncs counted in `syncs` that fio does not count.
+    end_fsyncs: u64,
+    /// The --status-interval samples of the whole entry, when it covers
+    /// whole jobs.
+    intervals: Option<Vec<IntervalFigures>>,
+}
+
+/// One end fsync per thread under --end-fsync, in `syncs`.
+fn end_fsyncs(j: &FioJob, threads: usize) -> u64 {
+    if j.result.config.get("end-fsync") == Some(&Value::Bool(true)) {
         threads as u64
     } else {
         0
+    }
+}
+
+/// fio's sum_thread_stats over the jobs of a reporting group: counts,
+/// bytes, CPU times, context switches and depth counts added; latency
+/// histograms merged (so min, max, mean and percentiles are those of every
+/// I/O); the run time the longest, rates over it.
+fn group_sum(members: &[FioJob]) -> Sum {
+    let mut figures = members[0].result.total.clone();
+    for m in &members[1..] {
+        figures = add_figures(&figures, &m.result.total);
+    }
+    // fio's runtime of a direction: the longest of the threads that did
+    // it; its rates are over that.
+    let dir_ns = |pick: fn(&Figures) -> Option<&DirectionFigures>| {
+        members
+            .iter()
+            .map(|m| &m.result.total)
+            .filter(|t| pick(t).is_some_and(|d| d.ops > 0))
+            .map(|t| t.elapsed_ns)
+            .max()
+            .unwrap_or(figures.elapsed_ns)
     };
+    let dir_ns = [
+        dir_ns(|t| Some(&t.read)),
+        dir_ns(|t| Some(&t.write)),
+        dir_ns(|t| t.trim.as_ref()),
+    ];
+    for (d, ns) in [
+        Some(&mut figures.read),
+        Some(&mut figures.write),
+        figures.trim.as_mut(),
+    ]
+    .into_iter()
+    .zip(dir_ns)
+    {
+        if let Some(d) = d {
+            d.iops = d.ops as f64 * 1e9 / ns.max(1) as f64;
+            d.bw_bytes_per_s = d.bytes as f64 * 1e9 / ns.max(1) as f64;
+        }
+    }
+    let threads = members.iter().map(|m| m.result.jobs.len().max(1)).sum();
+    let thread_ns = members
+        .iter()
+        .map(|m| match m.result.jobs.as_slice() {
+            [] => m.result.total.elapsed_ns,
+            js => js.iter().map(|jf| jf.figures.elapsed_ns).sum(),
+        })
+        .sum();
+    let end = members
+        .iter()
+        .map(|m| end_fsyncs(m, m.result.jobs.len().max(1)))
+        .sum();
+    // Interval i of each job covers the same span (clocks started
+    // together); jobs of other batches do not share the group.
+    let mut intervals: Option<Vec<IntervalFigures>> = None;
+    for m in members {
+        let Some(iv) = &m.result.intervals else {
+            intervals = None;
+            break;
+        };
+        intervals = Some(match intervals {
+            None => iv.clone(),
+            Some(mut acc) => {
+                acc.truncate(iv.len());
+                for (a, b) in acc.iter_mut().zip(iv) {
+                    a.ops += b.ops;
+                    a.bytes += b.bytes;
+                    a.read_ops += b.read_ops;
+                    a.read_bytes += b.read_bytes;
+                    a.write_ops += b.write_ops;
+                    a.write_bytes += b.write_bytes;
+                }
+                acc
+            }
+        });
+    }
+    Sum {
+        figures,
+        dir_ns,
+        threads,
+        thread_ns,
+        end_fsyncs: end,
+        intervals,
+    }
+}
+
+/// Two jobs' figures as one (see [`group_sum`]).
+fn add_figures(a: &Figures, b: &Figures) -> Figures {
+    let elapsed_ns = a.elapsed_ns.max(b.elapsed_ns);
+    let read = mixed(&a.read, &b.read, elapsed_ns);
+    let write = mixed(&a.write, &b.write, elapsed_ns);
+    let trim = match (&a.trim, &b.trim) {
+        (None, None) => None,
+        (x, y) => Some(mixed(
+            x.as_ref().unwrap_or(&DirectionFigures::default()),
+            y.as_ref().unwrap_or(&DirectionFigures::default()),
+            elapsed_ns,
+        )),
+    };
+    let mut all = LatencyRecorder::new();
+    for d in [Some(&read), Some(&write), trim.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        if let Some(r) = &d.lat_recorder {
+            all.merge(r);
+        }
+    }
+    let ops = a.ops + b.ops;
+    let bytes = a.bytes + b.bytes;
+    let rate = |n: u64| n as f64 * 1e9 / elapsed_ns.max(1) as f64;
+    let opt_sum = |x: Option<u64>, y: Option<u64>| match (x, y) {
+        (None, None) => None,
+        (x, y) => Some(x.unwrap_or(0) + y.unwrap_or(0)),
+    };
+    Figures {
+        elapsed_ns,
+        ops,
+        bytes,
+        iops: rate(ops),
+        bw_bytes_per_s: rate(bytes),
+        lat_ns: all
+            .summary()
+            .or_else(|| a.lat_ns.clone().or_else(|| b.lat_ns.clone())),
+        read,
+        write,
+        trim,
+        cpu_user_ns: a.cpu_user_ns + b.cpu_user_ns,
+        cpu_sys_ns: a.cpu_sys_ns + b.cpu_sys_ns,
+        ctx_voluntary: a.ctx_voluntary + b.ctx_voluntary,
+        ctx_involuntary: a.ctx_involuntary + b.ctx_involuntary,
+        verified_blocks: opt_sum(a.verified_blocks, b.verified_blocks),
+        syncs: opt_sum(a.syncs, b.syncs),
+        io_depths: match (a.io_depths, b.io_depths) {
+            (None, None) => None,
+            (x, y) => {
+                let mut d = x.unwrap_or_default();
+                d.merge(&y.unwrap_or_default());
+                Some(d)
+            }
+        },
+    }
+}
+
+fn entry(
+    j: &FioJob,
+    global: &[(String, String)],
+    sum: &Sum,
+    job: Option<(u32, Option<u32>)>,
+    plus: bool,
+) -> Value {
+    let f = &sum.figures;
+    let threads = sum.threads;
+    let pcts: &[f64] = j.percentiles.as_deref().unwrap_or(&FIO_PERCENTILES);
+    let run_ns = sum.thread_ns.max(1) as f64;
+    let end_fsyncs = sum.end_fsyncs;
     let cpu_pct = |ns: u64| ns as f64 * 100.0 / run_ns;
     // fio's bw_agg: this entry's share of its group's bandwidth.
-    let group = &j.result.total;
+    let group = match job {
+        Some(_) => &j.result.total,
+        None => f,
+    };
     let mut all = LatencyRecorder::new();
     for d in [Some(&f.read), Some(&f.write), f.trim.as_ref()]
         .into_iter()
@@ -224,7 +450,11 @@ fn entry(
     // (group_reporting or a single job): every full interval, without the
     // last one cut short. Other entries keep fio's one-sample values.
     let whole_run = job.is_none() || j.result.jobs.len() == 1;
-    let series: Vec<&IntervalFigures> = match (&j.result.intervals, whole_run) {
+    let intervals = match job {
+        None => &sum.intervals,
+        Some(_) => &j.result.intervals,
+    };
+    let series: Vec<&IntervalFigures> = match (intervals, whole_run) {
         (Some(iv), true) => {
             let full = iv.first().map_or(0, |i| i.elapsed_ns);
             iv.iter().filter(|i| i.elapsed_ns == full).collect()
@@ -246,16 +476,17 @@ fn entry(
         "eta": 0,
         "elapsed": (f.elapsed_ns as f64 / 1e9).round() as u64,
         "job options": job_options(j, global),
-        "read": direction(&f.read, f.elapsed_ns, group.read.bw_bytes_per_s, pcts, plus, &reads),
-        "write": direction(&f.write, f.elapsed_ns, group.write.bw_bytes_per_s, pcts, plus, &writes),
+        "read": direction(&f.read, sum.dir_ns[0], group.read.bw_bytes_per_s, pcts, plus, &reads),
+        "write": direction(&f.write, sum.dir_ns[1], group.write.bw_bytes_per_s, pcts, plus, &writes),
         // Trims (rw=trim and friends); syncs (--fsync) are counted, not
         // timed. fio counts no end_fsync here: neither does this.
         "trim": match &f.trim {
-            Some(t) => direction(t, f.elapsed_ns, group.trim.as_ref().map_or(0.0, |g| g.bw_bytes_per_s), pcts, plus, &[]),
+            Some(t) => direction(t, sum.dir_ns[2], group.trim.as_ref().map_or(0.0, |g| g.bw_bytes_per_s), pcts, plus, &[]),
             None => direction(&DirectionFigures::default(), 0, 0.0, pcts, plus, &[]),
         },
         "sync": {"total_ios": f.syncs.unwrap_or(0).saturating_sub(end_fsyncs), "lat_ns": empty_lat()},
-        "job_runtime": f.elapsed_ns / 1_000_000,
+        // fio's total_run_time: with group_reporting the threads' added.
+        "job_runtime": sum.thread_ns / 1_000_000,
         "usr_cpu": cpu_pct(f.cpu_user_ns),
         "sys_cpu": cpu_pct(f.cpu_sys_ns),
         "ctx": f.ctx_voluntary + f.ctx_involuntary,
