@@ -471,6 +471,10 @@ pub struct IoPlan {
     pub random_map: bool,
     /// fio's trims: BLKDISCARD whatever the target (--trim-blkdiscard).
     pub trim_blkdiscard: bool,
+    /// fio's failed job (set by `ringlab fio`): an I/O error ends the job
+    /// thread alone, with its figures and the error in a warning
+    /// (`job_error`), instead of failing the run.
+    pub fio_job_errors: bool,
     /// fio's fallocate= for a new file of a job that reads nothing.
     pub fallocate: Option<crate::layout::Fallocate>,
     /// posix_fadvise advice given on each job's descriptor at open.
@@ -976,6 +980,7 @@ impl IoPlan {
             // random map off (init.c).
             random_map: args.random_map && align_blocks == 1,
             trim_blkdiscard: args.trim_blkdiscard,
+            fio_job_errors: false,
             fallocate: match &args.fallocate {
                 Some(m) => Some(crate::layout::Fallocate::parse(m).map_err(usage_error)?),
                 None => None,

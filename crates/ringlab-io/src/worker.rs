@@ -364,6 +364,7 @@ pub fn run_job<E: Engine>(
             .map(|p| Box::new(crate::fio_prio::PrioRun::new(p, plan.seed, ctx.job))),
         shift: ctx.target.job_shift(&plan, ctx.job),
         filled: None,
+        job_failed: None,
         measurements: ThreadMeasurements::default(),
         unrecorded: Unrecorded::default(),
         ops: 0,
@@ -437,6 +438,9 @@ pub fn run_job<E: Engine>(
     }
     result?;
     if let Some(w) = job.filled.take() {
+        warnings.push(w);
+    }
+    if let Some(w) = job.job_failed.take() {
         warnings.push(w);
     }
     if job.io_errors > 0 {
@@ -1057,6 +1061,9 @@ struct Job<'a, E: Engine> {
     shift: u64,
     /// How a fill_device job ended (the file system or device full).
     filled: Option<String>,
+    /// fio's failed job (`plan.fio_job_errors`): the warning of the I/O
+    /// error that ended it.
+    job_failed: Option<String>,
     measurements: ThreadMeasurements,
     unrecorded: Unrecorded,
     /// The engine submits each request in a system call of its own inside
@@ -1294,6 +1301,10 @@ impl<E: Engine> Job<'_, E> {
                 // Not a failure; as in fio, no read-back follows.
                 self.filled = Some(f.0.clone());
                 r = Ok(());
+            } else if let Some(f) = e.downcast_ref::<crate::job_error::JobFailed>() {
+                // fio's failed job: it ends here, with what it did.
+                self.job_failed = Some(f.0.clone());
+                r = Ok(());
             }
         }
         // fio's do_verify: the writes done, every block written is read
@@ -1301,6 +1312,7 @@ impl<E: Engine> Job<'_, E> {
         if r.is_ok()
             && !self.ctx.stop.load(Ordering::Relaxed)
             && self.filled.is_none()
+            && self.job_failed.is_none()
             && self.fio_verify.as_mut().is_some_and(|v| v.start_phase())
         {
             r = self.run_loop();
@@ -1397,10 +1409,9 @@ impl<E: Engine> Job<'_, E> {
         if self.failure.is_some() {
             // fio's fill_device: what was in flight when the space ran
             // out still counts when it completed.
-            let filled = self
-                .failure
-                .as_ref()
-                .is_some_and(|f| f.is::<crate::fill_device::FilledUp>());
+            let filled = self.failure.as_ref().is_some_and(|f| {
+                f.is::<crate::fill_device::FilledUp>() || f.is::<crate::job_error::JobFailed>()
+            });
             if !filled || self.complete(slot, result, now_ns).is_err() {
                 self.release(slot);
             }
@@ -1759,6 +1770,9 @@ impl<E: Engine> Job<'_, E> {
                 self.release(slot);
                 return Ok(());
             }
+            if self.plan.fio_job_errors {
+                return Err(self.job_failed(&s, errno, what));
+            }
             let hint = crate::engines::errno_hint(self.plan, errno);
             bail!(
                 "job {}: {what} of {bs} bytes at offset {} failed: {err}{hint}",
@@ -1855,6 +1869,24 @@ impl<E: Engine> Job<'_, E> {
             self.lat_check(now_ns);
         }
         Ok(())
+    }
+
+    /// fio's failed job: the I/O error that ends this job alone.
+    #[cold]
+    fn job_failed(&self, s: &SlotState, errno: i32, what: &str) -> anyhow::Error {
+        let err = std::io::Error::from_raw_os_error(errno);
+        crate::job_error::JobFailed(crate::job_error::warning(
+            self.ctx.job,
+            errno,
+            what,
+            &format!(
+                "{what} of {} bytes at offset {} of {}: {err}",
+                s.len,
+                s.offset,
+                self.ctx.target.path.display()
+            ),
+        ))
+        .into()
     }
 
     /// fio's fill_device: the write that found no space ends the job.

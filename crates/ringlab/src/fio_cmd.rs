@@ -661,6 +661,9 @@ fn resolve(
             e
         }
     })?;
+    // fio's failed job: an I/O error ends this job alone (its figures
+    // and error in the output), not the run.
+    plan.fio_job_errors = true;
     words.jobname = Some(name.to_string());
     words.notes.extend(p.notes);
     words.notes.extend(reg.notes.iter().cloned());
@@ -1006,6 +1009,9 @@ fn run(args: Vec<OsString>) -> Result<()> {
     let disk_before = read_diskstats(&disks);
     let wall = std::time::Instant::now();
     let exitall = jobs.iter().any(|j| j.exit.0);
+    // fio's failed jobs: each said on stderr as it is found; the run
+    // exits 1 once every job's output is written.
+    let mut failed: Vec<String> = Vec::new();
     let batches: Vec<u32> = {
         let mut b: Vec<u32> = jobs.iter().map(|j| j.batch).collect();
         b.dedup();
@@ -1148,7 +1154,10 @@ fn run(args: Vec<OsString>) -> Result<()> {
         for (k, r) in outcomes.into_iter().enumerate() {
             match r {
                 // The explain step of the run gave it its diagnoses.
-                Ok(r) => results.push(Some(r)),
+                Ok(r) => {
+                    failed.extend(crate::fio_errors::said(&jobs[members[k]].name, &r));
+                    results.push(Some(r));
+                }
                 // Ended by exitall before it measured anything.
                 Err(e) if exits.stopped(k) => {
                     eprintln!(
@@ -1285,7 +1294,8 @@ fn run(args: Vec<OsString>) -> Result<()> {
             }
         }
     }
-    out.finish(text.as_bytes())
+    out.finish(text.as_bytes())?;
+    crate::fio_errors::exit_status(&failed)
 }
 
 /// ringlab's own lines after fio's normal output: what ran, warnings,

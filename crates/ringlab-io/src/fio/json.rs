@@ -106,17 +106,21 @@ pub fn render(jobs: &[FioJob], global: &[(String, String)], plus: bool) -> Value
     for j in jobs {
         let r = j.result;
         if j.group_reporting {
-            entries.push(entry(j, global, &r.total, r.jobs.len().max(1), None, plus));
+            let mut e = entry(j, global, &r.total, r.jobs.len().max(1), None, plus);
+            job_error(&mut e, &r.warnings, None);
+            entries.push(e);
         } else {
             for jf in &r.jobs {
-                entries.push(entry(
+                let mut e = entry(
                     j,
                     global,
                     &jf.figures,
                     1,
                     Some((jf.job, jf.cpu)),
                     plus,
-                ));
+                );
+                job_error(&mut e, &r.warnings, Some(jf.job));
+                entries.push(e);
             }
         }
         evidence.push(json!({
@@ -310,6 +314,31 @@ fn entry(
         None => json!({"threads": threads}),
     };
     e
+}
+
+/// fio's failed job (`crate::job_error`): the entry of a job thread (or,
+/// `job` None, of a reporting group: fio keeps its first error) ended by
+/// an I/O error gets fio's `error` (the errno), the failed I/O counted in
+/// its direction's `total_ios` as fio counts it issued, and fio's error
+/// text under `ringlab.verror` for the normal output's header.
+pub fn job_error(e: &mut Value, warnings: &[String], job: Option<u32>) {
+    let failed: Vec<crate::job_error::Failed> = warnings
+        .iter()
+        .filter_map(|w| crate::job_error::parse(w))
+        .filter(|f| job.is_none_or(|n| n == f.job))
+        .collect();
+    let Some(first) = failed.first() else {
+        return;
+    };
+    e["error"] = json!(first.errno);
+    e["ringlab"]["verror"] = json!(crate::job_error::verror(first.errno, &first.dir));
+    for f in &failed {
+        for key in [f.dir.as_str(), "mixed"] {
+            if let Some(n) = e[key]["total_ios"].as_u64() {
+                e[key]["total_ios"] = json!(n + 1);
+            }
+        }
+    }
 }
 
 /// What fio writes for a latency it did not measure: zeros with N = 0.
