@@ -111,14 +111,7 @@ pub fn render(jobs: &[FioJob], global: &[(String, String)], plus: bool) -> Value
             entries.push(e);
         } else {
             for jf in &r.jobs {
-                let mut e = entry(
-                    j,
-                    global,
-                    &jf.figures,
-                    1,
-                    Some((jf.job, jf.cpu)),
-                    plus,
-                );
+                let mut e = entry(j, global, &jf.figures, 1, Some((jf.job, jf.cpu)), plus);
                 job_error(&mut e, &r.warnings, Some(jf.job));
                 entries.push(e);
             }
