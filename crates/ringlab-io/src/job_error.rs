@@ -22,9 +22,20 @@ impl std::error::Error for JobFailed {}
 const MARK: &str = "ended by an I/O error, as fio ends a failed job (errno ";
 
 /// The warning of a job ended by `errno` on an I/O of direction `dir`
-/// (`read`, `write`, `trim`); `detail` says which I/O.
+/// (`read`, `write`, `trim`, or `resid`: a read that got no byte);
+/// `detail` says which I/O.
 pub fn warning(job: u32, errno: i32, dir: &str, detail: &str) -> String {
     format!("job {job}: {MARK}{errno}, {dir}): {detail}; the other jobs went on")
+}
+
+/// The direction whose `total_ios` counts the failed I/O (`resid`, fio's
+/// "full resid" read that got no byte, is a read).
+pub fn direction(dir: &str) -> &str {
+    if dir == "resid" {
+        "read"
+    } else {
+        dir
+    }
 }
 
 /// A job's error read back from its warning.
@@ -33,7 +44,7 @@ pub struct Failed {
     /// The job thread (0-based) of the run.
     pub job: u32,
     pub errno: i32,
-    /// `read`, `write` or `trim`.
+    /// `read`, `write`, `trim` or `resid` (see [`warning`]).
     pub dir: String,
     /// The I/O that failed, as the warning says it.
     pub detail: String,
@@ -71,10 +82,11 @@ pub fn strerror(errno: i32) -> String {
 /// td_io_queue) on every engine; reads and writes at their completion
 /// (io_u.c:1876, "io_u error"), as fio 3.33 prints them.
 pub fn verror(errno: i32, dir: &str) -> String {
-    let place = if dir == "trim" {
-        "file:ioengines.c:399, func=td_io_queue"
-    } else {
-        "file:io_u.c:1876, func=io_u error"
+    let place = match dir {
+        "trim" => "file:ioengines.c:399, func=td_io_queue",
+        // backend.c io_queue_event: a read that got nothing.
+        "resid" => "file:backend.c:471, func=full resid",
+        _ => "file:io_u.c:1876, func=io_u error",
     };
     format!("{place}, error={}", strerror(errno))
 }
@@ -104,5 +116,10 @@ mod tests {
             verror(28, "write"),
             "file:io_u.c:1876, func=io_u error, error=No space left on device"
         );
+        assert_eq!(
+            verror(5, "resid"),
+            "file:backend.c:471, func=full resid, error=Input/output error"
+        );
+        assert_eq!(direction("resid"), "read");
     }
 }

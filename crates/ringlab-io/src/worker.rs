@@ -1784,6 +1784,11 @@ impl<E: Engine> Job<'_, E> {
             if crate::fill_device::ends_fill(self.plan, s.dir == Dir::Write, result, bs) {
                 return Err(self.fill_ended(&s, result));
             }
+            if self.plan.fio_job_errors && s.dir == Dir::Read && result == 0 {
+                // fio's "full resid": a read that got nothing (past the
+                // end) ends the job with EIO.
+                return Err(self.job_failed(&s, libc::EIO, "resid"));
+            }
             let why = if s.dir == Dir::Read {
                 " (the end of the file came early: was the target truncated during the run?)"
             } else {
@@ -1875,16 +1880,23 @@ impl<E: Engine> Job<'_, E> {
     #[cold]
     fn job_failed(&self, s: &SlotState, errno: i32, what: &str) -> anyhow::Error {
         let err = std::io::Error::from_raw_os_error(errno);
+        let path = self.ctx.target.path.display();
+        let detail = if what == "resid" {
+            format!(
+                "read of {} bytes at offset {} of {path} got no byte (past its end), which fio fails with {err}",
+                s.len, s.offset
+            )
+        } else {
+            format!(
+                "{what} of {} bytes at offset {} of {path}: {err}",
+                s.len, s.offset
+            )
+        };
         crate::job_error::JobFailed(crate::job_error::warning(
             self.ctx.job,
             errno,
             what,
-            &format!(
-                "{what} of {} bytes at offset {} of {}: {err}",
-                s.len,
-                s.offset,
-                self.ctx.target.path.display()
-            ),
+            &detail,
         ))
         .into()
     }

@@ -326,7 +326,7 @@ pub fn job_error(e: &mut Value, warnings: &[String], job: Option<u32>) {
     e["error"] = json!(first.errno);
     e["ringlab"]["verror"] = json!(crate::job_error::verror(first.errno, &first.dir));
     for f in &failed {
-        for key in [f.dir.as_str(), "mixed"] {
+        for key in [crate::job_error::direction(&f.dir), "mixed"] {
             if let Some(n) = e[key]["total_ios"].as_u64() {
                 e[key]["total_ios"] = json!(n + 1);
             }
