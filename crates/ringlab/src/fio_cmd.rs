@@ -1255,6 +1255,11 @@ fn run(args: Vec<OsString>) -> Result<()> {
                 e["ringlab"]["start_unix_ms"] = json!(ms);
             }
             e["ringlab"]["runs_as"] = json!(format!("ringlab {}", j.argv.join(" ")));
+            if j.plan.continue_errnos.iter().any(|v| !v.is_empty()) {
+                let thread = e["ringlab"]["job"].as_u64();
+                let sync = !j.plan.engine.is_async();
+                crate::fio_errors::error_counts(e, ran[k].1, thread, sync);
+            }
             if let Some(r) = ss_reports.get(idx).and_then(Option::as_ref) {
                 e["steadystate"] = ringlab_io::fio::json::steadystate(&r.state);
             }

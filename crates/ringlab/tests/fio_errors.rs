@@ -65,6 +65,8 @@ fn a_failing_job_ends_alone_and_the_other_completes_its_work() {
         "{text}"
     );
     assert!(text.contains("issued rwts: total=0,0,1,0"), "{text}");
+    // No continue_on_error: fio writes no errors line.
+    assert!(!text.contains("errors    :"), "{text}");
     let terse: Vec<Vec<&str>> = text
         .lines()
         .filter(|l| l.starts_with("3;"))
@@ -169,8 +171,12 @@ fn enospc_pressure_fails_its_trim_job_and_exitall_ends_the_writer() {
     let punch = entry(&doc, "punch_hole-raicer");
     assert_eq!(punch["error"], 25);
     assert_eq!(punch["trim"]["total_ios"], 1);
+    // continue_on_error=write: fio's error counts, the failed trim in them.
+    assert_eq!(punch["total_err"], 1);
+    assert_eq!(punch["first_error"], 25);
     let dio = entry(&doc, "dio-raicer");
     assert_eq!(dio["error"], 0);
+    assert_eq!(dio["total_err"], 0);
     assert!(
         dio["job_runtime"].as_u64().unwrap() < 2000,
         "exitall ended the 2 s time-based writer early: {dio}"
@@ -229,4 +235,42 @@ fn a_write_error_is_fio_s_io_u_error() {
     // fio 3.33 here: 1 MiB written, 257 writes issued.
     assert_eq!(w["write"]["io_bytes"], 1 << 20, "{w}");
     assert_eq!(w["write"]["total_ios"], 257);
+
+    // Gone on after (continue_on_error): fio 3.33 keeps the errno as the
+    // job's error, counts the failed writes issued, and exits 0.
+    std::fs::remove_file(mnt.join("w")).unwrap();
+    let out = fio(
+        dir.path(),
+        &[
+            "--name=w",
+            "--filename=small/w",
+            "--size=2m",
+            "--rw=write",
+            "--fallocate=none",
+            "--continue_on_error=write",
+            "--ignore_error=,ENOSPC",
+            "--output-format=json,normal",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let json_end = text.find("\n}\n").unwrap() + 3;
+    let doc: Value = serde_json::from_str(&text[..json_end]).unwrap();
+    let w = entry(&doc, "w");
+    assert_eq!(
+        (
+            w["error"].as_u64(),
+            w["total_err"].as_u64(),
+            w["first_error"].as_u64()
+        ),
+        (Some(28), Some(256), Some(28)),
+        "{w}"
+    );
+    assert_eq!(w["write"]["total_ios"], 512);
+    assert!(text.contains("w: (groupid=0, jobs=1): err=28 (file:engines/sync.c:126, func=xfer, error=No space left on device): pid="), "{text}");
+    assert!(
+        text.contains("     errors    : total=256, first_error=28/<No space left on device>"),
+        "{text}"
+    );
 }

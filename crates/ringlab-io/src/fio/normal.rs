@@ -360,6 +360,20 @@ pub fn normal(doc: &Value) -> String {
             u(&j["write"]["drop_ios"]),
             u(&j["trim"]["drop_ios"]),
         );
+        if j.get("total_err").is_some() {
+            // fio's continue_on_error: the errors counted.
+            let first = u(&j["first_error"]);
+            let _ = writeln!(
+                out,
+                "     errors    : total={}, first_error={first}/<{}>",
+                u(&j["total_err"]),
+                if first == 0 {
+                    "Success".to_string()
+                } else {
+                    crate::job_error::strerror(first as i32)
+                }
+            );
+        }
         let _ = writeln!(
             out,
             "     latency   : target={}, window={}, percentile={:.2}%, depth={}",
