@@ -1288,9 +1288,6 @@ fn fio_verify_plan(
     if bs != bs_max {
         usage!("verify={}: ringlab checks fio's verify blocks of one size, and bsrange/bssplit vary it: give one bs", v.kind.name());
     }
-    if matches!(args.rw, Rw::Randrw | Rw::Rw) && args.rwmixread > 0 && args.rwmixread < 100 {
-        usage!("verify={} with a read/write mix: fio verifies only the reads of its own write log then; ringlab has not built that: verify a write job, then a read job", v.kind.name());
-    }
     if args.rw.is_random() && args.rw.writes(args.rwmixread) && !args.random_map && v.do_verify {
         usage!("verify={} with norandommap: fio then verifies only the last write of a block written twice; ringlab has not built that: drop norandommap", v.kind.name());
     }

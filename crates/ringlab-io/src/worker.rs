@@ -553,6 +553,10 @@ struct SlotState {
     /// fio's per-request priority, and whether it is a cmdprio one.
     ioprio: u16,
     high_prio: bool,
+    /// A read of fio's verify log (a backlog batch or the read-back), not
+    /// one of the workload's: in a job that also writes only these are
+    /// verified (fio 3.33 backend.c: `IO_U_F_VER_LIST || !td_rw`).
+    log_read: bool,
 }
 
 /// --gtod-reduce: completions between two clock reads (fio's ts_cache).
@@ -1541,23 +1545,25 @@ impl<E: Engine> Job<'_, E> {
                     }
                 }
             }
-            let io = match self.pending.take() {
-                Some(io) => io,
+            let (io, log_read) = match self.pending.take() {
+                Some(io) => (io, false),
                 None => match self.fio_verify.as_mut().and_then(|v| v.next_read()) {
-                    Some((block, len)) => NextIo {
-                        dir: Dir::Read,
-                        block,
-                        len,
-                    },
+                    Some((block, len)) => (
+                        NextIo {
+                            dir: Dir::Read,
+                            block,
+                            len,
+                        },
+                        true,
+                    ),
                     None if self.fio_verify.as_ref().is_some_and(|v| v.phase) => break,
-                    None => self.workload.next_io(),
+                    None => (self.workload.next_io(), false),
                 },
             };
-            // In a write job with fio's verify, every read is a verify read:
+            // With fio's verify, a read of the write log is a verify read:
             // not counted against io_size or number_ios (fio's neither).
-            let verify_read = (io.dir == Dir::Read
-                && self.fio_verify.is_some()
-                && self.plan.rw.writes(self.plan.rwmixread))
+            // A read/write mix's own reads are workload I/O.
+            let verify_read = log_read
                 // trimwrite: fio counts the writes against size, not the
                 // trims before them.
                 || (io.dir == Dir::Trim && self.plan.rw.writes_after_trim());
@@ -1653,6 +1659,7 @@ impl<E: Engine> Job<'_, E> {
                 dir: io.dir,
                 ioprio: 0,
                 high_prio: false,
+                log_read,
             };
             let (ioprio, high_prio) = match &mut self.fio_prio {
                 Some(p) => p.pick((io.dir == Dir::Write) as usize, len as u64),
@@ -1843,7 +1850,9 @@ impl<E: Engine> Job<'_, E> {
         if let Some(v) = &mut self.fio_verify {
             if s.dir == Dir::Write {
                 v.written(s.block, s.len);
-            } else if s.dir == Dir::Read {
+            } else if s.dir == Dir::Read
+                && (s.log_read || !self.plan.rw.writes(self.plan.rwmixread))
+            {
                 let buf = &self.buffers.slot(slot)[..s.len as usize];
                 if let Err(why) = v.spec.check(buf, s.offset) {
                     let dumped = if v.spec.dump {
