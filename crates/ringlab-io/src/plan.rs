@@ -475,6 +475,10 @@ pub struct IoPlan {
     /// thread alone, with its figures and the error in a warning
     /// (`job_error`), instead of failing the run.
     pub fio_job_errors: bool,
+    /// fio's create_on_open=1 on a job that reads (set by `ringlab fio`):
+    /// the file is used as it is, created empty when missing, and --size is
+    /// its region (a read past its end gets nothing).
+    pub create_on_open: bool,
     /// fio's fallocate= for a new file of a job that reads nothing.
     pub fallocate: Option<crate::layout::Fallocate>,
     /// posix_fadvise advice given on each job's descriptor at open.
@@ -981,6 +985,7 @@ impl IoPlan {
             random_map: args.random_map && align_blocks == 1,
             trim_blkdiscard: args.trim_blkdiscard,
             fio_job_errors: false,
+            create_on_open: false,
             fallocate: match &args.fallocate {
                 Some(m) => Some(crate::layout::Fallocate::parse(m).map_err(usage_error)?),
                 None => None,

@@ -664,6 +664,7 @@ fn resolve(
     // fio's failed job: an I/O error ends this job alone (its figures
     // and error in the output), not the run.
     plan.fio_job_errors = true;
+    plan.create_on_open = words.create_on_open_reads.is_some();
     words.jobname = Some(name.to_string());
     words.notes.extend(p.notes);
     words.notes.extend(reg.notes.iter().cloned());

@@ -128,11 +128,12 @@ fn ringlab_io_keeps_refusing_a_trim_of_a_regular_file() {
 /// fio's enospc-pressure.fio as the survey adapts it (bench/fio-examples.sh:
 /// ./ for /scratch, 16m files, runtime=2): punch_hole-raicer fails at its
 /// first trim with err=25 and exitall ends dio-raicer; the run exits 1.
-/// The aio-dio-verifier job (randrw with verify, create_on_open) is still
-/// refused, so it is left out here and the whole file is refused.
+/// aio-dio-verifier (randrw with verify on a create_on_open file) either
+/// is ended by exitall or fails first at a read past its file's end
+/// (err=5, fio's "full resid"), depending on which comes first.
 #[test]
-fn enospc_pressure_fails_its_trim_job_and_exitall_ends_the_writer() {
-    let name = "enospc_pressure_fails_its_trim_job_and_exitall_ends_the_writer";
+fn enospc_pressure_fails_its_trim_job_and_exitall_ends_the_others() {
+    let name = "enospc_pressure_fails_its_trim_job_and_exitall_ends_the_others";
     let src = Path::new("/usr/share/doc/fio/examples/enospc-pressure.fio");
     let Ok(text) = std::fs::read_to_string(src) else {
         skip(
@@ -152,19 +153,8 @@ fn enospc_pressure_fails_its_trim_job_and_exitall_ends_the_writer() {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    std::fs::write(dir.path().join("full.fio"), &adapted).unwrap();
-    let out = fio(dir.path(), &["--output-format=json", "full.fio"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("[aio-dio-verifier] create_on_open=1"), "{err}");
-
-    let cut = adapted
-        .split("[aio-dio-verifier]")
-        .next()
-        .unwrap()
-        .to_string();
-    std::fs::write(dir.path().join("two.fio"), cut).unwrap();
-    let out = fio(dir.path(), &["--output-format=json", "two.fio"]);
+    std::fs::write(dir.path().join("e.fio"), &adapted).unwrap();
+    let out = fio(dir.path(), &["--output-format=json", "e.fio"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -180,6 +170,52 @@ fn enospc_pressure_fails_its_trim_job_and_exitall_ends_the_writer() {
     assert!(
         dio["job_runtime"].as_u64().unwrap() < 2000,
         "exitall ended the 2 s time-based writer early: {dio}"
+    );
+    let verifier = entry(&doc, "aio-dio-verifier");
+    assert!(
+        verifier["error"] == 0 || verifier["error"] == 5,
+        "ended by exitall, or failed at a read past its end: {verifier}"
+    );
+}
+
+/// create_on_open=1 on a job that reads: fio 3.33 reads the empty file it
+/// created, and its first read past the end ends the job with EIO ("full
+/// resid"); `ringlab io` refuses the job.
+#[test]
+fn create_on_open_reads_fail_past_the_end_as_fio() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = fio(
+        dir.path(),
+        &[
+            "--name=c",
+            "--filename=cf",
+            "--size=1m",
+            "--bs=4k",
+            "--rw=randrw",
+            "--create_on_open=1",
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("c: (groupid=0, jobs=1): err= 5 (file:backend.c:471, func=full resid, error=Input/output error): pid="),
+        "{text}"
+    );
+    let f = dir.path().join("t.fio");
+    std::fs::write(
+        &f,
+        "[t]\nrw=randrw\nsize=1m\nfilename=b\ncreate_on_open=1\n",
+    )
+    .unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir.path()).args(["io", "--fio"]).arg(&f);
+    let out = run_limited(cmd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("create_on_open=1") && err.contains("ringlab io refuses it"),
+        "{err}"
     );
 }
 

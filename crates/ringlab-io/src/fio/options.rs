@@ -328,9 +328,23 @@ pub struct Translated {
     /// A trim of a regular file (fio 3.33's BLKDISCARD fails there): the
     /// refusal `ringlab io` gives; `ringlab fio` runs it and fails the job.
     pub trim_on_file: Option<String>,
+    /// create_on_open=1 on a job that reads: the refusal `ringlab io`
+    /// gives; `ringlab fio` opens the file as it is, created empty.
+    pub create_on_open_reads: Option<String>,
     /// Options about the blocks' contents (verify=, dedupe, compress),
     /// turned into ringlab's by fio/content.rs.
     pub content: Vec<Written>,
+}
+
+impl Translated {
+    /// Why `ringlab io` (its fio spellings and job files) refuses what
+    /// `ringlab fio` runs as a failing job: a trim of a regular file, a
+    /// create_on_open job that reads.
+    pub fn io_refusal(&self) -> Option<&String> {
+        self.trim_on_file
+            .as_ref()
+            .or(self.create_on_open_reads.as_ref())
+    }
 }
 
 fn bool_value(o: &Written) -> Result<bool> {
@@ -765,9 +779,11 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
                 )
         }) || !g.rw_given;
         if reads {
-            return Err(refuse(o, "fio then reads a file it never wrote (reads past its end return nothing); ringlab has not built that: give create_on_open=1 to a job that only writes or trims"));
-        }
-        if !g.fallocate_given {
+            // fio reads the file as it is (created empty when missing): a
+            // read past its end gets no byte and fails the job (EIO, "full
+            // resid"). ringlab fio does that; ringlab io refuses it.
+            t.create_on_open_reads = Some(refuse(o, "fio then reads a file it never wrote (its first read past the end fails the job with EIO); ringlab io refuses it: run it with 'ringlab fio', which fails that job as fio does, or give create_on_open=1 to a job that only writes or trims").to_string());
+        } else if !g.fallocate_given {
             t.args
                 .extend(["--fallocate".to_string(), "none".to_string()]);
         }
