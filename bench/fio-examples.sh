@@ -103,13 +103,24 @@ for f in "${accepted[@]}"; do
     grep -E '^[[:space:]]*directory[[:space:]]*=' "$w/job.fio" | sed -E 's/^[^=]*=[[:space:]]*//' | while read -r sub; do
         mkdir -p "$w/$sub"
     done || true
-    if ! (cd "$w" && timeout -s KILL 60 fio --output-format=json --output=fio.json job.fio >fio.err 2>&1); then
+    # A run whose jobs failed (fio exits 1 with every job's report, each
+    # failed one with its error) is compared by its jobs' errors.
+    fio_rc=0
+    (cd "$w" && timeout -s KILL 60 fio --output-format=json --output=fio.json job.fio >fio.err 2>&1) || fio_rc=$?
+    if [[ $fio_rc != 0 ]] && ! grep -q '"jobs"' "$w/fio.json" 2>/dev/null; then
         printf '%-34s %s\n' "$name" "fio failed: $(head -c 120 "$w/fio.err" | tr '\n' ' ')"
         continue
     fi
     rm -f "$w"/*.0 "$w"/*.0.* 2>/dev/null || true
-    if ! (cd "$w" && timeout -s KILL 60 "$ringlab" fio --output-format=json --output=rl.json job.fio >rl.err 2>&1); then
+    rl_rc=0
+    (cd "$w" && timeout -s KILL 60 "$ringlab" fio --output-format=json --output=rl.json job.fio >rl.err 2>&1) || rl_rc=$?
+    if [[ $rl_rc != 0 ]] && { [[ $rl_rc != "$fio_rc" ]] || ! grep -q '"jobs"' "$w/rl.json" 2>/dev/null; }; then
         printf '%-34s %s\n' "$name" "ringlab failed: $(grep -v note: "$w/rl.err" | head -c 150 | tr '\n' ' ')"
+        continue
+    fi
+    if [[ $fio_rc != 0 || $rl_rc != 0 ]]; then
+        errs() { python3 -c "import json,sys; t=open(sys.argv[1]).read(); print(','.join('%s=%s' % (j['jobname'], j['error']) for j in json.loads(t[t.index('{'):])['jobs']))" "$1"; }
+        printf '%-34s %s\n' "$name" "jobs failed: fio exit $fio_rc [$(errs "$w/fio.json")], ringlab exit $rl_rc [$(errs "$w/rl.json")]"
         continue
     fi
     ran=$((ran + 1))

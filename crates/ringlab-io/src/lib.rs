@@ -17,6 +17,7 @@ pub mod fio;
 pub mod fio_buffers;
 pub mod fio_prio;
 pub mod fio_verify;
+pub mod job_error;
 pub mod knobs;
 pub mod lat_target;
 pub mod layout;

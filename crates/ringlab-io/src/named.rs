@@ -148,7 +148,22 @@ pub fn prepare_named(
     // lays it out.
     let size = size.saturating_add(plan.offset);
     let new = meta.is_none() || len == 0;
-    ringlab_core::files::check_free_space(path, size.saturating_sub(len), "laying out")?;
+    // fio's failed job: a layout that takes no space (fallocate none,
+    // truncate, keep, for a job that reads nothing) is not checked, as
+    // fio checks nothing; a write that finds no room is the job's error.
+    let takes_no_space = plan.fio_job_errors
+        && !plan.reads()
+        && matches!(
+            plan.fallocate,
+            Some(
+                crate::layout::Fallocate::None
+                    | crate::layout::Fallocate::Truncate
+                    | crate::layout::Fallocate::Keep
+            )
+        );
+    if !takes_no_space {
+        ringlab_core::files::check_free_space(path, size.saturating_sub(len), "laying out")?;
+    }
     if !new {
         // A file ringlab laid out, shorter than --offset plus --size: it
         // grows in place (a run killed meanwhile leaves it marked and

@@ -479,6 +479,14 @@ pub struct IoPlan {
     pub random_map: bool,
     /// fio's trims: BLKDISCARD whatever the target (--trim-blkdiscard).
     pub trim_blkdiscard: bool,
+    /// fio's failed job (set by `ringlab fio`): an I/O error ends the job
+    /// thread alone, with its figures and the error in a warning
+    /// (`job_error`), instead of failing the run.
+    pub fio_job_errors: bool,
+    /// fio's create_on_open=1 on a job that reads (set by `ringlab fio`):
+    /// the file is used as it is, created empty when missing, and --size is
+    /// its region (a read past its end gets nothing).
+    pub create_on_open: bool,
     /// fio's fallocate= for a new file of a job that reads nothing.
     pub fallocate: Option<crate::layout::Fallocate>,
     /// fio 3.33's rules for the random map (--fio-random-map).
@@ -986,6 +994,8 @@ impl IoPlan {
             // random map off (init.c).
             random_map: (args.random_map || args.fio_random_map.is_some()) && align_blocks == 1,
             trim_blkdiscard: args.trim_blkdiscard,
+            fio_job_errors: false,
+            create_on_open: false,
             fallocate: match &args.fallocate {
                 Some(m) => Some(crate::layout::Fallocate::parse(m).map_err(usage_error)?),
                 None => None,
@@ -1293,9 +1303,6 @@ fn fio_verify_plan(
     }
     if bs != bs_max {
         usage!("verify={}: ringlab checks fio's verify blocks of one size, and bsrange/bssplit vary it: give one bs", v.kind.name());
-    }
-    if matches!(args.rw, Rw::Randrw | Rw::Rw) && args.rwmixread > 0 && args.rwmixread < 100 {
-        usage!("verify={} with a read/write mix: fio verifies only the reads of its own write log then; ringlab has not built that: verify a write job, then a read job", v.kind.name());
     }
     if args.rw.is_random() && args.rw.writes(args.rwmixread) && !args.random_map && v.do_verify {
         usage!("verify={} with norandommap: fio then verifies only the last write of a block written twice; ringlab has not built that: drop norandommap", v.kind.name());

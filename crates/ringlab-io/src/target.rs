@@ -217,12 +217,15 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
                     }
                 }
             }
-            match plan
-                .fill_device
-                .then(|| crate::fill_device::prepare_file(plan, path, file_in_use))
-                .transpose()?
-                .flatten()
-            {
+            let region = match created_on_open(plan, path)? {
+                Some(r) => Some(r),
+                None => plan
+                    .fill_device
+                    .then(|| crate::fill_device::prepare_file(plan, path, file_in_use))
+                    .transpose()?
+                    .flatten(),
+            };
+            match region {
                 Some(region) => filled(plan, path, region)?,
                 None => {
                     if plan.offset_increment.is_some() {
@@ -264,6 +267,46 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
         unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     }
     Ok(target)
+}
+
+/// fio's create_on_open=1 for a job that reads (`plan.create_on_open`, set
+/// by ringlab fio): the file is opened as it is, created empty when
+/// missing, with --size as its region, so a read past its end gets no byte
+/// (which fails the job, as fio's "full resid"). Returns the region.
+fn created_on_open(plan: &IoPlan, path: &Path) -> Result<Option<u64>> {
+    if !plan.create_on_open {
+        return Ok(None);
+    }
+    match fs::metadata(path) {
+        Ok(m) if !m.is_file() => return Ok(None),
+        Ok(_) => {
+            if plan.writes() && !plan.allow_destructive && !crate::named::is_marked(path) {
+                usage!(
+                    "refusing to write to {}: it is an existing file ringlab did not lay out, so the workload would overwrite its data. Pass --allow-destructive if that is what you want, or name a new file",
+                    path.display()
+                );
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            let file = match fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(path)
+            {
+                Ok(f) => f,
+                Err(e) => usage!("cannot create {}: {e}", path.display()),
+            };
+            crate::named::mark(&file);
+        }
+        Err(e) => usage!("cannot inspect target {}: {e}", path.display()),
+    }
+    let Some(size) = plan.size else {
+        usage!(
+            "create_on_open=1 on {}: give size= (the region the job reads and writes)",
+            path.display()
+        );
+    };
+    Ok(Some(size))
 }
 
 /// Every job's region (fio's offset_increment) lies in the target.

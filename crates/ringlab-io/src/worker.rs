@@ -356,6 +356,7 @@ pub fn run_job<E: Engine>(
             .map(|p| Box::new(crate::fio_prio::PrioRun::new(p, plan.seed, ctx.job))),
         shift: ctx.target.job_shift(&plan, ctx.job),
         filled: None,
+        job_failed: None,
         measurements: ThreadMeasurements::default(),
         unrecorded: Unrecorded::default(),
         ops: 0,
@@ -429,6 +430,9 @@ pub fn run_job<E: Engine>(
     }
     result?;
     if let Some(w) = job.filled.take() {
+        warnings.push(w);
+    }
+    if let Some(w) = job.job_failed.take() {
         warnings.push(w);
     }
     if job.io_errors > 0 {
@@ -541,6 +545,10 @@ struct SlotState {
     /// fio's per-request priority, and whether it is a cmdprio one.
     ioprio: u16,
     high_prio: bool,
+    /// A read of fio's verify log (a backlog batch or the read-back), not
+    /// one of the workload's: in a job that also writes only these are
+    /// verified (fio 3.33 backend.c: `IO_U_F_VER_LIST || !td_rw`).
+    log_read: bool,
 }
 
 /// --gtod-reduce: completions between two clock reads (fio's ts_cache).
@@ -1049,6 +1057,9 @@ struct Job<'a, E: Engine> {
     shift: u64,
     /// How a fill_device job ended (the file system or device full).
     filled: Option<String>,
+    /// fio's failed job (`plan.fio_job_errors`): the warning of the I/O
+    /// error that ended it.
+    job_failed: Option<String>,
     measurements: ThreadMeasurements,
     unrecorded: Unrecorded,
     /// The engine submits each request in a system call of its own inside
@@ -1289,6 +1300,10 @@ impl<E: Engine> Job<'_, E> {
                 // Not a failure; as in fio, no read-back follows.
                 self.filled = Some(f.0.clone());
                 r = Ok(());
+            } else if let Some(f) = e.downcast_ref::<crate::job_error::JobFailed>() {
+                // fio's failed job: it ends here, with what it did.
+                self.job_failed = Some(f.0.clone());
+                r = Ok(());
             }
         }
         // fio's do_verify: the writes done, every block written is read
@@ -1296,6 +1311,7 @@ impl<E: Engine> Job<'_, E> {
         if r.is_ok()
             && !self.ctx.stop.load(Ordering::Relaxed)
             && self.filled.is_none()
+            && self.job_failed.is_none()
             && self.fio_verify.as_mut().is_some_and(|v| v.start_phase())
         {
             r = self.run_loop();
@@ -1392,10 +1408,9 @@ impl<E: Engine> Job<'_, E> {
         if self.failure.is_some() {
             // fio's fill_device: what was in flight when the space ran
             // out still counts when it completed.
-            let filled = self
-                .failure
-                .as_ref()
-                .is_some_and(|f| f.is::<crate::fill_device::FilledUp>());
+            let filled = self.failure.as_ref().is_some_and(|f| {
+                f.is::<crate::fill_device::FilledUp>() || f.is::<crate::job_error::JobFailed>()
+            });
             if !filled || self.complete(slot, result, now_ns).is_err() {
                 self.release(slot);
             }
@@ -1525,23 +1540,25 @@ impl<E: Engine> Job<'_, E> {
                     }
                 }
             }
-            let io = match self.pending.take() {
-                Some(io) => io,
+            let (io, log_read) = match self.pending.take() {
+                Some(io) => (io, false),
                 None => match self.fio_verify.as_mut().and_then(|v| v.next_read()) {
-                    Some((block, len)) => NextIo {
-                        dir: Dir::Read,
-                        block,
-                        len,
-                    },
+                    Some((block, len)) => (
+                        NextIo {
+                            dir: Dir::Read,
+                            block,
+                            len,
+                        },
+                        true,
+                    ),
                     None if self.fio_verify.as_ref().is_some_and(|v| v.phase) => break,
-                    None => self.workload.next_io(),
+                    None => (self.workload.next_io(), false),
                 },
             };
-            // In a write job with fio's verify, every read is a verify read:
+            // With fio's verify, a read of the write log is a verify read:
             // not counted against io_size or number_ios (fio's neither).
-            let verify_read = (io.dir == Dir::Read
-                && self.fio_verify.is_some()
-                && self.plan.rw.writes(self.plan.rwmixread))
+            // A read/write mix's own reads are workload I/O.
+            let verify_read = log_read
                 // trimwrite: fio counts the writes against size, not the
                 // trims before them.
                 || (io.dir == Dir::Trim && self.plan.rw.writes_after_trim());
@@ -1637,6 +1654,7 @@ impl<E: Engine> Job<'_, E> {
                 dir: io.dir,
                 ioprio: 0,
                 high_prio: false,
+                log_read,
             };
             let (ioprio, high_prio) = match &mut self.fio_prio {
                 Some(p) => p.pick((io.dir == Dir::Write) as usize, len as u64),
@@ -1754,6 +1772,9 @@ impl<E: Engine> Job<'_, E> {
                 self.release(slot);
                 return Ok(());
             }
+            if self.plan.fio_job_errors {
+                return Err(self.job_failed(&s, errno, what));
+            }
             let hint = crate::engines::errno_hint(self.plan, errno);
             bail!(
                 "job {}: {what} of {bs} bytes at offset {} failed: {err}{hint}",
@@ -1764,6 +1785,11 @@ impl<E: Engine> Job<'_, E> {
         if result as u64 != bs {
             if crate::fill_device::ends_fill(self.plan, s.dir == Dir::Write, result, bs) {
                 return Err(self.fill_ended(&s, result));
+            }
+            if self.plan.fio_job_errors && s.dir == Dir::Read && result == 0 {
+                // fio's "full resid": a read that got nothing (past the
+                // end) ends the job with EIO.
+                return Err(self.job_failed(&s, libc::EIO, "resid"));
             }
             let why = if s.dir == Dir::Read {
                 " (the end of the file came early: was the target truncated during the run?)"
@@ -1819,7 +1845,9 @@ impl<E: Engine> Job<'_, E> {
         if let Some(v) = &mut self.fio_verify {
             if s.dir == Dir::Write {
                 v.written(s.block, s.len);
-            } else if s.dir == Dir::Read {
+            } else if s.dir == Dir::Read
+                && (s.log_read || !self.plan.rw.writes(self.plan.rwmixread))
+            {
                 let buf = &self.buffers.slot(slot)[..s.len as usize];
                 if let Err(why) = v.spec.check(buf, s.offset) {
                     let dumped = if v.spec.dump {
@@ -1850,6 +1878,31 @@ impl<E: Engine> Job<'_, E> {
             self.lat_check(now_ns);
         }
         Ok(())
+    }
+
+    /// fio's failed job: the I/O error that ends this job alone.
+    #[cold]
+    fn job_failed(&self, s: &SlotState, errno: i32, what: &str) -> anyhow::Error {
+        let err = std::io::Error::from_raw_os_error(errno);
+        let path = self.ctx.target.path.display();
+        let detail = if what == "resid" {
+            format!(
+                "read of {} bytes at offset {} of {path} got no byte (past its end), which fio fails with {err}",
+                s.len, s.offset
+            )
+        } else {
+            format!(
+                "{what} of {} bytes at offset {} of {path}: {err}",
+                s.len, s.offset
+            )
+        };
+        crate::job_error::JobFailed(crate::job_error::warning(
+            self.ctx.job,
+            errno,
+            what,
+            &detail,
+        ))
+        .into()
     }
 
     /// fio's fill_device: the write that found no space ends the job.

@@ -140,6 +140,9 @@ pub fn run_job_file(path: &Path, rest: &[OsString]) -> Result<()> {
     let mut output: Option<IoOutputArgs> = None;
     for s in &file.jobs {
         let mut words = options::translate(&s.options, true, Some(&s.name))?;
+        if let Some(why) = words.io_refusal() {
+            return Err(ringlab_core::usage_error(why.clone()));
+        }
         // fio's "job options" are the section's own; [global]'s are listed
         // once, as "global options".
         words.options = s

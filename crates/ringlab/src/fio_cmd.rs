@@ -670,6 +670,10 @@ fn resolve(
             e
         }
     })?;
+    // fio's failed job: an I/O error ends this job alone (its figures
+    // and error in the output), not the run.
+    plan.fio_job_errors = true;
+    plan.create_on_open = words.create_on_open_reads.is_some();
     words.jobname = Some(name.to_string());
     words.notes.extend(p.notes);
     words.notes.extend(reg.notes.iter().cloned());
@@ -1015,6 +1019,9 @@ fn run(args: Vec<OsString>) -> Result<()> {
     let disk_before = read_diskstats(&disks);
     let wall = std::time::Instant::now();
     let exitall = jobs.iter().any(|j| j.exit.0);
+    // fio's failed jobs: each said on stderr as it is found; the run
+    // exits 1 once every job's output is written.
+    let mut failed: Vec<String> = Vec::new();
     let batches: Vec<u32> = {
         let mut b: Vec<u32> = jobs.iter().map(|j| j.batch).collect();
         b.dedup();
@@ -1157,7 +1164,10 @@ fn run(args: Vec<OsString>) -> Result<()> {
         for (k, r) in outcomes.into_iter().enumerate() {
             match r {
                 // The explain step of the run gave it its diagnoses.
-                Ok(r) => results.push(Some(r)),
+                Ok(r) => {
+                    failed.extend(crate::fio_errors::said(&jobs[members[k]].name, &r));
+                    results.push(Some(r));
+                }
                 // Ended by exitall before it measured anything.
                 Err(e) if exits.stopped(k) => {
                     eprintln!(
@@ -1264,6 +1274,11 @@ fn run(args: Vec<OsString>) -> Result<()> {
                 e["ringlab"]["start_unix_ms"] = json!(ms);
             }
             e["ringlab"]["runs_as"] = json!(format!("ringlab {}", j.argv.join(" ")));
+            if j.plan.continue_errnos.iter().any(|v| !v.is_empty()) {
+                let thread = e["ringlab"]["job"].as_u64();
+                let sync = !j.plan.engine.is_async();
+                crate::fio_errors::error_counts(e, ran[k].1, thread, sync);
+            }
             if let Some(r) = ss_reports.get(idx).and_then(Option::as_ref) {
                 e["steadystate"] = ringlab_io::fio::json::steadystate(&r.state);
             }
@@ -1303,7 +1318,8 @@ fn run(args: Vec<OsString>) -> Result<()> {
             }
         }
     }
-    out.finish(text.as_bytes())
+    out.finish(text.as_bytes())?;
+    crate::fio_errors::exit_status(&failed)
 }
 
 /// ringlab's own lines after fio's normal output: what ran, warnings,

@@ -252,6 +252,9 @@ pub fn preprocess(argv: Vec<OsString>, io: &clap::Command) -> Result<Preprocesse
         ));
     }
     let t = options::translate(&fio, false, None)?;
+    if let Some(why) = t.io_refusal() {
+        return Err(usage_error(why.clone()));
+    }
     out.extend(t.args.iter().map(OsString::from));
     if let Some(target) = &t.target {
         if positional == 0 {

@@ -138,6 +138,13 @@ fn render_spans(
                 e["ringlab"]["sections"] =
                     json!(members.iter().map(|m| m.name.as_str()).collect::<Vec<_>>());
             }
+            // fio's group error: the first of its threads'; each failed
+            // thread's last I/O counts in the group's total_ios.
+            let warnings: Vec<String> = members
+                .iter()
+                .flat_map(|m| m.result.warnings.iter().cloned())
+                .collect();
+            job_error(&mut e, &warnings, None);
             entries.push(e);
         } else {
             for jf in &r.jobs {
@@ -149,7 +156,9 @@ fn render_spans(
                     end_fsyncs: end_fsyncs(j, 1),
                     intervals: None,
                 };
-                entries.push(entry(j, global, &one, Some((jf.job, jf.cpu)), plus));
+                let mut e = entry(j, global, &one, Some((jf.job, jf.cpu)), plus);
+                job_error(&mut e, &r.warnings, Some(jf.job));
+                entries.push(e);
             }
         }
     }
@@ -541,6 +550,31 @@ fn entry(
         None => json!({"threads": threads}),
     };
     e
+}
+
+/// fio's failed job (`crate::job_error`): the entry of a job thread (or,
+/// `job` None, of a reporting group: fio keeps its first error) ended by
+/// an I/O error gets fio's `error` (the errno), the failed I/O counted in
+/// its direction's `total_ios` as fio counts it issued, and fio's error
+/// text under `ringlab.verror` for the normal output's header.
+pub fn job_error(e: &mut Value, warnings: &[String], job: Option<u32>) {
+    let failed: Vec<crate::job_error::Failed> = warnings
+        .iter()
+        .filter_map(|w| crate::job_error::parse(w))
+        .filter(|f| job.is_none_or(|n| n == f.job))
+        .collect();
+    let Some(first) = failed.first() else {
+        return;
+    };
+    e["error"] = json!(first.errno);
+    e["ringlab"]["verror"] = json!(crate::job_error::verror(first.errno, &first.dir));
+    for f in &failed {
+        for key in [crate::job_error::direction(&f.dir), "mixed"] {
+            if let Some(n) = e[key]["total_ios"].as_u64() {
+                e[key]["total_ios"] = json!(n + 1);
+            }
+        }
+    }
 }
 
 /// What fio writes for a latency it did not measure: zeros with N = 0.

@@ -296,20 +296,26 @@ pub fn normal(doc: &Value) -> String {
     let when = ctime(doc);
     let jobs = doc["jobs"].as_array().cloned().unwrap_or_default();
     for j in &jobs {
+        // fio skips a job that moved no byte and issued no I/O (a failed
+        // I/O was issued: its job is shown).
         let total: u64 = ["read", "write", "trim", "mixed"]
             .iter()
-            .map(|d| u(&j[*d]["io_bytes"]))
+            .map(|d| u(&j[*d]["io_bytes"]) + u(&j[*d]["total_ios"]))
             .sum();
         if total == 0 {
             continue;
         }
         let members = j["ringlab"]["threads"].as_u64().unwrap_or(1);
+        // fio's header: with an error, its text after the number.
+        let err = match j["ringlab"]["verror"].as_str() {
+            Some(v) if u(&j["error"]) != 0 => format!("{:2} ({v})", u(&j["error"])),
+            _ => format!("{:2}", u(&j["error"])),
+        };
         let _ = write!(
             out,
-            "{}: (groupid={}, jobs={members}): err={:2}: pid={}: {when}",
+            "{}: (groupid={}, jobs={members}): err={err}: pid={}: {when}",
             j["jobname"].as_str().unwrap_or(""),
             u(&j["groupid"]),
-            u(&j["error"]),
             std::process::id(),
         );
         if let Some(d) = j["desc"].as_str().filter(|d| !d.is_empty()) {
@@ -354,6 +360,20 @@ pub fn normal(doc: &Value) -> String {
             u(&j["write"]["drop_ios"]),
             u(&j["trim"]["drop_ios"]),
         );
+        if j.get("total_err").is_some() {
+            // fio's continue_on_error: the errors counted.
+            let first = u(&j["first_error"]);
+            let _ = writeln!(
+                out,
+                "     errors    : total={}, first_error={first}/<{}>",
+                u(&j["total_err"]),
+                if first == 0 {
+                    "Success".to_string()
+                } else {
+                    crate::job_error::strerror(first as i32)
+                }
+            );
+        }
         let _ = writeln!(
             out,
             "     latency   : target={}, window={}, percentile={:.2}%, depth={}",

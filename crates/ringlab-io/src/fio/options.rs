@@ -325,9 +325,26 @@ pub struct Translated {
     pub fadvise: Option<String>,
     /// fio's log_offset, when given.
     pub log_offset: Option<bool>,
+    /// A trim of a regular file (fio 3.33's BLKDISCARD fails there): the
+    /// refusal `ringlab io` gives; `ringlab fio` runs it and fails the job.
+    pub trim_on_file: Option<String>,
+    /// create_on_open=1 on a job that reads: the refusal `ringlab io`
+    /// gives; `ringlab fio` opens the file as it is, created empty.
+    pub create_on_open_reads: Option<String>,
     /// Options about the blocks' contents (verify=, dedupe, compress),
     /// turned into ringlab's by fio/content.rs.
     pub content: Vec<Written>,
+}
+
+impl Translated {
+    /// Why `ringlab io` (its fio spellings and job files) refuses what
+    /// `ringlab fio` runs as a failing job: a trim of a regular file, a
+    /// create_on_open job that reads.
+    pub fn io_refusal(&self) -> Option<&String> {
+        self.trim_on_file
+            .as_ref()
+            .or(self.create_on_open_reads.as_ref())
+    }
 }
 
 fn bool_value(o: &Written) -> Result<bool> {
@@ -762,9 +779,11 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
                 )
         }) || !g.rw_given;
         if reads {
-            return Err(refuse(o, "fio then reads a file it never wrote (reads past its end return nothing); ringlab has not built that: give create_on_open=1 to a job that only writes or trims"));
-        }
-        if !g.fallocate_given {
+            // fio reads the file as it is (created empty when missing): a
+            // read past its end gets no byte and fails the job (EIO, "full
+            // resid"). ringlab fio does that; ringlab io refuses it.
+            t.create_on_open_reads = Some(refuse(o, "fio then reads a file it never wrote (its first read past the end fails the job with EIO); ringlab io refuses it: run it with 'ringlab fio', which fails that job as fio does, or give create_on_open=1 to a job that only writes or trims").to_string());
+        } else if !g.fallocate_given {
             t.args
                 .extend(["--fallocate".to_string(), "none".to_string()]);
         }
@@ -906,8 +925,9 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
 
 /// fio 3.33 trims with the BLKDISCARD ioctl on every engine: a block
 /// device takes it, a regular file refuses it (ENOTTY) and fio's job ends
-/// with error 25 at its first trim. ringlab fio refuses such a job before
-/// it runs rather than run other work.
+/// with error 25 at its first trim. `ringlab fio` does the same (its jobs
+/// fail as fio's); `ringlab io`, where any I/O error fails the run, refuses
+/// such a job before it runs ([`Translated::trim_on_file`]).
 fn trim_target(o: &Written, t: &mut Translated) -> Result<()> {
     use std::os::unix::fs::FileTypeExt;
     let target = t.target.clone().unwrap_or_default();
@@ -915,14 +935,19 @@ fn trim_target(o: &Written, t: &mut Translated) -> Result<()> {
     if is_device {
         return Ok(());
     }
-    Err(refuse(
+    let shown = if target.is_empty() {
+        "the job's file".to_string()
+    } else {
+        target
+    };
+    let rw = o.value.as_deref().unwrap_or("trim").trim().to_string();
+    t.trim_on_file = Some(refuse(
         o,
         &format!(
-            "fio 3.33 trims with the BLKDISCARD ioctl, which a regular file refuses (ENOTTY): on {} fio's job ends with error 25 at its first trim, so ringlab fio refuses it rather than run other work; trim a block device that supports discard, or punch holes in a file with ioengine=falloc (fio's too) or 'ringlab io --rw {} FILE'",
-            if target.is_empty() { "the job's file".to_string() } else { target },
-            o.value.as_deref().unwrap_or("trim").trim()
+            "fio 3.33 trims with the BLKDISCARD ioctl, which a regular file refuses (ENOTTY): on {shown} fio's job ends with error 25 at its first trim, so ringlab io refuses it rather than run other work; run it with 'ringlab fio' (which fails that job as fio does), trim a block device that supports discard, or punch holes in a file with ioengine=falloc (fio's too) or 'ringlab io --rw {rw} FILE'"
         ),
-    ))
+    ).to_string());
+    Ok(())
 }
 
 /// fio's list of files: split at each ':' not escaped as '\:', with the
