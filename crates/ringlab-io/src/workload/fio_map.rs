@@ -165,6 +165,9 @@ impl Workload {
         let dir = match self.rw {
             super::Rw::Read | super::Rw::Randread => Dir::Read,
             super::Rw::Write | super::Rw::Randwrite => Dir::Write,
+            // trimwrite keeps ringlab's map (plan.rs): its write follows
+            // each trim on the same block.
+            super::Rw::Trim | super::Rw::Randtrim => Dir::Trim,
             _ => {
                 if self.rng.random_range(0..100) < self.rwmixread {
                     Dir::Read
