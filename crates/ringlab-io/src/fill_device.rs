@@ -212,6 +212,7 @@ pub fn filled_message(job: u32, path: &Path, result: i64, offset: u64, len: u64)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::IoArgs;
 
     #[derive(clap::Parser)]
     struct Cmd {
