@@ -39,7 +39,12 @@ pub struct CpuioArgs {
 
     /// --engine cpuio: noop spins, qsort sorts 256K integers four times per
     /// burn (fio's cpumode).
-    #[arg(long, value_enum, value_name = "MODE", help_heading = "cpuio engine (fio's cpuio)")]
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODE",
+        help_heading = "cpuio engine (fio's cpuio)"
+    )]
     pub cpumode: Option<CpuMode>,
 
     /// --engine cpuio: microseconds of each burn (fio's cpuchunks)

@@ -40,7 +40,11 @@ pub fn take(opts: &mut Vec<Written>) -> Result<bool> {
     let mut keep = Vec::with_capacity(opts.len());
     for o in opts.drain(..) {
         let k = key(&o);
-        if !cpuio && matches!(k.as_str(), "cpuload" | "cpumode" | "cpuchunks" | "exit_on_io_done")
+        if !cpuio
+            && matches!(
+                k.as_str(),
+                "cpuload" | "cpumode" | "cpuchunks" | "exit_on_io_done"
+            )
         {
             return Err(usage_error(format!(
                 "{}: an option of fio's cpuio engine: add ioengine=cpuio",
@@ -83,7 +87,9 @@ pub fn adjust(words: &mut Translated, place: &str, name: &str, parse_only: bool)
             "{place}: [{name}] ioengine=cpuio without runtime runs forever in fio 3.33 (it counts no bytes, so size never ends it): give runtime="
         )));
     }
-    words.notes.retain(|n| !n.starts_with("without --time_based"));
+    words
+        .notes
+        .retain(|n| !n.starts_with("without --time_based"));
     Ok(())
 }
 

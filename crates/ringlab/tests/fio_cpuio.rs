@@ -198,10 +198,7 @@ fn exit_on_io_done_ends_the_burn_with_the_io_jobs() {
         .find(|j| j["jobname"] == "burn")
         .unwrap();
     let warnings = burn["ringlab"].to_string();
-    assert!(
-        !warnings.contains("interrupted: the figures"),
-        "{warnings}"
-    );
+    assert!(!warnings.contains("interrupted: the figures"), "{warnings}");
     std::fs::remove_dir_all(&d).unwrap();
 }
 

@@ -29,19 +29,17 @@ pub struct CpuioEngine {
 
 /// fio's mwc32: Marsaglia's multiply-with-carry.
 fn mwc32(w: &mut u32, z: &mut u32) -> u32 {
-    *z = 36969u32
-        .wrapping_mul(*z & 65535)
-        .wrapping_add(*z >> 16);
-    *w = 18000u32
-        .wrapping_mul(*w & 65535)
-        .wrapping_add(*w >> 16);
+    *z = 36969u32.wrapping_mul(*z & 65535).wrapping_add(*z >> 16);
+    *w = 18000u32.wrapping_mul(*w & 65535).wrapping_add(*w >> 16);
     (*z << 16).wrapping_add(*w)
 }
 
 /// fio's qsort_data: 256K integers from seeds w=521288629, z=362436069.
 pub fn qsort_data() -> Vec<i32> {
     let (mut w, mut z) = (521_288_629u32, 362_436_069u32);
-    (0..QSORT_LEN).map(|_| mwc32(&mut w, &mut z) as i32).collect()
+    (0..QSORT_LEN)
+        .map(|_| mwc32(&mut w, &mut z) as i32)
+        .collect()
 }
 
 impl CpuioEngine {

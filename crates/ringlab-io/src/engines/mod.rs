@@ -130,9 +130,7 @@ impl EngineKind {
             | EngineKind::Posixaio
             | EngineKind::Null
             | EngineKind::Falloc
-            | EngineKind::Cpuio => {
-                Ok(())
-            }
+            | EngineKind::Cpuio => Ok(()),
             EngineKind::Uring => probe_io_uring(plan),
             EngineKind::Libaio => libaio::probe(plan),
         }
