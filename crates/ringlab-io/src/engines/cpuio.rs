@@ -107,7 +107,9 @@ extern "C" fn cmp_i32(a: *const libc::c_void, b: *const libc::c_void) -> libc::c
 
 /// fio's stress_qsort_cmp_2: descending int32.
 extern "C" fn cmp_i32_rev(a: *const libc::c_void, b: *const libc::c_void) -> libc::c_int {
-    cmp_i32(b, a)
+    // SAFETY: qsort passes pointers to two elements of the i32 slice.
+    let (a, b) = unsafe { (*(a as *const i32), *(b as *const i32)) };
+    b.cmp(&a) as libc::c_int
 }
 
 /// fio's stress_qsort_cmp_3: signed bytes, by difference.
