@@ -90,6 +90,8 @@ pub fn adjust(words: &mut Translated, place: &str, name: &str, parse_only: bool)
     words
         .notes
         .retain(|n| !n.starts_with("without --time_based"));
+    // fio's cpuio opens no file and has no disk (FIO_DISKLESSIO).
+    words.target = None;
     Ok(())
 }
 

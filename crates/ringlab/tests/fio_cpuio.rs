@@ -166,6 +166,8 @@ fn ringlab_fio_counts_burns_as_fio_3_33_does() {
     assert!(text.contains("issued rwts: total="), "{text}");
     assert!(!text.contains("(g=0): rw="), "{text}");
     assert!(!text.contains("  read: IOPS="), "{text}");
+    // No file, so no disk (fio's cpuio is diskless).
+    assert!(!text.contains("Disk stats"), "{text}");
 }
 
 #[test]
