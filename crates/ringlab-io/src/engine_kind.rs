@@ -23,6 +23,9 @@ pub enum EngineKind {
     /// fio's falloc: each request is one fallocate(2) (a write allocates,
     /// a read allocates keeping the length, a trim punches a hole).
     Falloc,
+    /// fio's cpuio: no I/O, each request burns the CPU (--cpuload,
+    /// --cpumode, --cpuchunks).
+    Cpuio,
 }
 
 impl EngineKind {
@@ -34,6 +37,7 @@ impl EngineKind {
             EngineKind::Posixaio => "posixaio",
             EngineKind::Null => "null",
             EngineKind::Falloc => "falloc",
+            EngineKind::Cpuio => "cpuio",
         }
     }
 
@@ -41,7 +45,7 @@ impl EngineKind {
     pub fn is_async(self) -> bool {
         !matches!(
             self,
-            EngineKind::Sync | EngineKind::Null | EngineKind::Falloc
+            EngineKind::Sync | EngineKind::Null | EngineKind::Falloc | EngineKind::Cpuio
         )
     }
 }

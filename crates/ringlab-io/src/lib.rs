@@ -9,6 +9,7 @@ pub mod blkid;
 pub mod buffers;
 pub mod config;
 pub mod continue_on_error;
+pub mod cpuio;
 pub mod engine_kind;
 pub mod engines;
 pub mod features;

@@ -399,6 +399,9 @@ pub struct IoArgs {
     pub uring: UringArgs,
 
     #[command(flatten)]
+    pub cpuio: crate::cpuio::CpuioArgs,
+
+    #[command(flatten)]
     pub shard: ringlab_core::shard::ShardArgs,
 
     /// With --shard and a TARGET: `split` gives each shard its own N-th of
@@ -458,6 +461,8 @@ pub struct IoPlan {
     pub gtod_reduce: bool,
     /// --thinktime: the pause, and every how many I/Os.
     pub thinktime: Option<ThinkTime>,
+    /// --engine cpuio: the load (its think time is `thinktime`).
+    pub cpuio: Option<crate::cpuio::CpuioPlan>,
     pub seed: u64,
     pub verify: bool,
     pub keep: bool,
@@ -889,6 +894,13 @@ impl IoPlan {
                 None
             }
         };
+        // fio's cpuio sets the job's think time from the load, over any
+        // thinktime given (engines/cpu.c).
+        let cpuio = crate::cpuio::resolve(&args.cpuio, args.engine)?;
+        let thinktime = match &cpuio {
+            Some(c) => c.thinktime(),
+            None => thinktime,
+        };
         if args.verify && args.offset_increment.is_some() {
             usage!("--verify gives each job its own slice of the region, and --offset-increment places each job: drop one of them (fio's verify= checks blocks wherever they are)");
         }
@@ -979,6 +991,7 @@ impl IoPlan {
             thinkcycles: args.thinkcycles,
             gtod_reduce: args.gtod_reduce,
             thinktime,
+            cpuio,
             seed: args.seed.unwrap_or(DEFAULT_SEED),
             verify: args.verify,
             keep: args.keep,

@@ -275,7 +275,8 @@ fn run_job(
     ready: impl FnOnce(bool) -> bool,
 ) -> Result<JobOutcome> {
     use crate::engines::{
-        FallocEngine, LibaioEngine, NullEngine, PosixAioEngine, SyncEngine, UringEngine,
+        CpuioEngine, FallocEngine, LibaioEngine, NullEngine, PosixAioEngine, SyncEngine,
+        UringEngine,
     };
     match kind {
         EngineKind::Sync => worker::run_job(ctx, ready, |s| Ok(SyncEngine::new(s))),
@@ -284,6 +285,7 @@ fn run_job(
         EngineKind::Posixaio => worker::run_job(ctx, ready, PosixAioEngine::new),
         EngineKind::Null => worker::run_job(ctx, ready, |s| Ok(NullEngine::new(s))),
         EngineKind::Falloc => worker::run_job(ctx, ready, |s| Ok(FallocEngine::new(s))),
+        EngineKind::Cpuio => worker::run_job(ctx, ready, CpuioEngine::new),
     }
 }
 

@@ -173,8 +173,11 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
     // holds a few dozen counters. Raise the descriptor limit now (or say
     // how) rather than fail in a job thread.
     ringlab_core::limits::ensure_fd_limit(128 + plan.numjobs as u64 * 4, "--numjobs")?;
-    if plan.engine == crate::engine_kind::EngineKind::Null {
-        // fio's null engine touches no file: the jobs hold /dev/null, and
+    if matches!(
+        plan.engine,
+        crate::engine_kind::EngineKind::Null | crate::engine_kind::EngineKind::Cpuio
+    ) {
+        // fio's null and cpuio engines touch no file: the jobs hold /dev/null, and
         // offsets run over --size.
         let size = plan.size.unwrap_or(crate::plan::DEFAULT_SIZE);
         return Ok(Target {

@@ -330,7 +330,8 @@ pub fn run_job<E: Engine>(
             }
             crate::engines::EngineKind::Sync
             | crate::engines::EngineKind::Null
-            | crate::engines::EngineKind::Falloc => false,
+            | crate::engines::EngineKind::Falloc
+            | crate::engines::EngineKind::Cpuio => false,
         },
         free: (0..depth).rev().collect(),
         inflight: 0,
@@ -1214,12 +1215,21 @@ impl<E: Engine> Job<'_, E> {
             return;
         };
         t.due = false;
-        let plan = t.plan;
+        let mut plan = t.plan;
+        if let Some(ns) = self.engine.think_ns() {
+            // fio's cpuio qsort: the pause follows the last burn's time.
+            plan.total_ns = ns;
+        }
         let start = self.now_ns();
         while self.now_ns() < start + plan.spin_ns && !self.ctx.stop.load(Ordering::Relaxed) {
             std::hint::spin_loop();
         }
         self.sleep_until(start + plan.total_ns);
+        // A pause that reaches the end of the runtime ends the job before
+        // another I/O, as fio checks its runtime before each one.
+        if self.now_ns() >= self.end_ns {
+            self.ctx.stop.store(true, Ordering::Relaxed);
+        }
         if self.plan.regulation.rate_ignore_thinktime {
             let slept_us = (self.now_ns() - start) / 1000;
             if let Some(p) = &mut self.pace {
@@ -1529,6 +1539,9 @@ impl<E: Engine> Job<'_, E> {
                 }
                 self.do_think();
                 stamp = None;
+                if !self.may_issue() {
+                    break;
+                }
             }
             if self.pending.is_none() && self.flow.is_some() {
                 match self.flow_gate() {

@@ -317,6 +317,8 @@ struct Job {
     steady: crate::fio_steady::Words,
     /// Its bytes are its file's when its group starts (fio_fill.rs).
     sized_at_start: bool,
+    /// fio's cpuio exit_on_io_done (fio_cpuio.rs).
+    cpuio_exit: bool,
 }
 
 fn canonical(key: &str) -> String {
@@ -578,9 +580,14 @@ fn resolve(
     crate::fio_groups::refuse_zbd(&opts, &fio_target(&opts, name))?;
     let reg = crate::fio_regulate::take(&mut opts)?;
     let steady = crate::fio_steady::take(&mut opts)?;
+    let cpuio_exit = crate::fio_cpuio::take(&mut opts)?;
+    let cpuio = crate::fio_cpuio::is_cpuio(&opts);
     fio_values(&mut opts, name)?;
     let has = |k: &str| opts.iter().any(|o| canonical(&o.key) == k);
     let mut words = options::translate(&opts, true, Some(name))?;
+    if cpuio {
+        crate::fio_cpuio::adjust(&mut words, place, name, parse_only)?;
+    }
     let rw_value = words
         .args
         .windows(2)
@@ -637,7 +644,7 @@ fn resolve(
         .args
         .iter()
         .any(|a| a == "--io-size" || a == "--number-ios" || a == "--fill-device");
-    if !bounded && !p.time_based && !parse_only {
+    if !bounded && !p.time_based && !parse_only && !cpuio {
         return Err(usage_error(format!(
             "{place}: [{name}] has no size and its file does not exist (fio: 'you need to specify size='): give size="
         )));
@@ -703,6 +710,7 @@ fn resolve(
         numa: p.numa,
         steady,
         sized_at_start: false,
+        cpuio_exit,
     })
 }
 
@@ -948,10 +956,17 @@ fn faults() -> (u64, u64) {
 }
 
 /// fio's header before the jobs run (normal output).
-fn header(jobs: &[Job]) -> String {
+fn header(jobs: &[Job], cpuio_lines: &str) -> String {
     let mut s = String::new();
     for j in jobs {
         let p = &j.plan;
+        if p.cpuio.is_some() {
+            // fio prints no line for a job that does no I/O (FIO_NOIO).
+            if p.numjobs > 1 {
+                s.push_str("...\n");
+            }
+            continue;
+        }
         let sizes = |d: usize| {
             let b = &p.block_sizes[d];
             format!("{}B-{}B", b.min(), b.max())
@@ -977,7 +992,7 @@ fn header(jobs: &[Job]) -> String {
     }
     let threads: u32 = jobs.iter().map(|j| j.plan.numjobs).sum();
     s.push_str(&format!(
-        "{FIO_VERSION} (ringlab fio {})\nStarting {threads} thread{}\n\n",
+        "{FIO_VERSION} (ringlab fio {})\nStarting {threads} thread{}\n{cpuio_lines}\n",
         env!("CARGO_PKG_VERSION"),
         if threads == 1 { "" } else { "s" }
     ));
@@ -1022,6 +1037,9 @@ fn run(args: Vec<OsString>) -> Result<()> {
     // fio's failed jobs: each said on stderr as it is found; the run
     // exits 1 once every job's output is written.
     let mut failed: Vec<String> = Vec::new();
+    // fio's cpuio exit_on_io_done: the I/O jobs of the run not ended yet.
+    let io_jobs = jobs.iter().filter(|j| j.plan.cpuio.is_none()).count();
+    let io_left = std::sync::atomic::AtomicUsize::new(io_jobs);
     let batches: Vec<u32> = {
         let mut b: Vec<u32> = jobs.iter().map(|j| j.batch).collect();
         b.dedup();
@@ -1077,6 +1095,22 @@ fn run(args: Vec<OsString>) -> Result<()> {
             .map(|&i| (jobs[i].name.clone(), jobs[i].group, jobs[i].steady.ss))
             .collect();
         let ss_units = crate::fio_steady::units(&ss_members, &ss_all)?;
+        // cpuio jobs that end when the I/O jobs are done (none left at
+        // the start: they end at once, as fio's first burn would).
+        let cpuio_stops: Vec<_> = members
+            .iter()
+            .enumerate()
+            .filter(|(_, &i)| jobs[i].cpuio_exit)
+            .map(|(k, _)| exits.flag(k))
+            .collect();
+        let io_done = || {
+            for f in &cpuio_stops {
+                f.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        };
+        if io_jobs > 0 && io_left.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            io_done();
+        }
         let ss_done = std::sync::atomic::AtomicBool::new(false);
         let ss_attained = std::sync::Mutex::new(vec![false; members.len()]);
         let mut ss_out: Vec<Option<crate::fio_steady::Report>> = Vec::new();
@@ -1099,6 +1133,8 @@ fn run(args: Vec<OsString>) -> Result<()> {
                     let prepare_lock = prepare_lock.clone();
                     let stop = exits.flag(k);
                     let exits = &exits;
+                    let io_left = &io_left;
+                    let io_done = &io_done;
                     s.spawn(move || {
                         let opts = RunOptions {
                             progress: false,
@@ -1113,6 +1149,11 @@ fn run(args: Vec<OsString>) -> Result<()> {
                             .with_context(|| format!("job [{name}]"));
                         if r.is_err() {
                             gate.fail();
+                        }
+                        if plan.cpuio.is_none()
+                            && io_left.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1
+                        {
+                            io_done();
                         }
                         exits.ended(k);
                         r
@@ -1148,6 +1189,13 @@ fn run(args: Vec<OsString>) -> Result<()> {
             .enumerate()
             .map(|(k, r)| {
                 r.map(|mut r| {
+                    if jobs[members[k]].cpuio_exit
+                        && !interrupted.load(std::sync::atomic::Ordering::SeqCst)
+                        && r.warnings.iter().any(|w| w.starts_with("interrupted:"))
+                    {
+                        r.warnings.retain(|w| !w.starts_with("interrupted:"));
+                        r.warnings.push("ended when the I/O jobs of the run were done (exit_on_io_done), as fio ends it".to_string());
+                    }
                     if ss_attained.get(k) == Some(&true) {
                         // Ended by its steady state, as fio ends it.
                         r.warnings.retain(|w| !w.starts_with("interrupted:"));
@@ -1238,6 +1286,9 @@ fn run(args: Vec<OsString>) -> Result<()> {
             };
             let j = ran[k].0;
             let idx = jobs.iter().position(|x| std::ptr::eq(x, j)).unwrap_or(0);
+            if j.plan.cpuio.is_some() {
+                crate::fio_cpuio::fio_figures(e);
+            }
             // group_reporting over several sections: their faults added.
             let sections = e["ringlab"]["sections"].as_array().map_or(1, Vec::len);
             let faults: Vec<(u64, u64)> = ran[k..(k + sections).min(ran.len())]
@@ -1292,7 +1343,16 @@ fn run(args: Vec<OsString>) -> Result<()> {
             }
         }
     }
+    let cpuio_lines: String = jobs
+        .iter()
+        .map(|j| crate::fio_cpuio::init_lines(&j.name, &j.plan))
+        .collect();
     let mut text = String::new();
+    if !c.formats.contains(&Format::Normal) {
+        // fio prints them on its output as each job starts, before any
+        // format's report (the json too).
+        text.push_str(&cpuio_lines);
+    }
     for f in [
         Format::Terse,
         Format::Json,
@@ -1312,7 +1372,7 @@ fn run(args: Vec<OsString>) -> Result<()> {
                 text.push('\n');
             }
             Format::Normal => {
-                text.push_str(&header(&jobs));
+                text.push_str(&header(&jobs, &cpuio_lines));
                 text.push_str(&normal::normal(&doc));
                 text.push_str(&evidence(&ran));
             }

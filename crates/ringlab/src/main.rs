@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 mod fio;
 mod fio_cmd;
+mod fio_cpuio;
 mod fio_errors;
 mod fio_fill;
 mod fio_groups;

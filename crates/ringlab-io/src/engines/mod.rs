@@ -18,6 +18,7 @@
 //! arm in `run_job` of the runner (`run.rs`), which sets the engine up on
 //! the job thread.
 
+mod cpuio;
 mod falloc;
 mod libaio;
 mod null;
@@ -26,6 +27,7 @@ mod sync;
 mod uring;
 
 pub use crate::engine_kind::EngineKind;
+pub use cpuio::CpuioEngine;
 pub use falloc::FallocEngine;
 pub use libaio::LibaioEngine;
 pub use null::NullEngine;
@@ -112,15 +114,23 @@ pub trait Engine {
     fn take_submit_counts(&mut self) -> Option<[u64; 7]> {
         None
     }
+    /// The think time owed after the last request, when the engine sets it
+    /// (fio's cpuio in qsort mode: from the time its burn took); `None`:
+    /// --thinktime's. Asked only when a think time is due.
+    fn think_ns(&mut self) -> Option<u64> {
+        None
+    }
 }
 
 impl EngineKind {
     /// Checks, before any file is laid out, that the interface is usable.
     pub fn probe(self, plan: &IoPlan) -> Result<()> {
         match self {
-            EngineKind::Sync | EngineKind::Posixaio | EngineKind::Null | EngineKind::Falloc => {
-                Ok(())
-            }
+            EngineKind::Sync
+            | EngineKind::Posixaio
+            | EngineKind::Null
+            | EngineKind::Falloc
+            | EngineKind::Cpuio => Ok(()),
             EngineKind::Uring => probe_io_uring(plan),
             EngineKind::Libaio => libaio::probe(plan),
         }

@@ -302,7 +302,13 @@ pub fn normal(doc: &Value) -> String {
             .iter()
             .map(|d| u(&j[*d]["io_bytes"]) + u(&j[*d]["total_ios"]))
             .sum();
-        if total == 0 {
+        // fio shows a job that moved bytes or issued I/Os (cpuio's burns
+        // are I/Os of 0 bytes).
+        let ios: u64 = ["read", "write", "trim", "mixed"]
+            .iter()
+            .map(|d| u(&j[*d]["total_ios"]))
+            .sum();
+        if total == 0 && ios == 0 {
             continue;
         }
         let members = j["ringlab"]["threads"].as_u64().unwrap_or(1);

@@ -214,6 +214,11 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("error_dump", Kind::Ignored("fio prints each I/O error as it happens; ringlab reports the error that ended the job either way")),
     opt!("iodepth_low", Kind::Refused("ringlab has no equivalent: it refills the queue as completions are reaped")),
     opt!("clocksource", Kind::Refused("ringlab has no equivalent: it times with CLOCK_MONOTONIC")),
+    // fio's cpuio engine (engines/cpu.c).
+    opt!("cpuload", Kind::Value("cpuload")),
+    opt!("cpumode", Kind::Value("cpumode")),
+    opt!("cpuchunks", Kind::Value("cpuchunks")),
+    opt!("exit_on_io_done", Kind::Refused("'ringlab fio' ends a cpuio job when the I/O jobs of the run are done, as fio; 'ringlab io --fio' runs a job file's jobs one after the other")),
     opt!("nonvectored", Kind::Fixed("1", "ringlab's io_uring engine always uses the non-vectored IORING_OP_READ/WRITE (nonvectored=1); ringlab has no equivalent of vectored requests")),
 ];
 
@@ -587,7 +592,8 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
                 "posixaio" => "posixaio",
                 "null" => "null",
                 "falloc" => "falloc",
-                _ => return Err(refuse(o, "ringlab has no equivalent of this engine: its engines are psync/sync (ringlab's sync), io_uring, libaio, posixaio, null and falloc")),
+                "cpuio" => "cpuio",
+                _ => return Err(refuse(o, "ringlab has no equivalent of this engine: its engines are psync/sync (ringlab's sync), io_uring, libaio, posixaio, null, falloc and cpuio")),
             };
             if o.key == "ioengine" && (v == "sync" || v == "pvsync") {
                 t.notes.push(format!(
@@ -1120,7 +1126,7 @@ pub fn help_text() -> String {
                 "the job's name (fio-json jobname); without filename the target is NAME.0.0".to_string()
             }
             (Kind::Special, "ioengine") => {
-                "--engine: psync/sync/pvsync=sync, io_uring=uring, libaio, posixaio, null, falloc (fallocate per request: write allocates, read allocates keeping the length, trim punches a hole)".to_string()
+                "--engine: psync/sync/pvsync=sync, io_uring=uring, libaio, posixaio, null, falloc (fallocate per request: write allocates, read allocates keeping the length, trim punches a hole), cpuio (burns the CPU: --cpuload, --cpumode, --cpuchunks)".to_string()
             }
             (Kind::Special, "direct") => "=1: --direct".to_string(),
             (Kind::Special, "buffered") => "=0: --direct".to_string(),
