@@ -6,7 +6,6 @@
 //! cycle), then the job thinks (sleeps) cycle × (100 − load) / load µs
 //! (thinktime_blocks=1, no spin), so a job loads its CPU at `cpuload`%.
 
-use crate::plan::ThinkTime;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use ringlab_core::usage_error;
@@ -73,14 +72,12 @@ impl CpuioPlan {
         cycle_us * (100 - self.load) / self.load
     }
 
-    /// fio's thinktime for the job (none at 100%: fio skips a zero pause).
-    pub fn thinktime(&self) -> Option<ThinkTime> {
+    /// fio's think time for the job, in µs after every burn, no spin
+    /// (none at 100%: fio skips a zero pause); plan.rs makes it the job's
+    /// thinktime.
+    pub fn think_after_each_us(&self) -> Option<u64> {
         let us = self.think_us(self.cycle_us);
-        (us > 0).then_some(ThinkTime {
-            total_ns: us * 1000,
-            spin_ns: 0,
-            blocks: 1,
-        })
+        (us > 0).then_some(us)
     }
 }
 
@@ -133,6 +130,6 @@ mod tests {
         assert_eq!(p.think_us(50_000), 50_000);
         let p = CpuioPlan { load: 25, ..p };
         assert_eq!(p.think_us(2000), 6000);
-        assert!(CpuioPlan { load: 100, ..p }.thinktime().is_none());
+        assert!(CpuioPlan { load: 100, ..p }.think_after_each_us().is_none());
     }
 }

@@ -898,7 +898,11 @@ impl IoPlan {
         // thinktime given (engines/cpu.c).
         let cpuio = crate::cpuio::resolve(&args.cpuio, args.engine)?;
         let thinktime = match &cpuio {
-            Some(c) => c.thinktime(),
+            Some(c) => c.think_after_each_us().map(|us| ThinkTime {
+                total_ns: us * 1000,
+                spin_ns: 0,
+                blocks: 1,
+            }),
             None => thinktime,
         };
         if args.verify && args.offset_increment.is_some() {
