@@ -181,7 +181,12 @@ pub fn render_kstat(out: &mut String, k: &ringlab_stats::KstatReport) {
 /// it, from the kernel's own timestamps.
 fn render_stages(out: &mut String, st: &ringlab_stats::StageReport) {
     let block = match st.requests_matched_block {
-        Some(b) if b > 0 => format!(", {b} with their block request"),
+        Some(b) if b > 0 => match st.requests_block_completed {
+            Some(c) if c < b => format!(
+                ", {b} with their block request ({c} with its block_rq_complete: the kernel traced no completion for the others, so the device's stages are timed over {c})"
+            ),
+            _ => format!(", {b} with their block request"),
+        },
         Some(_) => ", no block request (the device has no request queue, or none was seen)".into(),
         None => String::new(),
     };

@@ -308,24 +308,8 @@ fn default_evidence_names_what_it_does_not_count() {
     }
 }
 
-/// Reads completed by the disk that holds `path` (/sys/block/DISK/stat).
-fn disk_reads(path: &std::path::Path) -> Option<u64> {
-    use std::os::unix::fs::MetadataExt;
-    let dev = std::fs::metadata(path).ok()?.dev();
-    let sys = std::fs::canonicalize(format!(
-        "/sys/dev/block/{}:{}",
-        libc::major(dev),
-        libc::minor(dev)
-    ))
-    .ok()?;
-    // A partition's stat is in its own directory too.
-    let stat = std::fs::read_to_string(sys.join("stat")).ok()?;
-    stat.split_whitespace().next()?.parse().ok()
-}
-
 /// The block stages on a disk nothing else reads: a loop device over a
-/// file in /dev/shm, read raw (the file test above checks the share only
-/// when its disk was idle, which under the whole suite it is not).
+/// file in /dev/shm, read raw (the loop driver traces every completion).
 #[test]
 fn stage_evidence_joins_block_requests_on_an_idle_disk() {
     const NAME: &str = "stage_evidence_joins_block_requests_on_an_idle_disk";
@@ -370,12 +354,10 @@ fn stage_evidence_joins_block_requests_on_an_idle_disk() {
 #[test]
 fn stage_evidence_times_each_request_through_its_stages() {
     let dir = tempfile::tempdir().unwrap();
-    let reads_before = disk_reads(dir.path());
     let r = run(
         &dir.path().display().to_string(),
         "--iodepth 4 --evidence stages",
     );
-    let reads_after = disk_reads(dir.path());
     let k = &r["kstat"];
     assert_eq!(r["config"]["evidence"], "stages");
     let Some(submits) = kstat_per_op(
@@ -416,41 +398,31 @@ fn stage_evidence_times_each_request_through_its_stages() {
             .is_some_and(|h| !h.is_empty()));
     }
     // The file is on a disk with a request queue (not tmpfs or zram): the
-    // block layer's stages are joined by sector.
+    // block layer's stages are joined by sector. Each request's
+    // block_rq_issue is found (99.98% on the virtio disk, with other
+    // readers too); Linux 6.18 fires block_rq_complete for only 11-14% of
+    // a virtio disk's completions (`perf record -e block:block_rq_complete`
+    // shows the same), so the device's stages are timed over those, and
+    // the result says how many (requests_block_completed). This was the
+    // "11-17% joined while another process read the disk" of earlier
+    // sessions: the join asked for both events.
     let disk_has_queue = r["target"]["scheduler"].as_str().is_some();
-    // Other reads on the same disk during the run (other tests, another
-    // benchmark) cut the share of requests joined to their block request:
-    // 11-17% were joined while another process read the disk at 36k IOPS
-    // (with no event lost), 96-99% on an idle disk, cause not found yet.
-    // The bound holds only where the disk served little but this run.
-    let ops = r["total"]["ops"].as_u64().unwrap_or(0);
-    let other_reads = match (reads_before, reads_after) {
-        (Some(a), Some(b)) => Some((b - a).saturating_sub(ops)),
-        _ => None,
-    };
-    let disk_idle = other_reads.is_some_and(|o| o * 10 <= ops);
-    if disk_has_queue && !disk_idle {
-        skip(
-            "stage_evidence_times_each_request_through_its_stages (block join)",
-            &format!(
-                "the disk served {other_reads:?} reads besides this run's {ops}: the share of requests joined to their block request is checked on an idle disk only"
-            ),
-        );
-    }
-    if disk_has_queue && disk_idle {
+    if disk_has_queue {
         let block = st["requests_matched_block"].as_u64().unwrap_or(0);
-        // On a quiet machine 98-99% of requests find their block request
-        // by sector (12-16% did before the join allowed a block issue
-        // before submit_req's timestamp); under the whole test suite's
-        // load 75% were seen, for a reason not found yet: the bound is
-        // half.
         assert!(
-            block * 2 >= matched,
-            "{block} of {matched} with block events: {st}"
+            block * 10 >= matched * 9,
+            "{block} of {matched} with their block request: {st}"
         );
+        let completed = st["requests_block_completed"].as_u64().unwrap_or(0);
+        assert!(completed <= block, "{st}");
         assert!(stages
             .iter()
-            .any(|s| s["stage"] == "block_rq_issue -> block_rq_complete (device)"));
+            .any(|s| s["stage"] == "io_uring_submit_req -> block_rq_issue"));
+        if completed > 0 {
+            assert!(stages
+                .iter()
+                .any(|s| s["stage"] == "block_rq_issue -> block_rq_complete (device)"));
+        }
     }
     let text = ringlab(&format!(
         "io --directory {} --size 8m --direct --runtime 200ms --iodepth 4 --evidence stages",
