@@ -107,6 +107,11 @@ for f in "${accepted[@]}"; do
     # failed one with its error) is compared by its jobs' errors.
     fio_rc=0
     (cd "$w" && timeout -s KILL 60 fio --output-format=json --output=fio.json job.fio >fio.err 2>&1) || fio_rc=$?
+    # fio 3.33's io_submit_mode=offload hangs here, and its job processes
+    # outlive the killed parent: kill what still runs in this copy's directory.
+    for p in $(pgrep -x fio || true); do
+        [[ $(readlink "/proc/$p/cwd" 2>/dev/null) == "$w" ]] && kill -9 "$p" 2>/dev/null || true
+    done
     if [[ $fio_rc != 0 ]] && ! grep -q '"jobs"' "$w/fio.json" 2>/dev/null; then
         printf '%-34s %s\n' "$name" "fio failed: $(head -c 120 "$w/fio.err" | tr '\n' ' ')"
         continue
