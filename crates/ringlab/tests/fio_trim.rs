@@ -299,3 +299,23 @@ fn falloc_engine_allocates_and_punches_holes_as_fio() {
     assert_eq!(hole_and_data(&f).0, 0);
     assert!(std::fs::metadata(&f).unwrap().blocks() <= 8);
 }
+
+/// A job without size on a block device moves the whole device once, as
+/// fio (ssd-steadystate.fio names a device and gives no size): its size is
+/// read from sysfs, where before the job was refused as if the device did
+/// not exist.
+#[test]
+fn a_device_without_size_is_moved_whole_once() {
+    let shm = tempfile::tempdir_in("/dev/shm").unwrap();
+    let Some((dev, _img)) = loop_with_data("a_device_without_size_is_moved_whole_once", shm.path())
+    else {
+        return;
+    };
+    let v = ok_json(&format!(
+        "fio --name=t --filename={} --rw=write --bs=64k --direct=1 --output-format=json",
+        dev.dev
+    ));
+    let w = &v["jobs"][0]["write"];
+    assert_eq!(w["io_bytes"], 2 << 20, "{v}");
+    assert_eq!(w["total_ios"], 32, "{v}");
+}

@@ -835,8 +835,7 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
                 .target
                 .as_ref()
                 .and_then(|p| std::fs::metadata(p).ok())
-                .filter(|m| m.is_file() && m.len() > 0)
-                .map(|m| m.len());
+                .and_then(|m| whole_target_bytes(&m));
             match len {
                 Some(n) => t.args.extend(["--io-size".to_string(), n.to_string()]),
                 None => t.notes.push(
@@ -1192,6 +1191,30 @@ pub fn help_text() -> String {
         s.push_str(&format!("  {names}: {what}\n"));
     }
     s
+}
+
+/// The bytes fio moves when a job gives no size: a regular file's length,
+/// or a block device's size (from sysfs, in 512-byte sectors); `None` for
+/// an empty file or anything else.
+fn whole_target_bytes(m: &std::fs::Metadata) -> Option<u64> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    if m.is_file() {
+        return (m.len() > 0).then_some(m.len());
+    }
+    if !m.file_type().is_block_device() {
+        return None;
+    }
+    let rdev = m.rdev();
+    let sectors: u64 = std::fs::read_to_string(format!(
+        "/sys/dev/block/{}:{}/size",
+        libc::major(rdev),
+        libc::minor(rdev)
+    ))
+    .ok()?
+    .trim()
+    .parse()
+    .ok()?;
+    (sectors > 0).then_some(sectors * 512)
 }
 
 #[cfg(test)]
