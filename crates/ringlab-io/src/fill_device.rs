@@ -137,16 +137,7 @@ pub fn prepare_file(
             usage!("cannot remove {} to fill it: {e}", path.display());
         }
     }
-    let file = match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) => usage!("cannot create {}: {e}", path.display()),
-    };
-    crate::named::mark(&file);
-    drop(file);
+    crate::named::create_marked(path)?;
     let region = match plan.size {
         Some(s) => s,
         None => {

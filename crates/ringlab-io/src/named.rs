@@ -25,6 +25,18 @@ pub fn mark(file: &File) -> bool {
     ringlab_core::files::set_xattr_flag(file, LAYOUT_XATTR)
 }
 
+/// Creates `path`, which must not exist, empty and marked as ringlab's
+/// (fill_device's file, create_on_open's): a usage error naming it if it
+/// cannot be made.
+pub fn create_marked(path: &Path) -> Result<()> {
+    let file = match OpenOptions::new().write(true).create_new(true).open(path) {
+        Ok(f) => f,
+        Err(e) => usage!("cannot create {}: {e}", path.display()),
+    };
+    mark(&file);
+    Ok(())
+}
+
 /// Whether ringlab laid out this file (it carries [`LAYOUT_XATTR`]).
 pub fn is_marked(path: &Path) -> bool {
     ringlab_core::files::has_xattr(path, LAYOUT_XATTR) == Some(true)

@@ -290,17 +290,7 @@ fn created_on_open(plan: &IoPlan, path: &Path) -> Result<Option<u64>> {
                 );
             }
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            let file = match fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(path)
-            {
-                Ok(f) => f,
-                Err(e) => usage!("cannot create {}: {e}", path.display()),
-            };
-            crate::named::mark(&file);
-        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => crate::named::create_marked(path)?,
         Err(e) => usage!("cannot inspect target {}: {e}", path.display()),
     }
     let Some(size) = plan.size else {

@@ -555,12 +555,7 @@ fn merge_intervals(inputs: &[Input]) -> Result<MergedIntervals> {
             let Some(x) = iv.get(k) else { continue };
             f.start_ns = x.start_ns;
             f.elapsed_ns = f.elapsed_ns.max(x.elapsed_ns);
-            f.ops += x.ops;
-            f.bytes += x.bytes;
-            f.read_ops += x.read_ops;
-            f.read_bytes += x.read_bytes;
-            f.write_ops += x.write_ops;
-            f.write_bytes += x.write_bytes;
+            f.add_counts(x);
             if let Some(h) = hs.get(k) {
                 lat.merge(&decode(&input.file, &format!("intervals[{k}]"), h)?);
             }

@@ -272,6 +272,20 @@ pub struct IntervalFigures {
     pub lat_p99_ns: Option<u64>,
 }
 
+impl IntervalFigures {
+    /// Adds another's I/O and byte counts (overall and per direction) to
+    /// these: the sum of two jobs' same interval (rates and latencies are
+    /// the caller's to recompute).
+    pub fn add_counts(&mut self, o: &IntervalFigures) {
+        self.ops += o.ops;
+        self.bytes += o.bytes;
+        self.read_ops += o.read_ops;
+        self.read_bytes += o.read_bytes;
+        self.write_ops += o.write_ops;
+        self.write_bytes += o.write_bytes;
+    }
+}
+
 /// One interval as a job records it.
 #[derive(Clone, Debug, Default)]
 pub struct IntervalRecorder {

@@ -349,12 +349,7 @@ fn group_sum(members: &[FioJob]) -> Sum {
             Some(mut acc) => {
                 acc.truncate(iv.len());
                 for (a, b) in acc.iter_mut().zip(iv) {
-                    a.ops += b.ops;
-                    a.bytes += b.bytes;
-                    a.read_ops += b.read_ops;
-                    a.read_bytes += b.read_bytes;
-                    a.write_ops += b.write_ops;
-                    a.write_bytes += b.write_bytes;
+                    a.add_counts(b);
                 }
                 acc
             }
