@@ -13,7 +13,7 @@ use crate::workload::{Dir, NextIo, Workload};
 use anyhow::{bail, Result};
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use ringlab_core::clock::Mono;
+use ringlab_core::clock::Clock;
 use ringlab_core::cpus::pin_to_cpu;
 use ringlab_core::files::NewFile;
 use ringlab_kstat::ThreadUsage;
@@ -374,7 +374,7 @@ pub fn run_job<E: Engine>(
             clock_zero_mono_ns: 0,
             full: false,
         }),
-        clock: Mono::start(),
+        clock: Clock::start_mono(),
         ctx: &ctx,
         plan: &plan,
         engine,
@@ -1087,7 +1087,7 @@ struct Job<'a, E: Engine> {
     lat_target: Option<Box<crate::lat_target::LatTarget>>,
     /// `--evidence stages` on io_uring: the requests' issue and reap times.
     stage_log: Option<StageLog>,
-    clock: Mono,
+    clock: Clock,
     ctx: &'a JobContext,
     plan: &'a IoPlan,
     // The engine is declared (and so dropped) before the buffers it uses.
@@ -1303,7 +1303,8 @@ impl<E: Engine> Job<'_, E> {
     /// once; the caller drains.
     fn run(&mut self) -> Result<()> {
         self.engine_counts_submits = self.engine.take_submit_counts().is_some();
-        self.clock = Mono::start();
+        // The plan checked --clocksource cpu; Auto falls back on its own.
+        self.clock = Clock::start(self.plan.job_clock()).map_err(|e| anyhow::anyhow!(e))?;
         let mut r = self.run_loop();
         if let Err(e) = &r {
             if let Some(f) = e.downcast_ref::<crate::fill_device::FilledUp>() {
