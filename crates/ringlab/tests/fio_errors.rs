@@ -209,7 +209,10 @@ fn queued_engines_count_a_read_past_the_end_as_an_io_of_no_byte() {
         let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
         let z = entry(&doc, "z");
         assert_eq!(z["error"], 0, "{engine}: {z}");
-        assert_eq!(z["read"]["total_ios"], 64, "{engine}: every block once: {z}");
+        assert_eq!(
+            z["read"]["total_ios"], 64,
+            "{engine}: every block once: {z}"
+        );
         assert_eq!(z["read"]["io_bytes"], 0, "{engine}: the file is empty: {z}");
     }
 }
