@@ -1761,8 +1761,8 @@ impl<E: Engine> Job<'_, E> {
 
     #[inline]
     fn complete(&mut self, slot: u32, result: i64, now_ns: u64) -> Result<()> {
-        let s = self.slots[slot as usize];
-        let bs = s.len as u64;
+        let mut s = self.slots[slot as usize];
+        let mut bs = s.len as u64;
         let what = match s.dir {
             Dir::Read => "read",
             Dir::Write => "write",
@@ -1800,21 +1800,33 @@ impl<E: Engine> Job<'_, E> {
             if crate::fill_device::ends_fill(self.plan, s.dir == Dir::Write, result, bs) {
                 return Err(self.fill_ended(&s, result));
             }
-            if self.plan.fio_job_errors && s.dir == Dir::Read && result == 0 {
-                // fio's "full resid": a read that got nothing (past the
-                // end) ends the job with EIO.
-                return Err(self.job_failed(&s, libc::EIO, "resid"));
-            }
-            let why = if s.dir == Dir::Read {
-                " (the end of the file came early: was the target truncated during the run?)"
+            if self.plan.fio_job_errors
+                && s.dir == Dir::Read
+                && result == 0
+                && self.plan.engine.is_async()
+            {
+                // fio's queued engines (libaio, io_uring, posixaio): a read
+                // that got nothing (past the end) completes as an I/O of no
+                // byte (fio 3.33 io_u.c, io_completed), and the job goes on.
+                s.len = 0;
+                bs = 0;
             } else {
-                ""
-            };
-            bail!(
-                "job {}: short {what} at offset {}: {result} of {bs} bytes{why}",
-                self.ctx.job,
-                s.offset
-            );
+                if self.plan.fio_job_errors && s.dir == Dir::Read && result == 0 {
+                    // fio's "full resid" of its synchronous engines: a read
+                    // that got nothing (past the end) ends the job with EIO.
+                    return Err(self.job_failed(&s, libc::EIO, "resid"));
+                }
+                let why = if s.dir == Dir::Read {
+                    " (the end of the file came early: was the target truncated during the run?)"
+                } else {
+                    ""
+                };
+                bail!(
+                    "job {}: short {what} at offset {}: {result} of {bs} bytes{why}",
+                    self.ctx.job,
+                    s.offset
+                );
+            }
         }
         if self.ramp_end_ns != 0 && now_ns >= self.ramp_end_ns {
             self.end_ramp(self.ramp_end_ns);
@@ -1860,6 +1872,7 @@ impl<E: Engine> Job<'_, E> {
             if s.dir == Dir::Write {
                 v.written(s.block, s.len);
             } else if s.dir == Dir::Read
+                && s.len > 0
                 && (s.log_read || !self.plan.rw.writes(self.plan.rwmixread))
             {
                 let buf = &self.buffers.slot(slot)[..s.len as usize];
