@@ -330,6 +330,18 @@ run_tool() {
     return 0
 }
 
+# Whether a JSON output ($1) shows I/O: a run that failed before any
+# (no report, or every job failed at its setup) is one the tool cannot do
+# here.
+did_io() {
+    python3 - "$1" <<'EOF' 2>/dev/null
+import json, sys
+text = open(sys.argv[1]).read()
+doc = json.loads(text[text.index('{'):])
+sys.exit(0 if any(j[d]["total_ios"] for j in doc["jobs"] for d in ("read", "write", "trim")) else 1)
+EOF
+}
+
 # Records an eligible file that did not do the same work.
 differs() {
     not_same+=("$1: $2")
@@ -349,7 +361,7 @@ for f in "${eligible_files[@]}"; do
         if prepare "$f"; then
             run_tool fio fio
             if [[ $tool_rc == 0 ]]; then fio_said="fio ran it"; else fio_said="fio exit $tool_rc: $(grep -v '^$' "$w/fio.err" | head -1 | head -c 100)"; fi
-            grep -q '"jobs"' "$w/fio.json" 2>/dev/null || fio_cannot=$((fio_cannot + 1))
+            [[ $tool_rc == 0 ]] || did_io "$w/fio.json" || fio_cannot=$((fio_cannot + 1))
         else
             fio_said=$why
         fi
@@ -438,7 +450,7 @@ echo
 echo "short runs: $ran of the $eligible eligible files ran under both tools; $same did the same work (I/O count or bytes within 1%, read share within 2 points, mean block size within 2%)"
 echo "eligible files (fio accepts them, ringlab has their engines): $eligible; the same work: $same of $eligible ($(python3 -c "print('%.1f' % (100 * $same / max($eligible, 1)))")%)"
 runnable=$((eligible - fio_cannot))
-echo "of them fio 3.33 itself runs here (its run of the same copy gave a report): $runnable; the same work: $same of $runnable ($(python3 -c "print('%.1f' % (100 * $same / max($runnable, 1)))")%)"
+echo "of them fio 3.33 itself runs here (its run of the same copy did I/O): $runnable; the same work: $same of $runnable ($(python3 -c "print('%.1f' % (100 * $same / max($runnable, 1)))")%)"
 if ((${#not_same[@]})); then
     echo "not the same work (${#not_same[@]}):"
     for x in "${not_same[@]}"; do echo "  - $x"; done
