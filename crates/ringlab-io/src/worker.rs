@@ -1948,7 +1948,9 @@ impl<E: Engine> Job<'_, E> {
             };
             self.fill_unfinished.0 += 1;
             result = if n < 0 {
-                -(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO) as i64)
+                -(std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO) as i64)
             } else {
                 n as i64
             };

@@ -159,8 +159,14 @@ fn fill_counts(tool: &str, taken: usize) -> Option<(u64, u64, u64)> {
     }
     // The job file outside the tmpfs, which the fill alone uses.
     let job_file = d.join("job.fio");
-    std::fs::write(&job_file, surface_scan("fill_device=1
-")).unwrap();
+    std::fs::write(
+        &job_file,
+        surface_scan(
+            "fill_device=1
+",
+        ),
+    )
+    .unwrap();
     let args = [
         "--output-format=json",
         "--section=write-phase",
@@ -202,7 +208,11 @@ fn fill_device_counts_the_write_that_found_no_space_as_fio() {
     assert_eq!(cut, (65, 1, 63 * (64 << 10)));
     if real_fio() {
         assert_eq!(fill_counts("fio", 0), Some(whole), "fio 3.33, 4 MiB free");
-        assert_eq!(fill_counts("fio", 4096), Some(cut), "fio 3.33, a page taken");
+        assert_eq!(
+            fill_counts("fio", 4096),
+            Some(cut),
+            "fio 3.33, a page taken"
+        );
     }
 }
 
