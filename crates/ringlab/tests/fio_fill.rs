@@ -153,7 +153,7 @@ fn fill_counts(tool: &str, taken: usize) -> Option<(u64, u64, u64)> {
     if !st.is_ok_and(|s| s.success()) {
         return None;
     }
-    let _mounted = Mounted(fs.clone());
+    let mounted = Mounted(fs.clone());
     if taken > 0 {
         std::fs::write(fs.join("taken"), vec![1u8; taken]).unwrap();
     }
@@ -184,7 +184,10 @@ fn fill_counts(tool: &str, taken: usize) -> Option<(u64, u64, u64)> {
     assert_ok(&out);
     let v = json(&out);
     let w = &job(&v, "write-phase")["write"];
-    Some((u(&w["total_ios"]), u(&w["short_ios"]), u(&w["io_bytes"])))
+    let counts = (u(&w["total_ios"]), u(&w["short_ios"]), u(&w["io_bytes"]));
+    drop(mounted);
+    let _ = std::fs::remove_dir_all(&d);
+    Some(counts)
 }
 
 #[test]
