@@ -144,7 +144,7 @@ for f in "$dir"/*.fio; do
 done
 echo
 echo "$((ok + refused)) example job files: ringlab fio accepts $ok ($both of them fio accepts too), refuses $refused; $(fio --version) accepts $fio_ok here"
-echo "eligible: $eligible (fio accepts them and ringlab has every engine they name); ringlab fio accepts $both of them"
+echo "eligible: $eligible (fio --parse-only accepts them, and ringlab has every engine they name: an engine is missing when ringlab fio --parse-only refuses a one-job file of it for 'no equivalent of this engine'); ringlab fio accepts $both of them"
 [[ $run == 1 ]] || exit 0
 
 # The work of one JSON output: ios, bytes, read share, mean bytes per I/O,
