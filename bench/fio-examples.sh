@@ -295,11 +295,16 @@ prepare() {
         sed -E 's/^([[:space:]]*io_submit_mode[[:space:]]*=[[:space:]]*)offload/\1inline/' "$w/job.fio" >"$w/fio.fio"
         offload=1
     fi
-    # Relative directories the job names must exist (fio does not make them).
+    make_dirs
+    return 0
+}
+
+# Relative directories the job names must exist (fio does not make them);
+# in a fill's tmpfs, once it is mounted.
+make_dirs() {
     grep -E '^[[:space:]]*directory[[:space:]]*=' "$w/job.fio" | sed -E 's/^[^=]*=[[:space:]]*//' | while read -r sub; do
         mkdir -p "$rd/$sub"
     done || true
-    return 0
 }
 
 # fio's run of the copy (run_tool fio fio); a copy in offload mode that
@@ -330,6 +335,7 @@ run_tool() {
             tool_rc=125
             return 0
         fi
+        make_dirs
     fi
     local rel=.
     [[ $rd != "$w" ]] && rel=..
