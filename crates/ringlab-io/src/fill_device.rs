@@ -191,6 +191,8 @@ pub fn ends_fill(plan: &IoPlan, write: bool, result: i64, len: u64) -> bool {
 pub fn filled_message(job: u32, path: &Path, result: i64, offset: u64, len: u64) -> String {
     let why = if result < 0 {
         std::io::Error::from_raw_os_error((-result) as i32).to_string()
+    } else if result as u64 >= len {
+        "a short write, whose rest was written when issued again".to_string()
     } else {
         format!("short write of {result} bytes")
     };
@@ -198,6 +200,29 @@ pub fn filled_message(job: u32, path: &Path, result: i64, offset: u64, len: u64)
         "job {job}: fill_device: the file system or device is full: {why} on file {}: write offset={offset}, buflen={len}; the job ended there without an error, as fio's",
         path.display()
     )
+}
+
+const UNFINISHED: &str = " (fio counts them issued: total_ios +";
+
+/// What a fill_device job's end adds to fio's counts, appended to its
+/// [`filled_message`]: fio 3.33 counts every write it issued in
+/// `total_ios` (ioengines.c td_io_queue), the one that found no space and
+/// a short write's re-issued rest included, and each short write in
+/// `short_ios` (io_u.c); their bytes are not in `io_bytes`, since the
+/// write ended in an error. `issued`: those writes, `short`: the short
+/// ones among them.
+pub fn unfinished_note(issued: u32, short: u32) -> String {
+    format!("; {issued} write(s) did not complete in full{UNFINISHED}{issued}, short_ios +{short})")
+}
+
+/// (job, issued, short) of a warning made of [`filled_message`] and
+/// [`unfinished_note`], if it is one.
+pub fn unfinished(w: &str) -> Option<(u32, u64, u64)> {
+    let job = w.strip_prefix("job ")?.split_once(": fill_device: ")?.0;
+    let (_, rest) = w.rsplit_once(UNFINISHED)?;
+    let (issued, rest) = rest.split_once(", short_ios +")?;
+    let short = rest.strip_suffix(')')?;
+    Some((job.parse().ok()?, issued.parse().ok()?, short.parse().ok()?))
 }
 
 #[cfg(test)]
@@ -215,6 +240,13 @@ mod tests {
         use clap::Parser;
         let argv = std::iter::once("io").chain(line.split_whitespace());
         IoPlan::from_args(&Cmd::try_parse_from(argv).unwrap().io).unwrap()
+    }
+
+    #[test]
+    fn the_end_of_a_fill_is_read_back_with_its_counts() {
+        let w = filled_message(3, Path::new("/tmp/f"), -28, 4096, 65536) + &unfinished_note(2, 1);
+        assert_eq!(unfinished(&w), Some((3, 2, 1)));
+        assert_eq!(unfinished("job 3: something else"), None);
     }
 
     #[test]

@@ -357,6 +357,7 @@ pub fn run_job<E: Engine>(
             .map(|p| Box::new(crate::fio_prio::PrioRun::new(p, plan.seed, ctx.job))),
         shift: ctx.target.job_shift(&plan, ctx.job),
         filled: None,
+        fill_unfinished: (0, 0),
         job_failed: None,
         measurements: ThreadMeasurements::default(),
         unrecorded: Unrecorded::default(),
@@ -431,7 +432,8 @@ pub fn run_job<E: Engine>(
     }
     result?;
     if let Some(w) = job.filled.take() {
-        warnings.push(w);
+        let (issued, short) = job.fill_unfinished;
+        warnings.push(w + &crate::fill_device::unfinished_note(issued, short));
     }
     if let Some(w) = job.job_failed.take() {
         warnings.push(w);
@@ -1058,6 +1060,11 @@ struct Job<'a, E: Engine> {
     shift: u64,
     /// How a fill_device job ended (the file system or device full).
     filled: Option<String>,
+    /// fio's fill_device: the writes issued that did not complete in full
+    /// (the one that found no space, any in flight then, a short write's
+    /// re-issued rest), and the short ones among them; see
+    /// [`crate::fill_device::unfinished_note`].
+    fill_unfinished: (u32, u32),
     /// fio's failed job (`plan.fio_job_errors`): the warning of the I/O
     /// error that ended it.
     job_failed: Option<String>,
@@ -1771,7 +1778,7 @@ impl<E: Engine> Job<'_, E> {
         };
         if result < 0 {
             if crate::fill_device::ends_fill(self.plan, s.dir == Dir::Write, result, bs) {
-                return Err(self.fill_ended(&s, result));
+                return Err(self.fill_ended(slot, &s, result));
             }
             let errno = (-result) as i32;
             let err = std::io::Error::from_raw_os_error(errno);
@@ -1798,7 +1805,7 @@ impl<E: Engine> Job<'_, E> {
         }
         if result as u64 != bs {
             if crate::fill_device::ends_fill(self.plan, s.dir == Dir::Write, result, bs) {
-                return Err(self.fill_ended(&s, result));
+                return Err(self.fill_ended(slot, &s, result));
             }
             if self.plan.fio_job_errors
                 && s.dir == Dir::Read
@@ -1932,16 +1939,45 @@ impl<E: Engine> Job<'_, E> {
         .into()
     }
 
-    /// fio's fill_device: the write that found no space ends the job.
+    /// fio's fill_device: the write that found no space ends the job. It
+    /// is counted as fio counts it issued; a short write's rest is issued
+    /// again, as fio's requeue does (fio 3.33 io_u.c), and counted too.
     #[cold]
-    fn fill_ended(&mut self, s: &SlotState, result: i64) -> anyhow::Error {
+    fn fill_ended(&mut self, slot: u32, s: &SlotState, result: i64) -> anyhow::Error {
+        let (mut result, mut offset, mut len) = (result, s.offset, s.len as u64);
+        self.fill_unfinished.0 += 1;
+        if result > 0 && (result as u64) < len {
+            self.fill_unfinished.1 += 1;
+            let done = result as u64;
+            let rest = &self.buffers.slot(slot)[done as usize..len as usize];
+            // SAFETY: `rest` is a live slice of the slot's buffer, whose
+            // request has completed; pwrite reads at most its length.
+            let n = unsafe {
+                libc::pwrite(
+                    self.fd,
+                    rest.as_ptr().cast(),
+                    rest.len(),
+                    (offset + done) as libc::off_t,
+                )
+            };
+            self.fill_unfinished.0 += 1;
+            result = if n < 0 {
+                -(std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO) as i64)
+            } else {
+                n as i64
+            };
+            offset += done;
+            len -= done;
+        }
         let path = &self.ctx.target.path;
         crate::fill_device::FilledUp(crate::fill_device::filled_message(
             self.ctx.job,
             path,
             result,
-            s.offset,
-            s.len as u64,
+            offset,
+            len,
         ))
         .into()
     }

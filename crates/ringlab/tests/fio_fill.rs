@@ -138,6 +138,87 @@ fn fill_device_writes_the_free_space_and_ends_at_enospc_without_an_error() {
     );
 }
 
+/// One surface-scan write phase in a fresh 4 MiB tmpfs by `tool`
+/// (`ringlab` or `fio`), with `taken` bytes of it used by another file
+/// first: the write phase's (total_ios, short_ios, io_bytes) in fio's json,
+/// or None when no tmpfs can be mounted.
+fn fill_counts(tool: &str, taken: usize) -> Option<(u64, u64, u64)> {
+    let d = tmp(&format!("count-{tool}-{taken}"));
+    let fs = d.join("fs");
+    std::fs::create_dir_all(&fs).unwrap();
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+        .arg(&fs)
+        .status();
+    if !st.is_ok_and(|s| s.success()) {
+        return None;
+    }
+    let mounted = Mounted(fs.clone());
+    if taken > 0 {
+        std::fs::write(fs.join("taken"), vec![1u8; taken]).unwrap();
+    }
+    // The job file outside the tmpfs, which the fill alone uses.
+    let job_file = d.join("job.fio");
+    std::fs::write(
+        &job_file,
+        surface_scan(
+            "fill_device=1
+",
+        ),
+    )
+    .unwrap();
+    let args = [
+        "--output-format=json",
+        "--section=write-phase",
+        job_file.to_str().unwrap(),
+    ];
+    let out = if tool == "fio" {
+        Command::new("fio")
+            .current_dir(&fs)
+            .args(args)
+            .output()
+            .unwrap()
+    } else {
+        fio(&fs, &args)
+    };
+    assert_ok(&out);
+    let v = json(&out);
+    let w = &job(&v, "write-phase")["write"];
+    let counts = (u(&w["total_ios"]), u(&w["short_ios"]), u(&w["io_bytes"]));
+    drop(mounted);
+    let _ = std::fs::remove_dir_all(&d);
+    Some(counts)
+}
+
+#[test]
+fn fill_device_counts_the_write_that_found_no_space_as_fio() {
+    let name = "fill_device_counts_the_write_that_found_no_space_as_fio";
+    if !is_root() {
+        skip_root_only(name, "mounting a small tmpfs needs root");
+        return;
+    }
+    // 4 MiB free: 64 writes of 64 KiB, then one that finds no space: fio
+    // counts it issued (65), its bytes are not in io_bytes.
+    let Some(whole) = fill_counts("ringlab", 0) else {
+        skip(name, "mount -t tmpfs failed (no CAP_SYS_ADMIN here)");
+        return;
+    };
+    assert_eq!(whole, (65, 0, 4 << 20));
+    // One page taken: 63 whole writes, one cut short at 60 KiB, and its
+    // rest issued again finds no space. fio: 65 issued, 1 short, and the
+    // short write's 60 KiB not in io_bytes (it ended in an error).
+    let cut = fill_counts("ringlab", 4096).unwrap();
+    assert_eq!(cut, (65, 1, 63 * (64 << 10)));
+    if real_fio() {
+        assert_eq!(fill_counts("fio", 0), Some(whole), "fio 3.33, 4 MiB free");
+        assert_eq!(
+            fill_counts("fio", 4096),
+            Some(cut),
+            "fio 3.33, a page taken"
+        );
+    }
+}
+
 #[test]
 fn fill_device_with_a_size_recreates_the_file_and_verify_meta_finds_a_damaged_block() {
     let d = tmp("meta");

@@ -145,6 +145,7 @@ fn render_spans(
                 .flat_map(|m| m.result.warnings.iter().cloned())
                 .collect();
             job_error(&mut e, &warnings, None);
+            fill_unfinished(&mut e, &warnings, None);
             entries.push(e);
         } else {
             for jf in &r.jobs {
@@ -158,6 +159,7 @@ fn render_spans(
                 };
                 let mut e = entry(j, global, &one, Some((jf.job, jf.cpu)), plus);
                 job_error(&mut e, &r.warnings, Some(jf.job));
+                fill_unfinished(&mut e, &r.warnings, Some(jf.job));
                 entries.push(e);
             }
         }
@@ -567,6 +569,30 @@ pub fn job_error(e: &mut Value, warnings: &[String], job: Option<u32>) {
         for key in [crate::job_error::direction(&f.dir), "mixed"] {
             if let Some(n) = e[key]["total_ios"].as_u64() {
                 e[key]["total_ios"] = json!(n + 1);
+            }
+        }
+    }
+}
+
+/// fio's fill_device end (`crate::fill_device::unfinished`): the writes
+/// issued that did not complete in full (the one that found no space, a
+/// short write and its re-issued rest) count in the write `total_ios` and
+/// the short ones in `short_ios`, as fio counts them; `job` as in
+/// [`job_error`].
+pub fn fill_unfinished(e: &mut Value, warnings: &[String], job: Option<u32>) {
+    for (n, issued, short) in warnings
+        .iter()
+        .filter_map(|w| crate::fill_device::unfinished(w))
+    {
+        if job.is_some_and(|j| j != n) {
+            continue;
+        }
+        for key in ["write", "mixed"] {
+            if let Some(t) = e[key]["total_ios"].as_u64() {
+                e[key]["total_ios"] = json!(t + issued);
+            }
+            if let Some(t) = e[key]["short_ios"].as_u64() {
+                e[key]["short_ios"] = json!(t + short);
             }
         }
     }
