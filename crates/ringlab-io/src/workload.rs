@@ -5,7 +5,9 @@ use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 mod fio_map;
+mod fio_rand;
 pub use fio_map::FioPasses;
+pub use fio_rand::{FioGenerator, FioRand};
 
 /// fio's `rw=` patterns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
@@ -927,6 +929,10 @@ impl Workload {
             }
             first
         } else if self.rw.is_random() {
+            if self.fio.is_some() {
+                // fio's streams without its map (norandommap).
+                return self.fio_next(dir, len);
+            }
             self.draw(self.count - span + 1)
         } else {
             let mut b = self.next_seq;

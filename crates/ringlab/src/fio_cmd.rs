@@ -602,8 +602,11 @@ fn resolve(
         .iter()
         .filter(|o| canonical(&o.key) == "random_distribution")
         .all(|o| o.value.as_deref().is_none_or(|v| v.trim() == "random"));
-    if random && !p.norandommap && uniform {
-        extra.push("--random-map".to_string());
+    if random && uniform {
+        // norandommap: fio's end rules for its streams, no map.
+        if !p.norandommap {
+            extra.push("--random-map".to_string());
+        }
         extra.push("--fio-random-map".to_string());
         let bound = if has("io_size") { "io-size" } else { "size" };
         extra.push(bound.to_string());

@@ -28,6 +28,8 @@ pub struct RegWords {
     offload: bool,
     rand_seed: Option<u64>,
     randrepeat: bool,
+    generator: ringlab_io::workload::FioGenerator,
+    verify: bool,
     pub notes: Vec<String>,
 }
 
@@ -111,6 +113,16 @@ pub fn take(opts: &mut Vec<Written>) -> Result<RegWords> {
                     };
                 } else if k == "randrepeat" {
                     w.randrepeat = boolean(&o);
+                } else if k == "random_generator" {
+                    use ringlab_io::workload::FioGenerator as G;
+                    w.generator = match o.value.as_deref().map(str::trim) {
+                        Some("tausworthe") => G::Tausworthe,
+                        Some("tausworthe64") => G::Tausworthe64,
+                        Some("lfsr") => G::Lfsr,
+                        _ => G::Default,
+                    };
+                } else if k == "verify" {
+                    w.verify = !matches!(o.value.as_deref().map(str::trim), Some("none") | Some("0"));
                 }
                 keep.push(o);
             }
@@ -131,6 +143,14 @@ fn flow(id: u64) -> Arc<Flow> {
     m.entry(id).or_default().clone()
 }
 
+/// A seed from the clock (fio's randrepeat=0 takes the system's).
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0x89)
+}
+
 /// fio's thread numbers, in the order jobs are added (numjobs clones
 /// count on).
 static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
@@ -138,6 +158,21 @@ static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
 /// Sets the regulating options on the job's plan; notes go to `notes`.
 pub fn apply(w: &RegWords, plan: &mut IoPlan, notes: &mut Vec<String>) -> Result<()> {
     let first_thread = NEXT_THREAD.fetch_add(plan.numjobs as u64, Ordering::Relaxed);
+    // fio's seeds: randseed (0x89), and under randrepeat without randseed
+    // the offset stream's own seed and seeding at each loop; randrepeat=0
+    // without randseed: seeds from the clock (fio: the system's).
+    let (rand_seed, repeatable) = match (w.rand_seed, w.randrepeat) {
+        (Some(s), _) => (s, false),
+        (None, true) => (0x89, true),
+        (None, false) => (clock_seed(), false),
+    };
+    plan.fio_rand = Some(ringlab_io::workload::FioRand {
+        rand_seed,
+        first_thread_number: first_thread,
+        repeatable,
+        generator: w.generator,
+        verify: w.verify,
+    });
     let paced = plan.pace_ns.iter().any(Option::is_some);
     if let Some(o) = &w.poisson {
         if !paced {
@@ -148,15 +183,6 @@ pub fn apply(w: &RegWords, plan: &mut IoPlan, notes: &mut Vec<String>) -> Result
                 o.origin.name(&o.key)
             )));
         } else {
-            let rand_seed = if w.randrepeat || w.rand_seed.is_some() {
-                w.rand_seed.unwrap_or(0x89)
-            } else {
-                // fio's randrepeat=0: seeds from the system's generator.
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos() as u64)
-                    .unwrap_or(0x89)
-            };
             plan.regulation.poisson = Some(PoissonSeeds {
                 rand_seed,
                 first_thread_number: first_thread,

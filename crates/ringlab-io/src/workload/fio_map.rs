@@ -65,6 +65,10 @@ pub(super) struct FioRules {
     passes_ended: u64,
     /// Bytes handed out.
     issued: u64,
+    /// Bytes handed out in this pass.
+    pass_issued: u64,
+    /// fio's own streams (fio_rand.rs), when they make this job's I/O.
+    pub(super) exact: Option<Box<super::fio_rand::Exact>>,
 }
 
 impl FioRules {
@@ -94,6 +98,8 @@ impl FioRules {
             primed: false,
             passes_ended: 0,
             issued: 0,
+            pass_issued: 0,
+            exact: None,
         }
     }
 }
@@ -130,6 +136,10 @@ impl Workload {
         if !f.primed {
             f.primed = true;
             f.pending = self.fio_make(&mut f, dir, len);
+            if f.exact.is_some() {
+                // fio's streams draw the direction and length themselves.
+                return self.fio_hand_out(f, dir, len);
+            }
             let (d, l) = self.fio_draw();
             return self.fio_hand_out(f, d, l);
         }
@@ -141,6 +151,7 @@ impl Workload {
         let io = match out {
             Some((io, new_pass)) => {
                 f.issued += io.len as u64;
+                f.pass_issued = if new_pass { 0 } else { f.pass_issued } + io.len as u64;
                 // Passes are told only when tracked (invalidate=1).
                 self.new_pass |= new_pass && self.pass_bytes > 0;
                 f.pending = self.fio_make(&mut f, dir, len);
@@ -183,10 +194,27 @@ impl Workload {
     /// Places one I/O; at the end of a pass starts another when fio would,
     /// else `None` (the job ends).
     fn fio_make(&mut self, f: &mut FioRules, dir: Dir, len: u64) -> Option<(NextIo, bool)> {
+        if let Some(mut x) = f.exact.take() {
+            let out = self.fio_make_exact(f, &mut x);
+            f.exact = Some(x);
+            return out;
+        }
         if let Some(io) = self.fio_place(f, dir, len) {
             return Some((io, false));
         }
-        let again = match f.passes {
+        if !Self::fio_again(f) {
+            return None;
+        }
+        if let Some(m) = self.map.as_mut() {
+            m.reset();
+        }
+        self.fio_place(f, dir, len).map(|io| (io, true))
+    }
+
+    /// Whether fio starts another loop after one ended on an I/O that
+    /// could not be made (keep_running).
+    fn fio_again(f: &mut FioRules) -> bool {
+        match f.passes {
             FioPasses::Always => true,
             FioPasses::Bounded {
                 loops,
@@ -197,14 +225,38 @@ impl Workload {
                 f.passes_ended < loops
                     || (explicit && io_size > f.issued && io_size - f.issued >= f.max_bs)
             }
-        };
-        if !again {
+        }
+    }
+
+    /// As fio_make, from fio's own streams: a failed fill ends fio's loop;
+    /// the next loop starts on an empty map with its streams seeded again
+    /// (randrepeat).
+    fn fio_make_exact(
+        &mut self,
+        f: &mut FioRules,
+        x: &mut super::fio_rand::Exact,
+    ) -> Option<(NextIo, bool)> {
+        let time_based = f.passes == FioPasses::Always;
+        if let Ok(made) = self.fio_fill(x, &f.split_order, time_based) {
+            return Some(made);
+        }
+        // fio ends a loop on its bytes before it tries one more I/O: when
+        // this pass did them, the failed fill was not fio's.
+        if let FioPasses::Bounded { io_size, .. } = f.passes {
+            if f.pass_issued >= io_size {
+                x.undo_direction();
+            }
+        }
+        if !Self::fio_again(f) {
             return None;
         }
         if let Some(m) = self.map.as_mut() {
             m.reset();
         }
-        self.fio_place(f, dir, len).map(|io| (io, true))
+        x.new_loop();
+        self.fio_fill(x, &f.split_order, time_based)
+            .ok()
+            .map(|(io, _)| (io, true))
     }
 
     /// fio's get_next_offset, get_next_buflen and mark_random_map for one

@@ -1,0 +1,478 @@
+//! fio 3.33's own random streams for `ringlab fio`: a random job draws its
+//! direction, offset and length as fio does, from fio's generators and
+//! seeds, so it issues the same I/O sequence as fio (randrepeat=1, fio's
+//! default, fixes the seeds per job).
+//!
+//! What fio does, and this follows (fio 3.33's init.c, io_u.c, lib/rand.h):
+//!
+//! - Seeds (setup_random_seeds): `randseed` (0x89 unless given) times
+//!   0x9e370001 four times, then once more per stream; stream `i` of the
+//!   job numbered `thread_number` (1 for the first job of the run; numjobs
+//!   clones count on, in file order) is that times the thread number plus
+//!   `i`. Without `randseed`, the offset stream is seeded
+//!   `0xb1899bed * thread_number` instead (td_fill_rand_seeds_internal),
+//!   and every stream is seeded again at each new loop over the file
+//!   (clear_io_state); with `randseed` given fio does neither.
+//! - Streams: lengths of reads from stream 0, of writes from 1 (0 too when
+//!   `verify` is set), the read/write mix from 4 (always taus88), offsets
+//!   from 6. `random_generator=tausworthe64` (or a file of more than 2^32
+//!   blocks, where fio switches to it) makes offsets and lengths taus258.
+//! - Direction (get_rw_ddir): a mixed job keeps its direction while the
+//!   I/Os issued in it are fewer than `rwmix_issues`; then it draws
+//!   `rand_between(1, 100) <= rwmixread`; on a change, `rwmix_issues`
+//!   becomes the I/Os issued in the old direction times the new one's
+//!   percentage over 100 (set_rwmix_bytes).
+//! - Offset (__get_next_rand_offset): block `lastb * (r / (max + 1.0))`,
+//!   `lastb` the region in the direction's smallest size; on a block done
+//!   (random map), the next free block after it, wrapping; the offset is
+//!   the block times that size.
+//! - Length (get_next_buflen): a fixed size draws nothing; `bsrange` is
+//!   `min + max * (r / (max_rand + 1.0))` rounded down to the smallest
+//!   size and capped at the largest; `bssplit` walks its entries in fio's
+//!   order (by percentage) adding percentages until `r / perc <=
+//!   max_rand / 100` for an entry that fits before the region's end; a
+//!   length that does not fit is drawn again.
+//!
+//! Not followed here (the job keeps ringlab's generator under fio's map
+//! rules, fio_map.rs): `random_generator=lfsr`, distributions other than
+//! `random`, zoned and strided placement, blockalign, `rw=randread:N`,
+//! trims. fio's `ramp_time` resets its issue counts (rwmix) at the ramp's
+//! end; here they run on.
+
+use super::{BlockSizes, Dir, NextIo, Rw, Workload};
+use crate::regulate::{fio_seed, Taus88};
+
+/// fio's FIO_RANDSEED: the offset stream's seed per thread number under
+/// randrepeat.
+const FIO_RANDSEED: u64 = 0xb189_9bed;
+
+/// fio's stream indexes (FIO_RAND_*_OFF in fio.h).
+const BS_OFF: usize = 0;
+const BS1_OFF: usize = 1;
+const MIX_OFF: usize = 4;
+const BLOCK_OFF: usize = 6;
+
+/// fio's `random_generator`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum FioGenerator {
+    /// Not given: taus88, or taus258 for a file of more than 2^32 blocks.
+    #[default]
+    Default,
+    Tausworthe,
+    Tausworthe64,
+    /// fio's LFSR: not followed (ringlab's generator draws the offsets).
+    Lfsr,
+}
+
+/// What fio seeds a job's streams from; set by `ringlab fio` on every job.
+#[derive(Clone, Copy, Debug)]
+pub struct FioRand {
+    /// `randseed` (0x89 unless given; from the clock under randrepeat=0).
+    pub rand_seed: u64,
+    /// fio's thread number of the job's first clone (1-based, in order).
+    pub first_thread_number: u64,
+    /// fio's rand_repeatable: randrepeat=1 and no randseed given (the
+    /// offset stream's own seed, and seeding again at each loop).
+    pub repeatable: bool,
+    pub generator: FioGenerator,
+    /// `verify` set: writes draw lengths from the reads' seed.
+    pub verify: bool,
+}
+
+/// fio's 64-bit combined Tausworthe generator (lib/rand.h, taus258).
+#[derive(Debug, Clone)]
+pub struct Taus258 {
+    s: [u64; 5],
+}
+
+impl Taus258 {
+    /// fio's `__init_rand64(state, seed)`.
+    pub fn new(seed: u64) -> Taus258 {
+        let lcg = |x: u64| x.wrapping_mul(6906969069) ^ seed;
+        let at_least = |x: u64, m: u64| if x < m { x.wrapping_add(m) } else { x };
+        // fio writes (2^31) + (2^17) + (2^7): in C, xors: 29 + 19 + 5.
+        let s1 = at_least(lcg(53), 1);
+        let s2 = at_least(lcg(s1), 7);
+        let s3 = at_least(lcg(s2), 15);
+        let s4 = at_least(lcg(s3), 33);
+        let s5 = at_least(lcg(s4), 49);
+        let mut t = Taus258 {
+            s: [s1, s2, s3, s4, s5],
+        };
+        for _ in 0..6 {
+            t.next_u64();
+        }
+        t
+    }
+
+    /// fio's `__rand64`.
+    pub fn next_u64(&mut self) -> u64 {
+        let s = &mut self.s;
+        let x = ((s[0] << 1) ^ s[0]) >> 53;
+        s[0] = ((s[0] & 18446744073709551614) << 10) ^ x;
+        let x = ((s[1] << 24) ^ s[1]) >> 50;
+        s[1] = ((s[1] & 18446744073709551104) << 5) ^ x;
+        let x = ((s[2] << 3) ^ s[2]) >> 23;
+        s[2] = ((s[2] & 18446744073709547520) << 29) ^ x;
+        let x = ((s[3] << 5) ^ s[3]) >> 24;
+        s[3] = ((s[3] & 18446744073709420544) << 23) ^ x;
+        let x = ((s[4] << 3) ^ s[4]) >> 33;
+        s[4] = ((s[4] & 18446744073701163008) << 8) ^ x;
+        s[0] ^ s[1] ^ s[2] ^ s[3] ^ s[4]
+    }
+}
+
+/// One of fio's `frand_state`s: taus88 or taus258.
+#[derive(Debug, Clone)]
+pub enum Frand {
+    T32(Taus88),
+    T64(Taus258),
+}
+
+impl Frand {
+    /// fio's `init_rand_seed` (a 32-bit state takes the seed's low half).
+    pub fn new(seed: u64, use64: bool) -> Frand {
+        if use64 {
+            Frand::T64(Taus258::new(seed))
+        } else {
+            Frand::T32(Taus88::new(seed as u32))
+        }
+    }
+
+    /// fio's `__rand`.
+    pub fn next(&mut self) -> u64 {
+        match self {
+            Frand::T32(t) => t.next_u32() as u64,
+            Frand::T64(t) => t.next_u64(),
+        }
+    }
+
+    /// fio's `rand_max`.
+    pub fn max(&self) -> u64 {
+        match self {
+            Frand::T32(_) => u32::MAX as u64,
+            Frand::T64(_) => u64::MAX,
+        }
+    }
+
+    /// fio's `rand_max(...) + 1.0`, in double as fio computes it.
+    fn max_plus_one(&self) -> f64 {
+        self.max() as f64 + 1.0
+    }
+
+    /// fio's `lastb * (__rand / (rand_max + 1.0))`.
+    pub fn scaled(&mut self, n: u64) -> u64 {
+        let r = self.next() as f64;
+        (n as f64 * (r / self.max_plus_one())) as u64
+    }
+
+    /// fio's `rand_between(start, end)`, both inclusive.
+    pub fn between(&mut self, start: u64, end: u64) -> u64 {
+        let span = end - start + 1;
+        match self {
+            Frand::T32(t) => {
+                let r = t.next_u32() as f64;
+                // (int)((double)end * (r / FRAND32_MAX_PLUS_ONE))
+                start + (span as f64 * (r / 4294967296.0)) as i32 as u64
+            }
+            Frand::T64(t) => {
+                let r = t.next_u64() as f64;
+                start + (span as f64 * (r / 18446744073709551616.0)) as u64
+            }
+        }
+    }
+}
+
+/// A job's streams as fio seeds them (td_fill_rand_seeds).
+#[derive(Debug, Clone)]
+struct Streams {
+    offset: Frand,
+    bsrange: [Frand; 2],
+    rwmix: Frand,
+}
+
+impl Streams {
+    fn new(cfg: &FioRand, thread_number: u64, use64: bool) -> Streams {
+        let seed = |i| fio_seed(cfg.rand_seed, thread_number, i);
+        let block = if cfg.repeatable {
+            FIO_RANDSEED.wrapping_mul(thread_number)
+        } else {
+            seed(BLOCK_OFF)
+        };
+        let write = if cfg.verify { seed(BS_OFF) } else { seed(BS1_OFF) };
+        Streams {
+            offset: Frand::new(block, use64),
+            bsrange: [Frand::new(seed(BS_OFF), use64), Frand::new(write, use64)],
+            rwmix: Frand::new(seed(MIX_OFF), false),
+        }
+    }
+}
+
+/// Why an I/O could not be made: its offset (the map is full; a
+/// time_based job empties it and draws again), or anything else (fio's
+/// loop ends).
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Fail {
+    Offset,
+    Other,
+}
+
+/// fio's per-job state of its streams and rwmix cycle.
+pub(super) struct Exact {
+    cfg: FioRand,
+    thread_number: u64,
+    use64: bool,
+    streams: Streams,
+    /// fio's rwmix_ddir (0 read, 1 write), rwmix_issues and io_issues.
+    rwmix_ddir: usize,
+    rwmix_issues: u64,
+    io_issues: [u64; 2],
+    /// Per direction: smallest and largest size (min_bs, max_bs).
+    min_bs: [u64; 2],
+    max_bs: [u64; 2],
+    /// The direction state before the last fill that failed (restored when
+    /// fio would not have tried it: its loop ended on bytes).
+    saved: Option<(usize, u64, Frand)>,
+}
+
+impl Exact {
+    /// Seeds every stream again (fio's new loop under randrepeat) and
+    /// clears rwmix_issues (reset_io_counters).
+    pub(super) fn new_loop(&mut self) {
+        if self.cfg.repeatable {
+            self.streams = Streams::new(&self.cfg, self.thread_number, self.use64);
+        }
+        self.rwmix_issues = 0;
+    }
+
+    /// Undoes the direction draw of the fill that just failed.
+    pub(super) fn undo_direction(&mut self) {
+        if let Some((d, issues, rng)) = self.saved.take() {
+            self.rwmix_ddir = d;
+            self.rwmix_issues = issues;
+            self.streams.rwmix = rng;
+        }
+    }
+}
+
+impl Workload {
+    /// Whether fio's streams can make this job's I/O (see the module's
+    /// notes for what they do not cover).
+    fn fio_streams_apply(&self, rand: &FioRand) -> bool {
+        matches!(self.rw, Rw::Randread | Rw::Randwrite | Rw::Randrw)
+            && self.dist == super::Distribution::Uniform
+            && self.place.is_none()
+            && self.rand_run <= 1
+            && rand.generator != FioGenerator::Lfsr
+    }
+
+    /// Draws this job's I/O from fio's streams (`ringlab fio`), job `job`
+    /// of its numjobs clones; `passes`: how fio goes on when an I/O cannot
+    /// be made (the job's fio rules, set with or without the random map).
+    pub fn with_fio_rand(
+        mut self,
+        passes: Option<super::FioPasses>,
+        rand: Option<FioRand>,
+        job: u32,
+    ) -> Workload {
+        let (Some(rand), Some(passes)) = (rand, passes) else {
+            return self;
+        };
+        if !self.fio_streams_apply(&rand) {
+            return self;
+        }
+        if self.fio.is_none() {
+            // norandommap: fio's rules without the map.
+            self.fio = Some(Box::new(super::fio_map::FioRules::new(
+                passes,
+                &self.sizes,
+                self.unit,
+            )));
+        }
+        let rw_min = self.sizes[0].min().min(self.sizes[1].min()).max(1);
+        let blocks = self.count * self.unit / rw_min;
+        let use64 = match rand.generator {
+            FioGenerator::Tausworthe64 => true,
+            // check_rand_gen_limits: fio switches when not told.
+            FioGenerator::Default => blocks > u32::MAX as u64,
+            _ => false,
+        };
+        let thread_number = rand.first_thread_number + job as u64;
+        let exact = Exact {
+            cfg: rand,
+            thread_number,
+            use64,
+            streams: Streams::new(&rand, thread_number, use64),
+            rwmix_ddir: 0,
+            rwmix_issues: 0,
+            io_issues: [0; 2],
+            min_bs: [0, 1].map(|d| self.sizes[d].min().max(1)),
+            max_bs: [0, 1].map(|d| self.sizes[d].max().max(1)),
+            saved: None,
+        };
+        if let Some(f) = self.fio.as_mut() {
+            f.exact = Some(Box::new(exact));
+        }
+        self
+    }
+
+    /// fio's fill_io_u for one I/O from its streams: direction, offset
+    /// (with the random map when there is one), length, and the map
+    /// marked. `reset_ok`: a full map may be emptied and the offset drawn
+    /// again (time_based); returns whether that happened.
+    pub(super) fn fio_fill(
+        &mut self,
+        x: &mut Exact,
+        split_order: &[Vec<(u64, u32)>; 2],
+        reset_ok: bool,
+    ) -> Result<(NextIo, bool), Fail> {
+        // get_rw_ddir
+        let d = match self.rw {
+            Rw::Randread => 0,
+            Rw::Randwrite => 1,
+            _ => {
+                x.saved = Some((x.rwmix_ddir, x.rwmix_issues, x.streams.rwmix.clone()));
+                if x.io_issues[x.rwmix_ddir] >= x.rwmix_issues {
+                    let v = x.streams.rwmix.between(1, 100);
+                    let d = if v <= self.rwmixread as u64 { 0 } else { 1 };
+                    if d != x.rwmix_ddir {
+                        let pct = if d == 0 {
+                            self.rwmixread as u64
+                        } else {
+                            100 - self.rwmixread as u64
+                        };
+                        x.rwmix_issues = x.io_issues[x.rwmix_ddir] * pct / 100;
+                    }
+                    x.rwmix_ddir = d;
+                }
+                x.rwmix_ddir
+            }
+        };
+        let dir = if d == 0 { Dir::Read } else { Dir::Write };
+        let region = self.count * self.unit;
+        let (min_bs, max_bs) = (x.min_bs[d], x.max_bs[d]);
+        // last_block: ba is min_bs (no blockalign here).
+        let lastb = region / min_bs;
+        if lastb == 0 {
+            return Err(Fail::Other);
+        }
+        let mut reset = false;
+        let b = loop {
+            let b = x.streams.offset.scaled(lastb);
+            let Some(map) = self.map.as_mut() else {
+                break b;
+            };
+            if b >= map.blocks || !map.is_set(b) {
+                break b;
+            }
+            if let Some(free) = map.next_free((b + 1) % map.blocks) {
+                break free;
+            }
+            // get_next_rand_block: a time_based job starts over on an
+            // empty map and draws again, once.
+            if !reset_ok || reset {
+                return Err(Fail::Offset);
+            }
+            map.reset();
+            reset = true;
+        };
+        let off = b * min_bs;
+        if off >= region {
+            return Err(Fail::Other);
+        }
+        let fits = |l: u64| off + l <= region;
+        let len = if min_bs == max_bs {
+            min_bs
+        } else {
+            if !fits(min_bs) {
+                return Err(Fail::Other);
+            }
+            let rng = &mut x.streams.bsrange[d];
+            let max_rand = rng.max();
+            let mut tries = 0u32;
+            loop {
+                let r = rng.next();
+                let mut l = if let BlockSizes::Split(_) = self.sizes[d] {
+                    let mut perc = 0u64;
+                    let mut l = 0;
+                    for &(bs, p) in &split_order[d] {
+                        if p == 0 {
+                            continue;
+                        }
+                        l = bs;
+                        perc += p as u64;
+                        if r / perc <= max_rand / 100 && fits(l) {
+                            break;
+                        }
+                    }
+                    l
+                } else {
+                    min_bs + (max_bs as f64 * (r as f64 / rng.max_plus_one())) as u64
+                };
+                if min_bs.is_power_of_two() {
+                    l &= !(min_bs - 1);
+                } else {
+                    l -= l % min_bs;
+                }
+                l = l.min(max_bs);
+                if fits(l) {
+                    break l;
+                }
+                tries += 1;
+                if tries > 100_000 {
+                    return Err(Fail::Other);
+                }
+            }
+        };
+        // mark_random_map: the run of free blocks from b, the I/O cut to it.
+        let mut len = len;
+        if let Some(map) = self.map.as_mut() {
+            let want = len.div_ceil(min_bs).max(1);
+            let mut set = 0;
+            while set < want && b + set < map.blocks && !map.is_set(b + set) {
+                map.set(b + set);
+                set += 1;
+            }
+            len = len.min(set.max(1) * min_bs);
+        }
+        x.io_issues[d] += 1;
+        x.saved = None;
+        self.last_end = (off + len) / self.unit;
+        Ok((
+            NextIo {
+                dir,
+                block: self.first + off / self.unit,
+                len: len as u32,
+            },
+            reset,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// fio 3.33's first offset draws ("off rand") of its first job under
+    /// its defaults, printed by `fio --name=x --filename=F --size=16m
+    /// --rw=randread --bs=4k --number_ios=5 --debug=random`.
+    #[test]
+    fn offset_stream_is_fios() {
+        let mut s = Streams::new(
+            &FioRand {
+                rand_seed: 0x89,
+                first_thread_number: 1,
+                repeatable: true,
+                generator: FioGenerator::Default,
+                verify: false,
+            },
+            1,
+            false,
+        );
+        let got: Vec<u64> = (0..5).map(|_| s.offset.next()).collect();
+        assert_eq!(
+            got,
+            [259043585, 3179521932, 3621444214, 2018697059, 1726199243]
+        );
+    }
+}
