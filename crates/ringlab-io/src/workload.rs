@@ -7,7 +7,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 mod fio_map;
 mod fio_rand;
 pub use fio_map::FioPasses;
-pub use fio_rand::{FioGenerator, FioRand};
+pub use fio_rand::{FioGenerator, FioRand, OffsetSeed};
 
 /// fio's `rw=` patterns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]

@@ -161,15 +161,17 @@ pub fn apply(w: &RegWords, plan: &mut IoPlan, notes: &mut Vec<String>) -> Result
     // fio's seeds: randseed (0x89), and under randrepeat without randseed
     // the offset stream's own seed and seeding at each loop; randrepeat=0
     // without randseed: seeds from the clock (fio: the system's).
-    let (rand_seed, repeatable) = match (w.rand_seed, w.randrepeat) {
-        (Some(s), _) => (s, false),
-        (None, true) => (0x89, true),
-        (None, false) => (clock_seed(), false),
+    use ringlab_io::workload::OffsetSeed;
+    let (rand_seed, offset_seed) = match (w.rand_seed, w.randrepeat) {
+        (Some(s), _) => (s, OffsetSeed::FirstClone),
+        (None, true) => (0x89, OffsetSeed::All),
+        (None, false) => (clock_seed(), OffsetSeed::None),
     };
     plan.fio_rand = Some(ringlab_io::workload::FioRand {
         rand_seed,
         first_thread_number: first_thread,
-        repeatable,
+        offset_seed,
+        reseed_each_loop: offset_seed == OffsetSeed::All,
         generator: w.generator,
         verify: w.verify,
     });

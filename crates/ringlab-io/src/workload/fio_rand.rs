@@ -9,10 +9,12 @@
 //!   0x9e370001 four times, then once more per stream; stream `i` of the
 //!   job numbered `thread_number` (1 for the first job of the run; numjobs
 //!   clones count on, in file order) is that times the thread number plus
-//!   `i`. Without `randseed`, the offset stream is seeded
-//!   `0xb1899bed * thread_number` instead (td_fill_rand_seeds_internal),
-//!   and every stream is seeded again at each new loop over the file
-//!   (clear_io_state); with `randseed` given fio does neither.
+//!   `i`. The offset stream is seeded `0xb1899bed * thread_number` instead
+//!   (td_fill_rand_seeds_internal, under rand_repeatable), and every
+//!   stream is seeded again at each new loop over the file
+//!   (clear_io_state). A `randseed` given turns rand_repeatable off, but
+//!   only after the job's first clone was seeded: that clone keeps the
+//!   fixed offset seed, the others take stream 6, and no loop seeds again.
 //! - Streams: lengths of reads from stream 0, of writes from 1 (0 too when
 //!   `verify` is set), the read/write mix from 4 (always taus88), offsets
 //!   from 6. `random_generator=tausworthe64` (or a file of more than 2^32
@@ -64,6 +66,20 @@ pub enum FioGenerator {
     Lfsr,
 }
 
+/// Which of a job's numjobs clones seed their offset stream with
+/// `0xb1899bed * thread_number` (fio seeds a job before fixup_options
+/// turns rand_repeatable off for a given randseed, so with randseed only
+/// the first clone does; the others take stream 6 of randseed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OffsetSeed {
+    /// randrepeat=1, no randseed (fio's default).
+    All,
+    /// randseed given.
+    FirstClone,
+    /// randrepeat=0, no randseed: from the seeds.
+    None,
+}
+
 /// What fio seeds a job's streams from; set by `ringlab fio` on every job.
 #[derive(Clone, Copy, Debug)]
 pub struct FioRand {
@@ -71,9 +87,11 @@ pub struct FioRand {
     pub rand_seed: u64,
     /// fio's thread number of the job's first clone (1-based, in order).
     pub first_thread_number: u64,
-    /// fio's rand_repeatable: randrepeat=1 and no randseed given (the
-    /// offset stream's own seed, and seeding again at each loop).
-    pub repeatable: bool,
+    /// Which clones seed their offset stream with fio's FIO_RANDSEED.
+    pub offset_seed: OffsetSeed,
+    /// fio's rand_repeatable when its loops start: randrepeat=1 and no
+    /// randseed given (every stream is seeded again at each loop).
+    pub reseed_each_loop: bool,
     pub generator: FioGenerator,
     /// `verify` set: writes draw lengths from the reads' seed.
     pub verify: bool,
@@ -194,7 +212,12 @@ struct Streams {
 impl Streams {
     fn new(cfg: &FioRand, thread_number: u64, use64: bool) -> Streams {
         let seed = |i| fio_seed(cfg.rand_seed, thread_number, i);
-        let block = if cfg.repeatable {
+        let fixed = match cfg.offset_seed {
+            OffsetSeed::All => true,
+            OffsetSeed::FirstClone => thread_number == cfg.first_thread_number,
+            OffsetSeed::None => false,
+        };
+        let block = if fixed {
             FIO_RANDSEED.wrapping_mul(thread_number)
         } else {
             seed(BLOCK_OFF)
@@ -239,7 +262,7 @@ impl Exact {
     /// Seeds every stream again (fio's new loop under randrepeat) and
     /// clears rwmix_issues (reset_io_counters).
     pub(super) fn new_loop(&mut self) {
-        if self.cfg.repeatable {
+        if self.cfg.reseed_each_loop {
             self.streams = Streams::new(&self.cfg, self.thread_number, self.use64);
         }
         self.rwmix_issues = 0;
@@ -462,7 +485,8 @@ mod tests {
             &FioRand {
                 rand_seed: 0x89,
                 first_thread_number: 1,
-                repeatable: true,
+                offset_seed: OffsetSeed::All,
+                reseed_each_loop: true,
                 generator: FioGenerator::Default,
                 verify: false,
             },
