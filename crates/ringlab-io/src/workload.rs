@@ -935,6 +935,10 @@ impl Workload {
             }
             self.draw(self.count - span + 1)
         } else {
+            if self.fio.is_some() {
+                // fio's streams for a sequential job (mixed or sizes vary).
+                return self.fio_next(dir, len);
+            }
             let mut b = self.next_seq;
             if b + span > self.count {
                 b = 0;

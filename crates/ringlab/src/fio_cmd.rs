@@ -602,9 +602,10 @@ fn resolve(
         .iter()
         .filter(|o| canonical(&o.key) == "random_distribution")
         .all(|o| o.value.as_deref().is_none_or(|v| v.trim() == "random"));
-    if random && uniform {
-        // norandommap: fio's end rules for its streams, no map.
-        if !p.norandommap {
+    if !random || uniform {
+        // norandommap and sequential jobs: fio's end rules for its
+        // streams, no map.
+        if random && !p.norandommap {
             extra.push("--random-map".to_string());
         }
         extra.push("--fio-random-map".to_string());

@@ -250,6 +250,9 @@ pub(super) struct Exact {
     rwmix_ddir: usize,
     rwmix_issues: u64,
     io_issues: [u64; 2],
+    /// fio's last_pos per direction (sequential jobs), from the region's
+    /// start.
+    pos: [u64; 2],
     /// Per direction: smallest and largest size (min_bs, max_bs).
     min_bs: [u64; 2],
     max_bs: [u64; 2],
@@ -266,6 +269,8 @@ impl Exact {
             self.streams = Streams::new(&self.cfg, self.thread_number, self.use64);
         }
         self.rwmix_issues = 0;
+        // The file is opened again: fio_file_reset.
+        self.pos = [0; 2];
     }
 
     /// Undoes the direction draw of the fill that just failed.
@@ -282,7 +287,13 @@ impl Workload {
     /// Whether fio's streams can make this job's I/O (see the module's
     /// notes for what they do not cover).
     fn fio_streams_apply(&self, rand: &FioRand) -> bool {
-        matches!(self.rw, Rw::Randread | Rw::Randwrite | Rw::Randrw)
+        let varies = |s: &BlockSizes| !matches!(s, BlockSizes::Fixed(_));
+        // A sequential job draws from fio's streams when it mixes
+        // directions or sizes vary (else it has nothing random).
+        let sequential = self.skip == 0
+            && (self.rw == Rw::Rw
+                || (matches!(self.rw, Rw::Read | Rw::Write) && self.sizes.iter().any(varies)));
+        (matches!(self.rw, Rw::Randread | Rw::Randwrite | Rw::Randrw) || sequential)
             && self.dist == super::Distribution::Uniform
             && self.place.is_none()
             && self.rand_run <= 1
@@ -329,6 +340,7 @@ impl Workload {
             rwmix_ddir: 0,
             rwmix_issues: 0,
             io_issues: [0; 2],
+            pos: [0; 2],
             min_bs: [0, 1].map(|d| self.sizes[d].min().max(1)),
             max_bs: [0, 1].map(|d| self.sizes[d].max().max(1)),
             saved: None,
@@ -341,18 +353,19 @@ impl Workload {
 
     /// fio's fill_io_u for one I/O from its streams: direction, offset
     /// (with the random map when there is one), length, and the map
-    /// marked. `reset_ok`: a full map may be emptied and the offset drawn
-    /// again (time_based); returns whether that happened.
+    /// marked. `time_based`: a full map may be emptied and the offset
+    /// drawn again, and a sequential job goes back to the region's start
+    /// at its end; returns whether the map was emptied.
     pub(super) fn fio_fill(
         &mut self,
         x: &mut Exact,
         split_order: &[Vec<(u64, u32)>; 2],
-        reset_ok: bool,
+        time_based: bool,
     ) -> Result<(NextIo, bool), Fail> {
         // get_rw_ddir
         let d = match self.rw {
-            Rw::Randread => 0,
-            Rw::Randwrite => 1,
+            Rw::Randread | Rw::Read => 0,
+            Rw::Randwrite | Rw::Write => 1,
             _ => {
                 x.saved = Some((x.rwmix_ddir, x.rwmix_issues, x.streams.rwmix.clone()));
                 if x.io_issues[x.rwmix_ddir] >= x.rwmix_issues {
@@ -380,26 +393,21 @@ impl Workload {
             return Err(Fail::Other);
         }
         let mut reset = false;
-        let b = loop {
-            let b = x.streams.offset.scaled(lastb);
-            let Some(map) = self.map.as_mut() else {
-                break b;
-            };
-            if b >= map.blocks || !map.is_set(b) {
-                break b;
+        let b = if !self.rw.is_random() {
+            // get_next_seq_offset: on from this direction's last end; a
+            // time_based job goes back to the start at the region's end.
+            if x.pos[d] >= region && time_based {
+                x.pos[d] = 0;
             }
-            if let Some(free) = map.next_free((b + 1) % map.blocks) {
-                break free;
-            }
-            // get_next_rand_block: a time_based job starts over on an
-            // empty map and draws again, once.
-            if !reset_ok || reset {
-                return Err(Fail::Offset);
-            }
-            map.reset();
-            reset = true;
+            x.pos[d] / min_bs
+        } else {
+            self.fio_rand_block(x, lastb, time_based, &mut reset)?
         };
-        let off = b * min_bs;
+        let off = if self.rw.is_random() {
+            b * min_bs
+        } else {
+            x.pos[d]
+        };
         if off >= region {
             return Err(Fail::Other);
         }
@@ -459,6 +467,7 @@ impl Workload {
             len = len.min(set.max(1) * min_bs);
         }
         x.io_issues[d] += 1;
+        x.pos[d] = off + len;
         x.saved = None;
         self.last_end = (off + len) / self.unit;
         Ok((
@@ -469,6 +478,38 @@ impl Workload {
             },
             reset,
         ))
+    }
+}
+
+impl Workload {
+    /// fio's get_next_rand_block: a block from the offset stream, moved
+    /// to the next free one on a block done (random map); a time_based
+    /// job whose map is full starts over on an empty map and draws again,
+    /// once.
+    fn fio_rand_block(
+        &mut self,
+        x: &mut Exact,
+        lastb: u64,
+        time_based: bool,
+        reset: &mut bool,
+    ) -> Result<u64, Fail> {
+        loop {
+            let b = x.streams.offset.scaled(lastb);
+            let Some(map) = self.map.as_mut() else {
+                return Ok(b);
+            };
+            if b >= map.blocks || !map.is_set(b) {
+                return Ok(b);
+            }
+            if let Some(free) = map.next_free((b + 1) % map.blocks) {
+                return Ok(free);
+            }
+            if !time_based || *reset {
+                return Err(Fail::Offset);
+            }
+            map.reset();
+            *reset = true;
+        }
     }
 }
 
