@@ -30,6 +30,7 @@ pub struct RegWords {
     randrepeat: bool,
     generator: ringlab_io::workload::FioGenerator,
     verify: bool,
+    split_written: [Vec<u64>; 2],
     pub notes: Vec<String>,
 }
 
@@ -121,6 +122,8 @@ pub fn take(opts: &mut Vec<Written>) -> Result<RegWords> {
                         Some("lfsr") => G::Lfsr,
                         _ => G::Default,
                     };
+                } else if k == "bssplit" {
+                    w.split_written = split_written(o.value.as_deref().unwrap_or(""));
                 } else if k == "verify" {
                     w.verify = !matches!(o.value.as_deref().map(str::trim), Some("none") | Some("0"));
                 }
@@ -141,6 +144,26 @@ fn flow(id: u64) -> Arc<Flow> {
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     m.entry(id).or_default().clone()
+}
+
+/// bssplit's sizes per direction in the order written (`R[,W]`; one part
+/// is both); a size fio's units do not give is left out.
+fn split_written(v: &str) -> [Vec<u64>; 2] {
+    let part = |p: &str| -> Vec<u64> {
+        p.split(':')
+            .filter_map(|e| {
+                let size = e.split('/').next().unwrap_or("").trim();
+                ringlab_stats::units::parse_size(size).ok()
+            })
+            .collect()
+    };
+    let mut parts = v.split(',');
+    let read = part(parts.next().unwrap_or(""));
+    let write = match parts.next() {
+        Some(w) if !w.trim().is_empty() => part(w),
+        _ => read.clone(),
+    };
+    [read, write]
 }
 
 /// A seed from the clock (fio's randrepeat=0 takes the system's).
@@ -174,6 +197,7 @@ pub fn apply(w: &RegWords, plan: &mut IoPlan, notes: &mut Vec<String>) -> Result
         reseed_each_loop: offset_seed == OffsetSeed::All,
         generator: w.generator,
         verify: w.verify,
+        split_written: w.split_written.clone(),
     });
     let paced = plan.pace_ns.iter().any(Option::is_some);
     if let Some(o) = &w.poisson {

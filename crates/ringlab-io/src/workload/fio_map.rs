@@ -104,6 +104,18 @@ impl FioRules {
     }
 }
 
+impl FioRules {
+    /// Orders each direction's bssplit entries as fio does: by percentage,
+    /// equal ones in the order `written` gives (sizes; a size not in it
+    /// goes after, by size).
+    pub(super) fn order_as_written(&mut self, written: &[Vec<u64>; 2]) {
+        for (order, w) in self.split_order.iter_mut().zip(written) {
+            let at = |b: u64| w.iter().position(|&x| x == b).unwrap_or(usize::MAX);
+            order.sort_by_key(|e| (e.1, at(e.0), e.0));
+        }
+    }
+}
+
 impl Workload {
     /// Under fio's rules (`ringlab fio`); see the module's notes.
     pub fn with_fio_rules(mut self, passes: Option<FioPasses>) -> Workload {

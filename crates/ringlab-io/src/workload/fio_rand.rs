@@ -81,7 +81,7 @@ pub enum OffsetSeed {
 }
 
 /// What fio seeds a job's streams from; set by `ringlab fio` on every job.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct FioRand {
     /// `randseed` (0x89 unless given; from the clock under randrepeat=0).
     pub rand_seed: u64,
@@ -95,6 +95,10 @@ pub struct FioRand {
     pub generator: FioGenerator,
     /// `verify` set: writes draw lengths from the reads' seed.
     pub verify: bool,
+    /// Per direction: bssplit's sizes in the order written (fio sorts its
+    /// entries by percentage with a stable sort, so equal percentages
+    /// keep this order); empty: by size.
+    pub split_written: [Vec<u64>; 2],
 }
 
 /// fio's 64-bit combined Tausworthe generator (lib/rand.h, taus258).
@@ -333,7 +337,7 @@ impl Workload {
         };
         let thread_number = rand.first_thread_number + job as u64;
         let exact = Exact {
-            cfg: rand,
+            cfg: rand.clone(),
             thread_number,
             use64,
             streams: Streams::new(&rand, thread_number, use64),
@@ -346,6 +350,7 @@ impl Workload {
             saved: None,
         };
         if let Some(f) = self.fio.as_mut() {
+            f.order_as_written(&rand.split_written);
             f.exact = Some(Box::new(exact));
         }
         self
