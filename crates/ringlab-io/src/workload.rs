@@ -883,6 +883,9 @@ impl Workload {
         // One branch when no placement option is given (the common case).
         let placed = if follow || self.place.is_none() {
             None
+        } else if self.fio.as_ref().is_some_and(|f| f.exact.is_some()) {
+            // fio's streams place zoned and block-aligned offsets themselves.
+            return self.fio_next(dir, len);
         } else {
             self.placed(dir, span)
         };

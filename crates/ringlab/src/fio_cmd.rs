@@ -602,10 +602,16 @@ fn resolve(
         .iter()
         .filter(|o| canonical(&o.key) == "random_distribution")
         .all(|o| o.value.as_deref().is_none_or(|v| v.trim() == "random"));
-    if !random || uniform {
+    // zoned distributions draw from fio's streams too (no map: fio's
+    // norandommap for any distribution but random).
+    let zoned = opts
+        .iter()
+        .filter(|o| canonical(&o.key) == "random_distribution")
+        .all(|o| o.value.as_deref().is_some_and(|v| v.trim().starts_with("zoned")));
+    if !random || uniform || zoned {
         // norandommap and sequential jobs: fio's end rules for its
         // streams, no map.
-        if random && !p.norandommap {
+        if random && !p.norandommap && uniform {
             extra.push("--random-map".to_string());
         }
         extra.push("--fio-random-map".to_string());

@@ -53,6 +53,7 @@ const BS_OFF: usize = 0;
 const BS1_OFF: usize = 1;
 const MIX_OFF: usize = 4;
 const BLOCK_OFF: usize = 6;
+const ZONE_OFF: usize = 16;
 
 /// fio's `random_generator`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -211,6 +212,8 @@ struct Streams {
     offset: Frand,
     bsrange: [Frand; 2],
     rwmix: Frand,
+    /// random_distribution=zoned/zoned_abs: the zone of each offset.
+    zone: Frand,
 }
 
 impl Streams {
@@ -231,6 +234,7 @@ impl Streams {
             offset: Frand::new(block, use64),
             bsrange: [Frand::new(seed(BS_OFF), use64), Frand::new(write, use64)],
             rwmix: Frand::new(seed(MIX_OFF), false),
+            zone: Frand::new(seed(ZONE_OFF), false),
         }
     }
 }
@@ -260,6 +264,8 @@ pub(super) struct Exact {
     /// Per direction: smallest and largest size (min_bs, max_bs).
     min_bs: [u64; 2],
     max_bs: [u64; 2],
+    /// Per direction: fio's ba (blockalign, else the smallest size).
+    ba: [u64; 2],
     /// The direction state before the last fill that failed (restored when
     /// fio would not have tried it: its loop ended on bytes).
     saved: Option<(usize, u64, Frand)>,
@@ -290,6 +296,19 @@ impl Exact {
 impl Workload {
     /// Whether fio's streams can make this job's I/O (see the module's
     /// notes for what they do not cover).
+    /// fio's ba per direction: blockalign when given, else the
+    /// direction's smallest size.
+    fn fio_ba(&self) -> [u64; 2] {
+        let align = self.place.as_ref().map_or(1, |p| p.align.max(1));
+        [0, 1].map(|d| {
+            if align > 1 {
+                align * self.unit
+            } else {
+                self.sizes[d].min().max(1)
+            }
+        })
+    }
+
     fn fio_streams_apply(&self, rand: &FioRand) -> bool {
         let varies = |s: &BlockSizes| !matches!(s, BlockSizes::Fixed(_));
         // A sequential job draws from fio's streams when it mixes
@@ -297,9 +316,22 @@ impl Workload {
         let sequential = self.skip == 0
             && (self.rw == Rw::Rw
                 || (matches!(self.rw, Rw::Read | Rw::Write) && self.sizes.iter().any(varies)));
+        // Zoned tables are made in blocks of blockalign (or the unit):
+        // fio's match when every direction the job issues has that ba.
+        let placed_ok = match self.place.as_deref() {
+            None => true,
+            Some(p) => {
+                let table_ba = p.align.max(1) * self.unit;
+                let ba = self.fio_ba();
+                let dirs = [self.rw.reads(self.rwmixread), self.rw.writes(self.rwmixread)];
+                p.strided.is_none()
+                    && (p.zoned.iter().all(Option::is_none)
+                        || (0..2).all(|d| !dirs[d] || ba[d] == table_ba))
+            }
+        };
         (matches!(self.rw, Rw::Randread | Rw::Randwrite | Rw::Randrw) || sequential)
             && self.dist == super::Distribution::Uniform
-            && self.place.is_none()
+            && placed_ok
             && self.rand_run <= 1
             && rand.generator != FioGenerator::Lfsr
     }
@@ -347,6 +379,7 @@ impl Workload {
             pos: [0; 2],
             min_bs: [0, 1].map(|d| self.sizes[d].min().max(1)),
             max_bs: [0, 1].map(|d| self.sizes[d].max().max(1)),
+            ba: self.fio_ba(),
             saved: None,
         };
         if let Some(f) = self.fio.as_mut() {
@@ -391,9 +424,9 @@ impl Workload {
         };
         let dir = if d == 0 { Dir::Read } else { Dir::Write };
         let region = self.count * self.unit;
-        let (min_bs, max_bs) = (x.min_bs[d], x.max_bs[d]);
-        // last_block: ba is min_bs (no blockalign here).
-        let lastb = region / min_bs;
+        let (min_bs, max_bs, ba) = (x.min_bs[d], x.max_bs[d], x.ba[d]);
+        // last_block
+        let lastb = (region - min_bs.saturating_sub(ba).min(region)) / ba;
         if lastb == 0 {
             return Err(Fail::Other);
         }
@@ -405,11 +438,15 @@ impl Workload {
                 x.pos[d] = 0;
             }
             x.pos[d] / min_bs
+        } else if let Some((first, n)) = self.fio_zone(x, d) {
+            // __get_next_rand_offset_zoned(_abs): a zone from the zone
+            // stream, a block inside it from the offset stream.
+            x.streams.offset.scaled(n) + first
         } else {
             self.fio_rand_block(x, lastb, time_based, &mut reset)?
         };
         let off = if self.rw.is_random() {
-            b * min_bs
+            b * ba
         } else {
             x.pos[d]
         };
@@ -460,7 +497,8 @@ impl Workload {
                 }
             }
         };
-        // mark_random_map: the run of free blocks from b, the I/O cut to it.
+        // mark_random_map: the run of free blocks from b, the I/O cut to it
+        // (the map is fio's only where ba is the smallest size).
         let mut len = len;
         if let Some(map) = self.map.as_mut() {
             let want = len.div_ceil(min_bs).max(1);
@@ -487,6 +525,15 @@ impl Workload {
 }
 
 impl Workload {
+    /// random_distribution=zoned/zoned_abs: the zone (first block, blocks)
+    /// an offset of direction `d` falls in, drawn as fio does
+    /// (`rand_between(1, 100)` on its zone stream); `None` without zones.
+    fn fio_zone(&self, x: &mut Exact, d: usize) -> Option<(u64, u64)> {
+        let t = self.place.as_ref()?.zoned[d].as_ref()?;
+        let v = x.streams.zone.between(1, 100) as usize;
+        t.get(v - 1).or(t.last()).copied()
+    }
+
     /// fio's get_next_rand_block: a block from the offset stream, moved
     /// to the next free one on a block done (random map); a time_based
     /// job whose map is full starts over on an empty map and draws again,
