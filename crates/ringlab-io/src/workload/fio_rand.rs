@@ -582,6 +582,7 @@ mod tests {
                 reseed_each_loop: true,
                 generator: FioGenerator::Default,
                 verify: false,
+                split_written: [Vec::new(), Vec::new()],
             },
             1,
             false,
@@ -590,6 +591,32 @@ mod tests {
         assert_eq!(
             got,
             [259043585, 3179521932, 3621444214, 2018697059, 1726199243]
+        );
+    }
+
+    /// The same under random_generator=tausworthe64 (taus258): `fio
+    /// --name=x --filename=F --size=16m --rw=randread --bs=4k
+    /// --number_ios=3 --random_generator=tausworthe64 --debug=random`.
+    #[test]
+    fn taus258_offset_stream_is_fios() {
+        let cfg = FioRand {
+            rand_seed: 0x89,
+            first_thread_number: 1,
+            offset_seed: OffsetSeed::All,
+            reseed_each_loop: true,
+            generator: FioGenerator::Tausworthe64,
+            verify: false,
+            split_written: [Vec::new(), Vec::new()],
+        };
+        let mut s = Streams::new(&cfg, 1, true);
+        let got: Vec<u64> = (0..3).map(|_| s.offset.next()).collect();
+        assert_eq!(
+            got,
+            [
+                17311067694306724737,
+                485009114434689783,
+                1488059811897507987
+            ]
         );
     }
 }
