@@ -36,9 +36,8 @@
 //!   length that does not fit is drawn again.
 //!
 //! Not followed here (the job keeps ringlab's generator under fio's map
-//! rules, fio_map.rs): `random_generator=lfsr`, distributions other than
-//! `random`, zoned and strided placement, blockalign, `rw=randread:N`,
-//! trims. fio's `ramp_time` resets its issue counts (rwmix) at the ramp's
+//! rules, fio_map.rs): zipf, pareto and normal distributions, strided
+//! zones, `rw=randread:N` and `rw=read:N`, trims, lfsr with zones. fio's `ramp_time` resets its issue counts (rwmix) at the ramp's
 //! end; here they run on.
 
 use super::{BlockSizes, Dir, NextIo, Rw, Workload};
@@ -63,7 +62,7 @@ pub enum FioGenerator {
     Default,
     Tausworthe,
     Tausworthe64,
-    /// fio's LFSR: not followed (ringlab's generator draws the offsets).
+    /// fio's LFSR (fio_lfsr.rs): no random map.
     Lfsr,
 }
 
@@ -217,18 +216,23 @@ struct Streams {
 }
 
 impl Streams {
-    fn new(cfg: &FioRand, thread_number: u64, use64: bool) -> Streams {
-        let seed = |i| fio_seed(cfg.rand_seed, thread_number, i);
+    /// The offset stream's seed (and the LFSR's).
+    fn block_seed(cfg: &FioRand, thread_number: u64) -> u64 {
         let fixed = match cfg.offset_seed {
             OffsetSeed::All => true,
             OffsetSeed::FirstClone => thread_number == cfg.first_thread_number,
             OffsetSeed::None => false,
         };
-        let block = if fixed {
+        if fixed {
             FIO_RANDSEED.wrapping_mul(thread_number)
         } else {
-            seed(BLOCK_OFF)
-        };
+            fio_seed(cfg.rand_seed, thread_number, BLOCK_OFF)
+        }
+    }
+
+    fn new(cfg: &FioRand, thread_number: u64, use64: bool) -> Streams {
+        let seed = |i| fio_seed(cfg.rand_seed, thread_number, i);
+        let block = Streams::block_seed(cfg, thread_number);
         let write = if cfg.verify { seed(BS_OFF) } else { seed(BS1_OFF) };
         Streams {
             offset: Frand::new(block, use64),
@@ -258,6 +262,9 @@ pub(super) struct Exact {
     rwmix_ddir: usize,
     rwmix_issues: u64,
     io_issues: [u64; 2],
+    /// random_generator=lfsr: the file's LFSR and its seed (fio's offset
+    /// seed), reset at each loop (fio_file_reset).
+    lfsr: Option<(super::fio_lfsr::Lfsr, u64)>,
     /// fio's last_pos per direction (sequential jobs), from the region's
     /// start.
     pos: [u64; 2],
@@ -281,6 +288,9 @@ impl Exact {
         self.rwmix_issues = 0;
         // The file is opened again: fio_file_reset.
         self.pos = [0; 2];
+        if let Some((l, seed)) = self.lfsr.as_mut() {
+            l.reset(*seed);
+        }
     }
 
     /// Undoes the direction draw of the fill that just failed.
@@ -333,7 +343,12 @@ impl Workload {
             && self.dist == super::Distribution::Uniform
             && placed_ok
             && self.rand_run <= 1
-            && rand.generator != FioGenerator::Lfsr
+            && (rand.generator != FioGenerator::Lfsr
+                || (self.rw.is_random()
+                    && self
+                        .place
+                        .as_ref()
+                        .is_none_or(|p| p.zoned.iter().all(Option::is_none))))
     }
 
     /// Draws this job's I/O from fio's streams (`ringlab fio`), job `job`
@@ -368,7 +383,20 @@ impl Workload {
             _ => false,
         };
         let thread_number = rand.first_thread_number + job as u64;
+        let lfsr = if rand.generator == FioGenerator::Lfsr {
+            // init_random_map: one number per block of rw_min_bs; fio's
+            // LFSR replaces its map.
+            let seed = Streams::block_seed(&rand, thread_number);
+            let Some(l) = super::fio_lfsr::Lfsr::new(blocks, seed) else {
+                return self;
+            };
+            self.map = None;
+            Some((l, seed))
+        } else {
+            None
+        };
         let exact = Exact {
+            lfsr,
             cfg: rand.clone(),
             thread_number,
             use64,
@@ -546,6 +574,17 @@ impl Workload {
         reset: &mut bool,
     ) -> Result<u64, Fail> {
         loop {
+            if let Some((l, seed)) = x.lfsr.as_mut() {
+                if let Some(b) = l.next() {
+                    return Ok(b);
+                }
+                if !time_based || *reset {
+                    return Err(Fail::Offset);
+                }
+                l.reset(*seed);
+                *reset = true;
+                continue;
+            }
             let b = x.streams.offset.scaled(lastb);
             let Some(map) = self.map.as_mut() else {
                 return Ok(b);
