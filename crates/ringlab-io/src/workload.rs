@@ -874,6 +874,10 @@ impl Workload {
             }
         };
         // rw=randread:N: the I/Os between two random offsets follow on.
+        if self.rand_run > 1 && self.fio.as_ref().is_some_and(|f| f.exact.is_some()) {
+            // fio's streams follow rw=randread:N themselves.
+            return self.fio_next(dir, len);
+        }
         let follow = self.rw.is_random() && self.rand_run > 1 && {
             self.in_run += 1;
             if self.in_run >= self.rand_run {

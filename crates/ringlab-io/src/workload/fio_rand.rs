@@ -37,7 +37,7 @@
 //!
 //! Not followed here (the job keeps ringlab's generator under fio's map
 //! rules, fio_map.rs): zipf, pareto and normal distributions, strided
-//! zones, `rw=randread:N` and `rw=read:N`, trims, lfsr with zones. fio's `ramp_time` resets its issue counts (rwmix) at the ramp's
+//! zones, `rw=read:N`, trims, lfsr with zones. fio's `ramp_time` resets its issue counts (rwmix) at the ramp's
 //! end; here they run on.
 
 use super::{BlockSizes, Dir, NextIo, Rw, Workload};
@@ -265,6 +265,10 @@ pub(super) struct Exact {
     /// random_generator=lfsr: the file's LFSR and its seed (fio's offset
     /// seed), reset at each loop (fio_file_reset).
     lfsr: Option<(super::fio_lfsr::Lfsr, u64)>,
+    /// rw=randread:N: N (fio's ddir_seq_nr option; 1 without), and the
+    /// I/Os left to the next random offset (fio starts at 1).
+    seq_nr: u64,
+    seq_left: u64,
     /// fio's last_pos per direction (sequential jobs), from the region's
     /// start.
     pos: [u64; 2],
@@ -342,7 +346,6 @@ impl Workload {
         (matches!(self.rw, Rw::Randread | Rw::Randwrite | Rw::Randrw) || sequential)
             && self.dist == super::Distribution::Uniform
             && placed_ok
-            && self.rand_run <= 1
             && (rand.generator != FioGenerator::Lfsr
                 || (self.rw.is_random()
                     && self
@@ -397,6 +400,8 @@ impl Workload {
         };
         let exact = Exact {
             lfsr,
+            seq_nr: self.rand_run.max(1),
+            seq_left: 1,
             cfg: rand.clone(),
             thread_number,
             use64,
@@ -459,7 +464,17 @@ impl Workload {
             return Err(Fail::Other);
         }
         let mut reset = false;
-        let b = if !self.rw.is_random() {
+        // rw=randread:N (fio's ddir_seq_nr): one random offset, then N-1
+        // on from the last end, not marked in the map (IO_U_F_BUSY_OK).
+        let seq_run = self.rw.is_random() && x.seq_nr > 1 && {
+            x.seq_left -= 1;
+            if x.seq_left == 0 {
+                x.seq_left = x.seq_nr;
+            }
+            x.seq_left != x.seq_nr
+        };
+        let sequential = !self.rw.is_random() || (seq_run && x.pos[d] < region);
+        let b = if sequential {
             // get_next_seq_offset: on from this direction's last end; a
             // time_based job goes back to the start at the region's end.
             if x.pos[d] >= region && time_based {
@@ -473,11 +488,7 @@ impl Workload {
         } else {
             self.fio_rand_block(x, lastb, time_based, &mut reset)?
         };
-        let off = if self.rw.is_random() {
-            b * ba
-        } else {
-            x.pos[d]
-        };
+        let off = if sequential { x.pos[d] } else { b * ba };
         if off >= region {
             return Err(Fail::Other);
         }
@@ -528,7 +539,7 @@ impl Workload {
         // mark_random_map: the run of free blocks from b, the I/O cut to it
         // (the map is fio's only where ba is the smallest size).
         let mut len = len;
-        if let Some(map) = self.map.as_mut() {
+        if let Some(map) = self.map.as_mut().filter(|_| !sequential) {
             let want = len.div_ceil(min_bs).max(1);
             let mut set = 0;
             while set < want && b + set < map.blocks && !map.is_set(b + set) {
