@@ -25,9 +25,14 @@
 //!   or an io_size given with at least the largest block left to do); a new
 //!   pass starts on an empty map (the file is re-opened).
 //!
-//! Directions keep the workload's own draw (rwmixread per I/O); fio's
-//! offsets come from its own generator, so the work matches fio's on
-//! average, not I/O for I/O.
+//! Under `ringlab fio` the direction, offset and length of each I/O come
+//! from fio's own streams and seeds (fio_rand.rs: `FioRules::exact`), so a
+//! job issues fio's I/O sequence, I/O for I/O; its fill follows the rules
+//! above, and a new pass is also a new loop for fio (streams seeded again
+//! under randrepeat). Without them (a job fio_rand.rs does not cover:
+//! zipf/pareto/normal, strided zones, trims), directions keep the
+//! workload's own draw (rwmixread per I/O) and offsets and lengths
+//! ringlab's generator, so the work matches fio's on average only.
 
 use super::{BlockSizes, Dir, NextIo, Workload};
 
