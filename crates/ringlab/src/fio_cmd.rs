@@ -607,7 +607,11 @@ fn resolve(
     let zoned = opts
         .iter()
         .filter(|o| canonical(&o.key) == "random_distribution")
-        .all(|o| o.value.as_deref().is_some_and(|v| v.trim().starts_with("zoned")));
+        .all(|o| {
+            o.value
+                .as_deref()
+                .is_some_and(|v| v.trim().starts_with("zoned"))
+        });
     if !random || uniform || zoned {
         // norandommap and sequential jobs: fio's end rules for its
         // streams, no map.

@@ -125,7 +125,8 @@ pub fn take(opts: &mut Vec<Written>) -> Result<RegWords> {
                 } else if k == "bssplit" {
                     w.split_written = split_written(o.value.as_deref().unwrap_or(""));
                 } else if k == "verify" {
-                    w.verify = !matches!(o.value.as_deref().map(str::trim), Some("none") | Some("0"));
+                    w.verify =
+                        !matches!(o.value.as_deref().map(str::trim), Some("none") | Some("0"));
                 }
                 keep.push(o);
             }

@@ -513,8 +513,14 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
                 v = pattern.trim().to_string();
             }
             if v.contains("trim") {
-                if !matches!(v.as_str(), "trim" | "randtrim" | "trimwrite" | "randtrimwrite") {
-                    return Err(refuse(o, "fio's trim patterns are trim, randtrim, trimwrite and randtrimwrite"));
+                if !matches!(
+                    v.as_str(),
+                    "trim" | "randtrim" | "trimwrite" | "randtrimwrite"
+                ) {
+                    return Err(refuse(
+                        o,
+                        "fio's trim patterns are trim, randtrim, trimwrite and randtrimwrite",
+                    ));
                 }
                 // fio 3.33 trims with BLKDISCARD on every engine, which a
                 // regular file refuses (ENOTTY): so does ringlab fio.
@@ -668,7 +674,12 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
             "tausworthe" | "tausworthe64" => {}
             // ringlab fio follows fio's LFSR (workload/fio_lfsr.rs).
             "lfsr" => {}
-            _ => return Err(refuse(o, "fio's generators are tausworthe, lfsr, tausworthe64")),
+            _ => {
+                return Err(refuse(
+                    o,
+                    "fio's generators are tausworthe, lfsr, tausworthe64",
+                ))
+            }
         },
         "log_offset" => {
             t.log_offset = Some(bool_value(o)?);

@@ -114,8 +114,7 @@ impl Lfsr {
     fn step(&mut self, times: u32) {
         for _ in 0..times {
             let v = self.last_val;
-            self.last_val =
-                ((v >> 1) | self.cached_bit) ^ ((v & 1).wrapping_sub(1) & self.xormask);
+            self.last_val = ((v >> 1) | self.cached_bit) ^ ((v & 1).wrapping_sub(1) & self.xormask);
         }
     }
 

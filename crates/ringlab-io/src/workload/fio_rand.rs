@@ -233,7 +233,11 @@ impl Streams {
     fn new(cfg: &FioRand, thread_number: u64, use64: bool) -> Streams {
         let seed = |i| fio_seed(cfg.rand_seed, thread_number, i);
         let block = Streams::block_seed(cfg, thread_number);
-        let write = if cfg.verify { seed(BS_OFF) } else { seed(BS1_OFF) };
+        let write = if cfg.verify {
+            seed(BS_OFF)
+        } else {
+            seed(BS1_OFF)
+        };
         Streams {
             offset: Frand::new(block, use64),
             bsrange: [Frand::new(seed(BS_OFF), use64), Frand::new(write, use64)],
@@ -337,7 +341,10 @@ impl Workload {
             Some(p) => {
                 let table_ba = p.align.max(1) * self.unit;
                 let ba = self.fio_ba();
-                let dirs = [self.rw.reads(self.rwmixread), self.rw.writes(self.rwmixread)];
+                let dirs = [
+                    self.rw.reads(self.rwmixread),
+                    self.rw.writes(self.rwmixread),
+                ];
                 p.strided.is_none()
                     && (p.zoned.iter().all(Option::is_none)
                         || (0..2).all(|d| !dirs[d] || ba[d] == table_ba))
