@@ -4,6 +4,7 @@ use clap::ValueEnum;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+mod fio_dist;
 mod fio_lfsr;
 mod fio_map;
 mod fio_rand;

@@ -602,19 +602,9 @@ fn resolve(
         .iter()
         .filter(|o| canonical(&o.key) == "random_distribution")
         .all(|o| o.value.as_deref().is_none_or(|v| v.trim() == "random"));
-    // zoned distributions draw from fio's streams too (no map: fio's
-    // norandommap for any distribution but random).
-    let zoned = opts
-        .iter()
-        .filter(|o| canonical(&o.key) == "random_distribution")
-        .all(|o| {
-            o.value
-                .as_deref()
-                .is_some_and(|v| v.trim().starts_with("zoned"))
-        });
-    if !random || uniform || zoned {
-        // norandommap and sequential jobs: fio's end rules for its
-        // streams, no map.
+    // Every job: fio's end rules for its streams (workload/fio_rand.rs),
+    // and its random map for a uniform random job.
+    {
         if random && !p.norandommap && uniform {
             extra.push("--random-map".to_string());
         }
@@ -699,6 +689,7 @@ fn resolve(
     words.notes.extend(p.notes);
     words.notes.extend(reg.notes.iter().cloned());
     crate::fio_regulate::apply(&reg, &mut plan, &mut words.notes)?;
+    crate::fio_regulate::file_names(&mut plan, &opts, name);
     crate::fio_steady::apply(
         &steady,
         &mut plan,

@@ -167,6 +167,38 @@ fn split_written(v: &str) -> [Vec<u64>; 2] {
     [read, write]
 }
 
+/// fio's file name of each numjobs clone of the job `name` (add_file:
+/// `directory/` before `filename`, or fio's `NAME.CLONE.0`), which seeds
+/// its zipf, pareto and normal distributions; left unknown for several
+/// files, directories or a filename_format.
+pub fn file_names(plan: &mut IoPlan, opts: &[Written], name: &str) {
+    let get = |k: &str| {
+        opts.iter()
+            .rev()
+            .find(|o| key(o) == k)
+            .and_then(|o| o.value.clone())
+    };
+    let Some(rand) = plan.fio_rand.as_mut() else {
+        return;
+    };
+    let nrfiles = get("nrfiles").map_or(1, |v| v.trim().parse().unwrap_or(0));
+    if get("filename_format").is_some() || nrfiles != 1 {
+        return;
+    }
+    let dir = match get("directory") {
+        Some(d) if d.contains(':') => return,
+        Some(d) => format!("{d}/"),
+        None => String::new(),
+    };
+    rand.file_names = match get("filename") {
+        Some(f) if f.replace("\\:", "").contains(':') => return,
+        Some(f) => vec![format!("{dir}{}", f.replace("\\:", ":")); plan.numjobs as usize],
+        None => (0..plan.numjobs)
+            .map(|i| format!("{dir}{name}.{i}.0"))
+            .collect(),
+    };
+}
+
 /// A seed from the clock (fio's randrepeat=0 takes the system's).
 fn clock_seed() -> u64 {
     std::time::SystemTime::now()
@@ -199,6 +231,7 @@ pub fn apply(w: &RegWords, plan: &mut IoPlan, notes: &mut Vec<String>) -> Result
         generator: w.generator,
         verify: w.verify,
         split_written: w.split_written.clone(),
+        file_names: Vec::new(),
     });
     let paced = plan.pace_ns.iter().any(Option::is_some);
     if let Some(o) = &w.poisson {

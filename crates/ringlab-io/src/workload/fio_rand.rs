@@ -36,8 +36,10 @@
 //!   length that does not fit is drawn again.
 //!
 //! Not followed here (the job keeps ringlab's generator under fio's map
-//! rules, fio_map.rs): zipf, pareto and normal distributions, strided
-//! zones, `rw=read:N`, trims, lfsr with zones. fio's `ramp_time` resets its issue counts (rwmix) at the ramp's
+//! rules, fio_map.rs): strided zones, `rw=read:N`, trims, lfsr with zones
+//! or a non-uniform distribution, a distribution other than uniform or
+//! zoned where fio's file name is not known (several files,
+//! filename_format). zipf, pareto and normal are fio's (fio_dist.rs). fio's `ramp_time` resets its issue counts (rwmix) at the ramp's
 //! end; here they run on.
 
 use super::{BlockSizes, Dir, NextIo, Rw, Workload};
@@ -99,6 +101,10 @@ pub struct FioRand {
     /// entries by percentage with a stable sort, so equal percentages
     /// keep this order); empty: by size.
     pub split_written: [Vec<u64>; 2],
+    /// fio's file name per numjobs clone (its zipf, pareto and normal
+    /// distributions are seeded from it); empty: not known (ringlab's
+    /// generator draws those).
+    pub file_names: Vec<String>,
 }
 
 /// fio's 64-bit combined Tausworthe generator (lib/rand.h, taus258).
@@ -266,6 +272,9 @@ pub(super) struct Exact {
     rwmix_ddir: usize,
     rwmix_issues: u64,
     io_issues: [u64; 2],
+    /// zipf, pareto, normal: the file's distribution (fio keeps it across
+    /// loops).
+    dist: Option<super::fio_dist::FioDist>,
     /// random_generator=lfsr: the file's LFSR and its seed (fio's offset
     /// seed), reset at each loop (fio_file_reset).
     lfsr: Option<(super::fio_lfsr::Lfsr, u64)>,
@@ -350,8 +359,14 @@ impl Workload {
                         || (0..2).all(|d| !dirs[d] || ba[d] == table_ba))
             }
         };
+        // zipf, pareto, normal: fio seeds them from the file's name.
+        let dist_ok = self.dist == super::Distribution::Uniform
+            || (self.rw.is_random()
+                && self.place.is_none()
+                && !rand.file_names.is_empty()
+                && rand.generator != FioGenerator::Lfsr);
         (matches!(self.rw, Rw::Randread | Rw::Randwrite | Rw::Randrw) || sequential)
-            && self.dist == super::Distribution::Uniform
+            && dist_ok
             && placed_ok
             && (rand.generator != FioGenerator::Lfsr
                 || (self.rw.is_random()
@@ -405,7 +420,24 @@ impl Workload {
         } else {
             None
         };
+        // __init_rand_distribution: ranges of the smallest size of reads
+        // and writes; seeded from the file's name under randrepeat, else
+        // from the offset stream's seed.
+        let dist = if self.dist == super::Distribution::Uniform {
+            None
+        } else {
+            let clone = (job as usize).min(rand.file_names.len().saturating_sub(1));
+            let seed = if rand.reseed_each_loop {
+                let name = rand.file_names.get(clone).map_or(&[][..], |n| n.as_bytes());
+                super::fio_dist::jhash(name).wrapping_mul(thread_number as u32)
+            } else {
+                Streams::block_seed(&rand, thread_number) as u32
+            };
+            let n = (self.count * self.unit).div_ceil(rw_min);
+            super::fio_dist::FioDist::new(self.dist, n, seed)
+        };
         let exact = Exact {
+            dist,
             lfsr,
             seq_nr: self.rand_run.max(1),
             seq_left: 1,
@@ -592,6 +624,10 @@ impl Workload {
         reset: &mut bool,
     ) -> Result<u64, Fail> {
         loop {
+            if let Some(d) = x.dist.as_mut() {
+                // __get_next_rand_offset_zipf/pareto/gauss: no map.
+                return Ok(d.next());
+            }
             if let Some((l, seed)) = x.lfsr.as_mut() {
                 if let Some(b) = l.next() {
                     return Ok(b);
@@ -664,6 +700,7 @@ mod tests {
             generator: FioGenerator::Tausworthe64,
             verify: false,
             split_written: [Vec::new(), Vec::new()],
+            file_names: Vec::new(),
         };
         let mut s = Streams::new(&cfg, 1, true);
         let got: Vec<u64> = (0..3).map(|_| s.offset.next()).collect();
