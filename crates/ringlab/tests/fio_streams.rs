@@ -195,3 +195,47 @@ fn clones_and_sequential_lengths_follow_fios_seeds() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// fio 3.33: `fio --name=z --filename=F --size=1m --rw=randread --bs=4k
+/// --random_distribution=zipf:1.2 --number_ios=16 --write_lat_log=z
+/// --log_offset=1`, and the same with `normal:10` (name g): fio seeds
+/// these from the file's name and the thread number (fio_dist.rs).
+#[test]
+fn zipf_and_normal_offsets_are_fios() {
+    let d = tmp("dist");
+    let offs = |name: &str, dist: &str| -> Vec<u64> {
+        run(
+            &d,
+            name,
+            &[
+                &format!("--name={name}"),
+                "--filename=F",
+                "--size=1m",
+                "--rw=randread",
+                "--bs=4k",
+                &format!("--random_distribution={dist}"),
+                "--number_ios=16",
+            ],
+            1,
+        )
+        .remove(0)
+        .iter()
+        .map(|i| i.2)
+        .collect()
+    };
+    assert_eq!(
+        offs("z", "zipf:1.2"),
+        [
+            102400, 352256, 491520, 192512, 491520, 393216, 405504, 765952, 794624, 405504, 491520,
+            491520, 1024000, 233472, 196608, 765952
+        ]
+    );
+    assert_eq!(
+        offs("g", "normal:10"),
+        [
+            679936, 421888, 528384, 815104, 626688, 782336, 110592, 573440, 610304, 77824, 937984,
+            454656, 421888, 561152, 196608, 212992
+        ]
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
