@@ -31,6 +31,11 @@ declare -A cases=(
   [randread:8]="--name=x --filename=$F --size=16m --rw=randread:8 --bs=4k"
   [zoned]="--name=x --filename=$F --size=16m --rw=randrw --bs=4k --random_distribution=zoned:50/10:50/90 --number_ios=3000"
   [blockalign]="--name=x --filename=$F --size=16m --rw=randread --bssplit=512/10:4k/60:8k/30 --blockalign=4k --number_ios=3000"
+  [zipf]="--name=x --filename=$F --size=16m --rw=randread --bs=4k --random_distribution=zipf:1.2 --number_ios=3000"
+  [pareto]="--name=x --filename=$F --size=16m --rw=randread --bs=4k --random_distribution=pareto:0.9 --number_ios=3000"
+  [normal]="--name=x --filename=$F --size=16m --rw=randrw --bs=4k --random_distribution=normal:10 --number_ios=3000"
+  [zipf-example]="$ex/zipf.fio"
+  [rand-zones-example]="$scratch/rz.fio"
   [seq-bsrange]="--name=x --filename=$F --size=16m --rw=read --bsrange=4k-64k"
   [seq-rw-bssplit]="--name=x --filename=$F --size=16m --rw=rw --rwmixread=70 --bssplit=4k/50:64k/50"
   [iometer]="$scratch/iometer.fio"
@@ -38,7 +43,7 @@ declare -A cases=(
   [cmdprio-bssplit]="$scratch/cmdprio.fio"
   [cmdprio-bssplit-depth1]="$scratch/cmdprio-d1.fio"
 )
-order=(randread bsrange bssplit randrw randrw-bssplit numjobs2 two-jobs norandommap randseed taus64 lfsr loops3 io_size randread:8 zoned blockalign seq-bsrange seq-rw-bssplit iometer iometer-256m cmdprio-bssplit cmdprio-bssplit-depth1)
+order=(randread bsrange bssplit randrw randrw-bssplit numjobs2 two-jobs norandommap randseed taus64 lfsr loops3 io_size randread:8 zoned blockalign zipf pareto normal zipf-example rand-zones-example seq-bsrange seq-rw-bssplit iometer iometer-256m cmdprio-bssplit cmdprio-bssplit-depth1)
 [[ $# -gt 0 ]] && order=("$@")
 cat >"$scratch/two.fio" <<JOB
 [global]
@@ -63,6 +68,7 @@ JOB
 { printf '[global]\nruntime=3\nfilename=%s/io256\n' "$scratch"; sed 's/^size=4g/size=256m/' $ex/iometer-file-access-server.fio; } >"$scratch/iometer-256m.fio"
 sed -e "s|^filename=/dev/sda|filename=$scratch/cmd.dat\nsize=128m|" -e '/^write_lat_log/d' $ex/cmdprio-bssplit.fio >"$scratch/cmdprio.fio"
 sed 's/^iodepth=16/iodepth=1/' "$scratch/cmdprio.fio" >"$scratch/cmdprio-d1.fio"
+{ printf '[global]\nruntime=3\n'; sed 's/^size=2g/size=64m/' $ex/rand-zones.fio; } >"$scratch/rz.fio"
 for c in "${order[@]}"; do
   d=$scratch/run-${c//:/_}
   rm -rf "$d" && mkdir -p "$d"
