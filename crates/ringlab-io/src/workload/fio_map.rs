@@ -30,7 +30,7 @@
 //! job issues fio's I/O sequence, I/O for I/O; its fill follows the rules
 //! above, and a new pass is also a new loop for fio (streams seeded again
 //! under randrepeat). Without them (a job fio_rand.rs does not cover:
-//! zipf/pareto/normal, strided zones, trims), directions keep the
+//! strided zones, trims, `rw=read:N`), directions keep the
 //! workload's own draw (rwmixread per I/O) and offsets and lengths
 //! ringlab's generator, so the work matches fio's on average only.
 
