@@ -189,7 +189,7 @@ impl FioDist {
                 for _ in 0..12 {
                     sum = sum.wrapping_add(rng.next_u32() as u64 % (*n + 1));
                 }
-                sum = (sum + 11) / 12;
+                sum = sum.div_ceil(12);
                 if *stddev != 0 {
                     // gauss_dev: int arithmetic as fio's.
                     let r = rng.next_u32() as f64;

@@ -676,6 +676,7 @@ mod tests {
                 generator: FioGenerator::Default,
                 verify: false,
                 split_written: [Vec::new(), Vec::new()],
+                file_names: Vec::new(),
             },
             1,
             false,
