@@ -27,6 +27,9 @@ declare -A cases=(
   [taus64]="--name=x --filename=$F --size=16m --rw=randrw --random_generator=tausworthe64 --bsrange=4k-16k"
   [lfsr]="--name=x --filename=$F --size=10m --rw=randrw --random_generator=lfsr --bsrange=4k-16k"
   [loops3]="--name=x --filename=$F --size=4m --rw=randrw --bsrange=4k-64k --loops=3"
+  [loops-norandommap]="--name=x --filename=$F --size=4m --rw=randread --bs=4k --norandommap --loops=2"
+  [loops-norandommap-libaio]="--name=x --filename=$F --size=4m --rw=randread --bs=4k --norandommap --loops=2 --ioengine=libaio"
+  [loops-rw-libaio]="--name=x --filename=$F --size=4m --rw=rw --bsrange=4k-16k --loops=2 --ioengine=libaio"
   [io_size]="--name=x --filename=$F --size=4m --io_size=20m --rw=randrw --bssplit=4k/40:64k/60,64k"
   [randread:8]="--name=x --filename=$F --size=16m --rw=randread:8 --bs=4k"
   [zoned]="--name=x --filename=$F --size=16m --rw=randrw --bs=4k --random_distribution=zoned:50/10:50/90 --number_ios=3000"
@@ -43,7 +46,7 @@ declare -A cases=(
   [cmdprio-bssplit]="$scratch/cmdprio.fio"
   [cmdprio-bssplit-depth1]="$scratch/cmdprio-d1.fio"
 )
-order=(randread bsrange bssplit randrw randrw-bssplit numjobs2 two-jobs norandommap randseed taus64 lfsr loops3 io_size randread:8 zoned blockalign zipf pareto normal zipf-example rand-zones-example seq-bsrange seq-rw-bssplit iometer iometer-256m cmdprio-bssplit cmdprio-bssplit-depth1)
+order=(randread bsrange bssplit randrw randrw-bssplit numjobs2 two-jobs norandommap randseed taus64 lfsr loops3 loops-norandommap loops-norandommap-libaio loops-rw-libaio io_size randread:8 zoned blockalign zipf pareto normal zipf-example rand-zones-example seq-bsrange seq-rw-bssplit iometer iometer-256m cmdprio-bssplit cmdprio-bssplit-depth1)
 [[ $# -gt 0 ]] && order=("$@")
 cat >"$scratch/two.fio" <<JOB
 [global]

@@ -232,6 +232,8 @@ pub fn apply(w: &RegWords, plan: &mut IoPlan, notes: &mut Vec<String>) -> Result
         verify: w.verify,
         split_written: w.split_written.clone(),
         file_names: Vec::new(),
+        loop_ends_on_bytes: plan.engine.is_async()
+            || (plan.engine == ringlab_io::engines::EngineKind::Null && plan.iodepth != 1),
     });
     let paced = plan.pace_ns.iter().any(Option::is_some);
     if let Some(o) = &w.poisson {

@@ -254,14 +254,29 @@ impl Workload {
         x: &mut super::fio_rand::Exact,
     ) -> Option<(NextIo, bool)> {
         let time_based = f.passes == FioPasses::Always;
-        if let Ok(made) = self.fio_fill(x, &f.split_order, time_based) {
-            return Some(made);
-        }
-        // fio ends a loop on its bytes before it tries one more I/O: when
-        // this pass did them, the failed fill was not fio's.
-        if let FioPasses::Bounded { io_size, .. } = f.passes {
-            if f.pass_issued >= io_size {
-                x.undo_direction();
+        // do_io: a loop ends when an I/O cannot be made; on an engine that
+        // queues, also once it issued `size` bytes (a random write job
+        // without a map: io_size if larger), before it tries one more.
+        let loop_done = match f.passes {
+            _ if !x.loop_ends_on_bytes() => false,
+            FioPasses::Always => false,
+            FioPasses::Bounded { loops, io_size, .. } => {
+                let region = self.count * self.unit;
+                let bound = if self.rw.is_random()
+                    && self.rw.writes(self.rwmixread)
+                    && self.map.is_none()
+                    && !x.has_lfsr()
+                {
+                    region.max(io_size.saturating_mul(loops))
+                } else {
+                    region
+                };
+                f.pass_issued >= bound
+            }
+        };
+        if !loop_done {
+            if let Ok(made) = self.fio_fill(x, &f.split_order, time_based) {
+                return Some(made);
             }
         }
         if !Self::fio_again(f) {

@@ -101,6 +101,11 @@ pub struct FioRand {
     /// entries by percentage with a stable sort, so equal percentages
     /// keep this order); empty: by size.
     pub split_written: [Vec<u64>; 2],
+    /// The engine queues (fio's FIO_Q_QUEUED: libaio, io_uring, posixaio,
+    /// null at a depth above 1): only then does fio count a loop's issued
+    /// bytes and end the loop at `size` (io_queue_event); a synchronous
+    /// engine's loop runs on until an I/O cannot be made.
+    pub loop_ends_on_bytes: bool,
     /// fio's file name per numjobs clone (its zipf, pareto and normal
     /// distributions are seeded from it); empty: not known (ringlab's
     /// generator draws those).
@@ -290,9 +295,6 @@ pub(super) struct Exact {
     max_bs: [u64; 2],
     /// Per direction: fio's ba (blockalign, else the smallest size).
     ba: [u64; 2],
-    /// The direction state before the last fill that failed (restored when
-    /// fio would not have tried it: its loop ended on bytes).
-    saved: Option<(usize, u64, Frand)>,
 }
 
 impl Exact {
@@ -310,13 +312,15 @@ impl Exact {
         }
     }
 
-    /// Undoes the direction draw of the fill that just failed.
-    pub(super) fn undo_direction(&mut self) {
-        if let Some((d, issues, rng)) = self.saved.take() {
-            self.rwmix_ddir = d;
-            self.rwmix_issues = issues;
-            self.streams.rwmix = rng;
-        }
+    /// Whether fio's LFSR draws the offsets (no random map, but fio's
+    /// norandommap is not set).
+    pub(super) fn has_lfsr(&self) -> bool {
+        self.lfsr.is_some()
+    }
+
+    /// Whether a loop ends after `size` bytes (an engine that queues).
+    pub(super) fn loop_ends_on_bytes(&self) -> bool {
+        self.cfg.loop_ends_on_bytes
     }
 }
 
@@ -452,7 +456,6 @@ impl Workload {
             min_bs: [0, 1].map(|d| self.sizes[d].min().max(1)),
             max_bs: [0, 1].map(|d| self.sizes[d].max().max(1)),
             ba: self.fio_ba(),
-            saved: None,
         };
         if let Some(f) = self.fio.as_mut() {
             f.order_as_written(&rand.split_written);
@@ -477,7 +480,6 @@ impl Workload {
             Rw::Randread | Rw::Read => 0,
             Rw::Randwrite | Rw::Write => 1,
             _ => {
-                x.saved = Some((x.rwmix_ddir, x.rwmix_issues, x.streams.rwmix.clone()));
                 if x.io_issues[x.rwmix_ddir] >= x.rwmix_issues {
                     let v = x.streams.rwmix.between(1, 100);
                     let d = if v <= self.rwmixread as u64 { 0 } else { 1 };
@@ -589,7 +591,6 @@ impl Workload {
         }
         x.io_issues[d] += 1;
         x.pos[d] = off + len;
-        x.saved = None;
         self.last_end = (off + len) / self.unit;
         Ok((
             NextIo {
@@ -677,6 +678,7 @@ mod tests {
                 verify: false,
                 split_written: [Vec::new(), Vec::new()],
                 file_names: Vec::new(),
+                loop_ends_on_bytes: false,
             },
             1,
             false,
@@ -702,6 +704,7 @@ mod tests {
             verify: false,
             split_written: [Vec::new(), Vec::new()],
             file_names: Vec::new(),
+            loop_ends_on_bytes: false,
         };
         let mut s = Streams::new(&cfg, 1, true);
         let got: Vec<u64> = (0..3).map(|_| s.offset.next()).collect();
