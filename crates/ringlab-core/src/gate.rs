@@ -40,6 +40,11 @@ pub struct GroupGate {
     all: Condvar,
     /// When each member started (the wall clock right after the gate).
     starts: Mutex<Vec<Option<std::time::SystemTime>>>,
+    /// Per member: whether it goes first, and whether its run ended. A
+    /// member that does not go first starts once every one that does has
+    /// ended (see [`GroupGate::go_first`]).
+    order: Mutex<(Vec<bool>, Vec<bool>)>,
+    turn: Condvar,
 }
 
 impl GroupGate {
@@ -49,6 +54,39 @@ impl GroupGate {
             state: Mutex::new((0, false)),
             all: Condvar::new(),
             starts: Mutex::new(vec![None; members]),
+            order: Mutex::new((vec![false; members], vec![false; members])),
+            turn: Condvar::new(),
+        }
+    }
+
+    /// Member `i` goes first: the members that do not go first wait at
+    /// [`GroupGate::wait_turn`], after the gate, until it has ended. Set
+    /// before the runs start.
+    pub fn go_first(&self, i: usize) {
+        let mut o = self.order.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = o.0.get_mut(i) {
+            *f = true;
+        }
+    }
+
+    /// Member `i`'s run ended (whatever its outcome).
+    pub fn ended(&self, i: usize) {
+        let mut o = self.order.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = o.1.get_mut(i) {
+            *e = true;
+        }
+        self.turn.notify_all();
+    }
+
+    /// Returns at once for a member that goes first (or when none does);
+    /// else waits until every member that goes first has ended.
+    pub fn wait_turn(&self, i: usize) {
+        let mut o = self.order.lock().unwrap_or_else(|p| p.into_inner());
+        if o.0.get(i).copied().unwrap_or(true) {
+            return;
+        }
+        while o.0.iter().zip(&o.1).any(|(&first, &ended)| first && !ended) {
+            o = self.turn.wait(o).unwrap_or_else(|p| p.into_inner());
         }
     }
 
@@ -160,5 +198,33 @@ mod tests {
         for w in waiters {
             assert!(!w.join().unwrap());
         }
+    }
+
+    #[test]
+    fn a_member_that_does_not_go_first_waits_until_the_first_ones_ended() {
+        let gate = Arc::new(GroupGate::new(3));
+        gate.go_first(1);
+        // The one that goes first, and every member when none does, pass.
+        gate.wait_turn(1);
+        GroupGate::new(2).wait_turn(0);
+        let passed = Arc::new(AtomicUsize::new(0));
+        let waiters: Vec<_> = [0, 2]
+            .into_iter()
+            .map(|i| {
+                let (g, p) = (gate.clone(), passed.clone());
+                std::thread::spawn(move || {
+                    g.wait_turn(i);
+                    p.fetch_add(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        // Another member's end releases nobody.
+        gate.ended(0);
+        assert_eq!(passed.load(Ordering::SeqCst), 0);
+        gate.ended(1);
+        for w in waiters {
+            w.join().unwrap();
+        }
+        assert_eq!(passed.load(Ordering::SeqCst), 2);
     }
 }

@@ -65,6 +65,11 @@ pub struct IoConfig {
     /// (absent: every I/O was timed).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub gtod_reduce: bool,
+    /// The clock that timed each I/O: `tsc` (the CPU's time stamp counter)
+    /// or `clock_gettime` (absent in results made before it was chosen:
+    /// clock_gettime).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<String>,
     /// --thinktime, its spun part and --thinktime-blocks (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinktime_us: Option<f64>,

@@ -141,9 +141,16 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     }
     // Every shard starts at --start-at, its jobs set up and waiting.
     plan.shards.wait(&opts.interrupted);
-    if let Some((gate, _)) = &opts.group {
+    if let Some((gate, i)) = &opts.group {
         if !gate.arrive(harness.all_ready()) {
             harness.cancel();
+        }
+        // fio's start-up order under exitall (ringlab fio): wait for the
+        // members that go first; one whose end already stopped this run
+        // starts it without an I/O.
+        gate.wait_turn(*i);
+        if opts.interrupted.load(Ordering::SeqCst) {
+            harness.stop_at_start();
         }
     }
     if !opts.start_delay.is_zero() && harness.all_ready() {

@@ -255,6 +255,8 @@ fn render_config(out: &mut String, c: &IoConfig) {
     }
     if c.gtod_reduce {
         line.push_str(", gtod-reduce (no latency)");
+    } else if let Some(clock) = &c.clock {
+        let _ = write!(line, ", timed by {clock}");
     }
     let _ = writeln!(out, "{line}, seed {}", c.seed);
     let knobs = c.uring.describe();

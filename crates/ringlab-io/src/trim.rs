@@ -133,3 +133,36 @@ pub fn check(path: &Path, plan: &IoPlan) -> Result<()> {
         ),
     }
 }
+
+/// What fio's trim (BLKDISCARD) answers on `path` when the answer is
+/// known before any I/O: the errno of a target that is not a block device
+/// (a regular file, or a new one, probed through its directory), which no
+/// trim there can escape; `None` for a block device (its trims may work)
+/// or a path that cannot be looked at. The probe discards nothing: a range
+/// of zero bytes, on a file that takes no discard.
+pub fn discard_refused(path: &Path) -> Option<i32> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileTypeExt;
+    let probe = match std::fs::metadata(path) {
+        Ok(m) if m.file_type().is_block_device() => return None,
+        Ok(m) if m.is_file() => path.to_path_buf(),
+        Ok(_) => return None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                Some(dir) => dir.to_path_buf(),
+                None => std::path::PathBuf::from("."),
+            }
+        }
+        Err(_) => return None,
+    };
+    let f = std::fs::File::open(&probe).ok()?;
+    let range: [u64; 2] = [0, 0];
+    // SAFETY: BLKDISCARD reads two u64 from the pointer, which points at
+    // `range` for the duration of the call; the fd is open.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKDISCARD as _, range.as_ptr()) };
+    if rc < 0 {
+        std::io::Error::last_os_error().raw_os_error()
+    } else {
+        None
+    }
+}

@@ -13,7 +13,7 @@ use crate::workload::{Dir, NextIo, Workload};
 use anyhow::{bail, Result};
 use rand::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use ringlab_core::clock::Mono;
+use ringlab_core::clock::Clock;
 use ringlab_core::cpus::pin_to_cpu;
 use ringlab_core::files::NewFile;
 use ringlab_kstat::ThreadUsage;
@@ -375,7 +375,7 @@ pub fn run_job<E: Engine>(
             clock_zero_mono_ns: 0,
             full: false,
         }),
-        clock: Mono::start(),
+        clock: Clock::start_mono(),
         ctx: &ctx,
         plan: &plan,
         engine,
@@ -1088,7 +1088,7 @@ struct Job<'a, E: Engine> {
     lat_target: Option<Box<crate::lat_target::LatTarget>>,
     /// `--evidence stages` on io_uring: the requests' issue and reap times.
     stage_log: Option<StageLog>,
-    clock: Mono,
+    clock: Clock,
     ctx: &'a JobContext,
     plan: &'a IoPlan,
     // The engine is declared (and so dropped) before the buffers it uses.
@@ -1304,7 +1304,8 @@ impl<E: Engine> Job<'_, E> {
     /// once; the caller drains.
     fn run(&mut self) -> Result<()> {
         self.engine_counts_submits = self.engine.take_submit_counts().is_some();
-        self.clock = Mono::start();
+        // The plan checked --clocksource cpu; Auto falls back on its own.
+        self.clock = Clock::start(self.plan.job_clock()).map_err(|e| anyhow::anyhow!(e))?;
         let mut r = self.run_loop();
         if let Err(e) = &r {
             if let Some(f) = e.downcast_ref::<crate::fill_device::FilledUp>() {
@@ -1761,8 +1762,8 @@ impl<E: Engine> Job<'_, E> {
 
     #[inline]
     fn complete(&mut self, slot: u32, result: i64, now_ns: u64) -> Result<()> {
-        let s = self.slots[slot as usize];
-        let bs = s.len as u64;
+        let mut s = self.slots[slot as usize];
+        let mut bs = s.len as u64;
         let what = match s.dir {
             Dir::Read => "read",
             Dir::Write => "write",
@@ -1800,21 +1801,33 @@ impl<E: Engine> Job<'_, E> {
             if crate::fill_device::ends_fill(self.plan, s.dir == Dir::Write, result, bs) {
                 return Err(self.fill_ended(&s, result));
             }
-            if self.plan.fio_job_errors && s.dir == Dir::Read && result == 0 {
-                // fio's "full resid": a read that got nothing (past the
-                // end) ends the job with EIO.
-                return Err(self.job_failed(&s, libc::EIO, "resid"));
-            }
-            let why = if s.dir == Dir::Read {
-                " (the end of the file came early: was the target truncated during the run?)"
+            if self.plan.fio_job_errors
+                && s.dir == Dir::Read
+                && result == 0
+                && self.plan.engine.is_async()
+            {
+                // fio's queued engines (libaio, io_uring, posixaio): a read
+                // that got nothing (past the end) completes as an I/O of no
+                // byte (fio 3.33 io_u.c, io_completed), and the job goes on.
+                s.len = 0;
+                bs = 0;
             } else {
-                ""
-            };
-            bail!(
-                "job {}: short {what} at offset {}: {result} of {bs} bytes{why}",
-                self.ctx.job,
-                s.offset
-            );
+                if self.plan.fio_job_errors && s.dir == Dir::Read && result == 0 {
+                    // fio's "full resid" of its synchronous engines: a read
+                    // that got nothing (past the end) ends the job with EIO.
+                    return Err(self.job_failed(&s, libc::EIO, "resid"));
+                }
+                let why = if s.dir == Dir::Read {
+                    " (the end of the file came early: was the target truncated during the run?)"
+                } else {
+                    ""
+                };
+                bail!(
+                    "job {}: short {what} at offset {}: {result} of {bs} bytes{why}",
+                    self.ctx.job,
+                    s.offset
+                );
+            }
         }
         if self.ramp_end_ns != 0 && now_ns >= self.ramp_end_ns {
             self.end_ramp(self.ramp_end_ns);
@@ -1860,6 +1873,7 @@ impl<E: Engine> Job<'_, E> {
             if s.dir == Dir::Write {
                 v.written(s.block, s.len);
             } else if s.dir == Dir::Read
+                && s.len > 0
                 && (s.log_read || !self.plan.rw.writes(self.plan.rwmixread))
             {
                 let buf = &self.buffers.slot(slot)[..s.len as usize];

@@ -1069,6 +1069,16 @@ fn run(args: Vec<OsString>) -> Result<()> {
             }
         }
         let gate = Arc::new(GroupGate::new(members.len()));
+        if exitall {
+            // fio's start-up order: a job whose first I/O ends it goes first.
+            crate::fio_exitall::order(
+                &gate,
+                &members
+                    .iter()
+                    .map(|&i| (&jobs[i].plan, jobs[i].startdelay))
+                    .collect::<Vec<_>>(),
+            );
+        }
         let prepare_lock = Arc::new(std::sync::Mutex::new(()));
         let f0 = faults();
         // Each job ends on its own flag: the interruption, or fio's
@@ -1161,6 +1171,7 @@ fn run(args: Vec<OsString>) -> Result<()> {
                             io_done();
                         }
                         exits.ended(k);
+                        gate.ended(k);
                         r
                     })
                 })

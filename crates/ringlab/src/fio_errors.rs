@@ -41,7 +41,7 @@ pub fn exit_status(failed: &[String]) -> Result<()> {
         return Ok(());
     }
     anyhow::bail!(
-        "{} job{} ended with an I/O error, as fio ends a failed job (the other jobs ran on; fio exits 1 too): {}",
+        "{} job{} ended with an I/O error, as fio ends a failed job (the other jobs ran on, or ended with it under exitall; fio exits 1 too): {}",
         failed.len(),
         if failed.len() == 1 { "" } else { "s" },
         failed.join("; ")

@@ -18,6 +18,7 @@ mod fio;
 mod fio_cmd;
 mod fio_cpuio;
 mod fio_errors;
+mod fio_exitall;
 mod fio_fill;
 mod fio_groups;
 mod fio_regulate;

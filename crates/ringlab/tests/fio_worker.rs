@@ -744,3 +744,58 @@ fn blockalign_is_taken_when_it_is_a_multiple_of_the_smallest_block_size() {
     assert_eq!(lat.len(), 50);
     assert!(lat.iter().all(|l| l[4] % 8192 == 0));
 }
+
+#[test]
+fn the_clock_that_timed_the_run_is_named_and_can_be_chosen() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = small_target(&dir);
+    // The kernel's clocksource decides what auto comes to.
+    let kernel_tsc =
+        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+            .is_ok_and(|s| s.trim() == "tsc");
+    let r = json_run(&format!("io {f} --rw randread --number-ios 50 --no-kstat"));
+    assert_schema_valid(&r);
+    let auto = r["config"]["clock"].as_str().unwrap().to_string();
+    if kernel_tsc {
+        // constant_tsc and nonstop_tsc are what a kernel on tsc needs too.
+        assert_eq!(auto, "tsc");
+    } else {
+        assert_eq!(auto, "clock_gettime");
+    }
+    assert!(r["total"]["lat_ns"]["max"].as_u64().unwrap() > 0);
+    let r = json_run(&format!(
+        "io {f} --rw randread --number-ios 50 --no-kstat --clocksource clock_gettime"
+    ));
+    assert_eq!(r["config"]["clock"], "clock_gettime");
+    assert!(r["total"]["lat_ns"]["max"].as_u64().unwrap() > 0);
+    let out = ringlab(&format!(
+        "io {f} --number-ios 10 --no-kstat --clocksource cpu"
+    ));
+    if auto == "tsc" {
+        assert_ok(&out);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("timed by tsc"), "{text}");
+        // The stage latencies meet the kernel's CLOCK_MONOTONIC stamps.
+        let out = ringlab(&format!(
+            "io {f} --number-ios 10 --clocksource cpu --evidence stages"
+        ));
+        assert_fails(&out, 2, &["--clocksource cpu", "--evidence stages"]);
+    } else {
+        assert_fails(&out, 2, &["--clocksource cpu", "clock_gettime"]);
+    }
+    // fio's option: its two clocks that ringlab has, gettimeofday refused.
+    let doc = ok_json(&format!(
+        "fio --filename={f} --rw=randread --size=64k --name=g --clocksource=clock_gettime --output-format=json"
+    ));
+    assert_eq!(doc["jobs"][0]["read"]["total_ios"], 16);
+    let out = ringlab(&format!(
+        "fio --filename={f} --size=64k --name=g --clocksource=gettimeofday"
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("ringlab fio: --clocksource=gettimeofday:")
+            && err.contains("clock_gettime"),
+        "{err}"
+    );
+}

@@ -213,7 +213,7 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("ignore_error", Kind::Value("ignore-error")),
     opt!("error_dump", Kind::Ignored("fio prints each I/O error as it happens; ringlab reports the error that ended the job either way")),
     opt!("iodepth_low", Kind::Refused("ringlab has no equivalent: it refills the queue as completions are reaped")),
-    opt!("clocksource", Kind::Refused("ringlab has no equivalent: it times with CLOCK_MONOTONIC")),
+    opt!("clocksource", Kind::Special),
     // fio's cpuio engine (engines/cpu.c).
     opt!("cpuload", Kind::Value("cpuload")),
     opt!("cpumode", Kind::Value("cpumode")),
@@ -684,6 +684,15 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
         "log_offset" => {
             t.log_offset = Some(bool_value(o)?);
         }
+        "clocksource" => match value_of(o)?.as_str() {
+            v @ ("cpu" | "clock_gettime") => {
+                t.args.push(format!("--clocksource={v}"));
+            }
+            _ => return Err(refuse(
+                o,
+                "ringlab times with cpu (the time stamp counter, fio's default where it is reliable) or clock_gettime (CLOCK_MONOTONIC); gettimeofday's microsecond clock is not one of them",
+            )),
+        },
         "fill_device" => {
             g.fill_device = bool_value(o)?;
             g.fill_device_at = Some(o.clone());
@@ -1159,6 +1168,9 @@ pub fn help_text() -> String {
             }
             (Kind::Special, "fill_device") => {
                 "write until the file system or device is full: ENOSPC ends the job without an error; a file is re-created empty, and without size the region is the free space".to_string()
+            }
+            (Kind::Special, "clocksource") => {
+                "--clocksource: cpu (the time stamp counter; fio's default and ringlab's where the kernel's clocksource is tsc) or clock_gettime; gettimeofday refused".to_string()
             }
             (Kind::Special, "log_offset") => {
                 "the offset column of per-I/O latency logs (ringlab io writes it always)".to_string()
