@@ -17,8 +17,9 @@
 //!   fixed offset seed, the others take stream 6, and no loop seeds again.
 //! - Streams: lengths of reads from stream 0, of writes from 1 (0 too when
 //!   `verify` is set), the read/write mix from 4 (always taus88), offsets
-//!   from 6. `random_generator=tausworthe64` (or a file of more than 2^32
-//!   blocks, where fio switches to it) makes offsets and lengths taus258.
+//!   from 6. `random_generator=tausworthe64` makes offsets and lengths
+//!   taus258 (a file of more than 2^32 blocks switches fio to it from its
+//!   second loop: the first was seeded before the check).
 //! - Direction (get_rw_ddir): a mixed job keeps its direction while the
 //!   I/Os issued in it are fewer than `rwmix_issues`; then it draws
 //!   `rand_between(1, 100) <= rwmixread`; on a change, `rwmix_issues`
@@ -405,12 +406,15 @@ impl Workload {
         }
         let rw_min = self.sizes[0].min().min(self.sizes[1].min()).max(1);
         let blocks = self.count * self.unit / rw_min;
+        // check_rand_gen_limits: past 2^32 blocks fio 3.33 switches an
+        // unset generator to taus258, but only after the job's streams were
+        // seeded as taus88: the switch shows from the next loop's seeding.
         let use64 = match rand.generator {
             FioGenerator::Tausworthe64 => true,
-            // check_rand_gen_limits: fio switches when not told.
             FioGenerator::Default => blocks > u32::MAX as u64,
             _ => false,
         };
+        let first64 = rand.generator == FioGenerator::Tausworthe64;
         let thread_number = rand.first_thread_number + job as u64;
         let lfsr = if rand.generator == FioGenerator::Lfsr {
             // init_random_map: one number per block of rw_min_bs; fio's
@@ -448,7 +452,7 @@ impl Workload {
             cfg: rand.clone(),
             thread_number,
             use64,
-            streams: Streams::new(&rand, thread_number, use64),
+            streams: Streams::new(&rand, thread_number, first64),
             rwmix_ddir: 0,
             rwmix_issues: 0,
             io_issues: [0; 2],
