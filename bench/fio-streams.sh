@@ -17,6 +17,7 @@ F=$scratch/f16
 declare -A cases=(
   [randread]="--name=x --filename=$F --size=16m --rw=randread --bs=4k"
   [bsrange]="--name=x --filename=$F --size=16m --rw=randread --bsrange=4k-64k"
+  [bsrange-4k-10k]="--name=x --filename=$F --size=16m --rw=randread --bsrange=4k-10k"
   [bssplit]="--name=x --filename=$F --size=16m --rw=randread --bssplit=4k/50:8k/30:64k/20"
   [randrw]="--name=x --filename=$F --size=16m --rw=randrw --rwmixread=70 --bs=4k"
   [randrw-bssplit]="--name=x --filename=$F --size=16m --rw=randrw --rwmixread=80 --bssplit=512/10:1k/5:2k/5:4k/60:8k/2:16k/4:32k/4:64k/10"
@@ -46,7 +47,7 @@ declare -A cases=(
   [cmdprio-bssplit]="$scratch/cmdprio.fio"
   [cmdprio-bssplit-depth1]="$scratch/cmdprio-d1.fio"
 )
-order=(randread bsrange bssplit randrw randrw-bssplit numjobs2 two-jobs norandommap randseed taus64 lfsr loops3 loops-norandommap loops-norandommap-libaio loops-rw-libaio io_size randread:8 zoned blockalign zipf pareto normal zipf-example rand-zones-example seq-bsrange seq-rw-bssplit iometer iometer-256m cmdprio-bssplit cmdprio-bssplit-depth1)
+order=(randread bsrange bsrange-4k-10k bssplit randrw randrw-bssplit numjobs2 two-jobs norandommap randseed taus64 lfsr loops3 loops-norandommap loops-norandommap-libaio loops-rw-libaio io_size randread:8 zoned blockalign zipf pareto normal zipf-example rand-zones-example seq-bsrange seq-rw-bssplit iometer iometer-256m cmdprio-bssplit cmdprio-bssplit-depth1)
 [[ $# -gt 0 ]] && order=("$@")
 cat >"$scratch/two.fio" <<JOB
 [global]

@@ -31,6 +31,7 @@ pub struct RegWords {
     generator: ringlab_io::workload::FioGenerator,
     verify: bool,
     split_written: [Vec<u64>; 2],
+    bsrange_high: [Option<(u64, u64)>; 2],
     pub notes: Vec<String>,
 }
 
@@ -122,6 +123,8 @@ pub fn take(opts: &mut Vec<Written>) -> Result<RegWords> {
                         Some("lfsr") => G::Lfsr,
                         _ => G::Default,
                     };
+                } else if k == "bsrange" || k == "blocksize_range" {
+                    w.bsrange_high = bsrange_ends(o.value.as_deref().unwrap_or(""));
                 } else if k == "bssplit" {
                     w.split_written = split_written(o.value.as_deref().unwrap_or(""));
                 } else if k == "verify" {
@@ -145,6 +148,52 @@ fn flow(id: u64) -> Arc<Flow> {
         .lock()
         .unwrap_or_else(|p| p.into_inner());
     m.entry(id).or_default().clone()
+}
+
+/// bsrange's (low, high) per direction as written (`R[,W]`; one part is
+/// both).
+fn bsrange_ends(v: &str) -> [Option<(u64, u64)>; 2] {
+    let part = |p: &str| -> Option<(u64, u64)> {
+        let (lo, hi) = p.split_once('-')?;
+        let size = |t: &str| ringlab_stats::units::parse_size(t.trim()).ok();
+        Some((size(lo)?, size(hi)?))
+    };
+    let mut parts = v.split(',');
+    let read = part(parts.next().unwrap_or(""));
+    let write = match parts.next() {
+        Some(w) if !w.trim().is_empty() => part(w),
+        _ => read,
+    };
+    [read, write]
+}
+
+/// fio draws a bsrange length as `min + max * r` rounded down to `min`
+/// and capped at `max`: a high end that is not a multiple of the low end
+/// is issued itself (4k-10k: 4k, 8k and 10k). `ringlab io` rounds it down
+/// to a multiple; under `ringlab fio` the job keeps fio's high end (its
+/// buffers sized for it), which fio's streams draw (workload/fio_rand.rs).
+/// A sequential job would then move on from offsets that are not
+/// multiples of the low end, which ringlab's blocks cannot hold: it keeps
+/// the rounded high end, and says so.
+fn keep_bsrange_high(w: &RegWords, plan: &mut IoPlan, notes: &mut Vec<String>) {
+    use ringlab_io::workload::BlockSizes;
+    for (d, ends) in w.bsrange_high.iter().enumerate() {
+        let Some((lo, hi)) = *ends else { continue };
+        if let BlockSizes::Range { lo: l, hi: h } = &mut plan.block_sizes[d] {
+            if *l != lo || hi <= *h || hi % lo == 0 {
+                continue;
+            }
+            if plan.rw.is_random() {
+                *h = hi;
+                plan.bs_max = plan.bs_max.max(hi);
+            } else if d == 0 || !notes.iter().any(|n| n.starts_with("bsrange")) {
+                notes.push(format!(
+                    "bsrange: its high end {hi} is not a multiple of its low end {lo}; fio issues {hi} itself on a sequential job (from offsets that are not multiples of {lo}), ringlab rounds it down to {}: the mean block size differs from fio's",
+                    *h
+                ));
+            }
+        }
+    }
 }
 
 /// bssplit's sizes per direction in the order written (`R[,W]`; one part
@@ -251,6 +300,7 @@ pub fn apply(w: &RegWords, plan: &mut IoPlan, notes: &mut Vec<String>) -> Result
             });
         }
     }
+    keep_bsrange_high(w, plan, notes);
     plan.regulation.rate_ignore_thinktime = w.ignore_think;
     if w.offload && paced && plan.iodepth > 1 && plan.engine.is_async() {
         notes.push(
