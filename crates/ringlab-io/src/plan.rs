@@ -293,11 +293,13 @@ pub struct IoArgs {
     #[arg(long, hide = true)]
     pub random_map: bool,
 
-    /// fio 3.33's rules for its random map (set by `ringlab fio`; implies
+    /// fio 3.33's rules for its random map (set by `ringlab fio` with
     /// --random-map): with mixed block sizes each direction picks and
     /// marks blocks of its own smallest size, and a job ends when an I/O
     /// cannot be placed (workload/fio_map.rs). `size`: the byte bound came
-    /// from fio's size; `io-size`: fio's io_size was given.
+    /// from fio's size; `io-size`: fio's io_size was given. Without
+    /// --random-map (fio's norandommap): the same end rules for fio's
+    /// streams (workload/fio_rand.rs), no map.
     #[arg(long, hide = true, value_name = "size|io-size")]
     pub fio_random_map: Option<String>,
 
@@ -508,6 +510,9 @@ pub struct IoPlan {
     pub fallocate: Option<crate::layout::Fallocate>,
     /// fio 3.33's rules for the random map (--fio-random-map).
     pub fio_map: Option<crate::workload::FioPasses>,
+    /// fio's random streams and seeds (set by `ringlab fio`): a random
+    /// job draws its I/O as fio does (workload/fio_rand.rs).
+    pub fio_rand: Option<crate::workload::FioRand>,
     /// posix_fadvise advice given on each job's descriptor at open.
     pub fadvise: Option<i32>,
     /// Drop the cache again at each pass over the region (fio's re-open).
@@ -1030,7 +1035,7 @@ impl IoPlan {
             shard_region_split: args.shard_region == "split" && args.target.is_some(),
             // fio: a blockalign other than the smallest size turns the
             // random map off (init.c).
-            random_map: (args.random_map || args.fio_random_map.is_some()) && align_blocks == 1,
+            random_map: args.random_map && align_blocks == 1,
             trim_blkdiscard: args.trim_blkdiscard,
             fio_job_errors: false,
             create_on_open: false,
@@ -1039,6 +1044,7 @@ impl IoPlan {
                 None => None,
             },
             fio_map: fio_map_passes(args, io_size)?,
+            fio_rand: None,
             invalidate_each_pass: args.invalidate_each_pass && args.invalidate == 1,
             seq_skip_blocks: rw_skip(args, bs)?,
             fio_verify: fio_verify_plan(args, bs, bs_max)?,

@@ -315,7 +315,8 @@ pub fn run_job<E: Engine>(
             (ctx.target.size / plan.bs).saturating_sub(first),
         )
         .with_zoned(plan.zoned.as_ref())
-        .map_err(|e| ringlab_core::usage_error(format!("--random-distribution {e}")))?,
+        .map_err(|e| ringlab_core::usage_error(format!("--random-distribution {e}")))?
+        .with_fio_rand(plan.fio_map, plan.fio_rand.clone(), ctx.job),
         slots: vec![SlotState::default(); depth as usize],
         just_queued: Vec::with_capacity(depth as usize),
         coarse: plan.gtod_reduce.then_some(Coarse {

@@ -4,8 +4,12 @@ use clap::ValueEnum;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+mod fio_dist;
+mod fio_lfsr;
 mod fio_map;
+mod fio_rand;
 pub use fio_map::FioPasses;
+pub use fio_rand::{FioGenerator, FioRand, OffsetSeed};
 
 /// fio's `rw=` patterns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize, serde::Deserialize)]
@@ -871,6 +875,10 @@ impl Workload {
             }
         };
         // rw=randread:N: the I/Os between two random offsets follow on.
+        if self.rand_run > 1 && self.fio.as_ref().is_some_and(|f| f.exact.is_some()) {
+            // fio's streams follow rw=randread:N themselves.
+            return self.fio_next(dir, len);
+        }
         let follow = self.rw.is_random() && self.rand_run > 1 && {
             self.in_run += 1;
             if self.in_run >= self.rand_run {
@@ -881,6 +889,9 @@ impl Workload {
         // One branch when no placement option is given (the common case).
         let placed = if follow || self.place.is_none() {
             None
+        } else if self.fio.as_ref().is_some_and(|f| f.exact.is_some()) {
+            // fio's streams place zoned and block-aligned offsets themselves.
+            return self.fio_next(dir, len);
         } else {
             self.placed(dir, span)
         };
@@ -927,8 +938,16 @@ impl Workload {
             }
             first
         } else if self.rw.is_random() {
+            if self.fio.is_some() {
+                // fio's streams without its map (norandommap).
+                return self.fio_next(dir, len);
+            }
             self.draw(self.count - span + 1)
         } else {
+            if self.fio.is_some() {
+                // fio's streams for a sequential job (mixed or sizes vary).
+                return self.fio_next(dir, len);
+            }
             let mut b = self.next_seq;
             if b + span > self.count {
                 b = 0;

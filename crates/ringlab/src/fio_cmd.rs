@@ -602,8 +602,12 @@ fn resolve(
         .iter()
         .filter(|o| canonical(&o.key) == "random_distribution")
         .all(|o| o.value.as_deref().is_none_or(|v| v.trim() == "random"));
-    if random && !p.norandommap && uniform {
-        extra.push("--random-map".to_string());
+    // Every job: fio's end rules for its streams (workload/fio_rand.rs),
+    // and its random map for a uniform random job.
+    {
+        if random && !p.norandommap && uniform {
+            extra.push("--random-map".to_string());
+        }
         extra.push("--fio-random-map".to_string());
         let bound = if has("io_size") { "io-size" } else { "size" };
         extra.push(bound.to_string());
@@ -685,6 +689,7 @@ fn resolve(
     words.notes.extend(p.notes);
     words.notes.extend(reg.notes.iter().cloned());
     crate::fio_regulate::apply(&reg, &mut plan, &mut words.notes)?;
+    crate::fio_regulate::file_names(&mut plan, &opts, name);
     crate::fio_steady::apply(
         &steady,
         &mut plan,

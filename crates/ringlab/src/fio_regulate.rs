@@ -28,6 +28,10 @@ pub struct RegWords {
     offload: bool,
     rand_seed: Option<u64>,
     randrepeat: bool,
+    generator: ringlab_io::workload::FioGenerator,
+    verify: bool,
+    split_written: [Vec<u64>; 2],
+    bsrange_high: [Option<(u64, u64)>; 2],
     pub notes: Vec<String>,
 }
 
@@ -111,6 +115,21 @@ pub fn take(opts: &mut Vec<Written>) -> Result<RegWords> {
                     };
                 } else if k == "randrepeat" {
                     w.randrepeat = boolean(&o);
+                } else if k == "random_generator" {
+                    use ringlab_io::workload::FioGenerator as G;
+                    w.generator = match o.value.as_deref().map(str::trim) {
+                        Some("tausworthe") => G::Tausworthe,
+                        Some("tausworthe64") => G::Tausworthe64,
+                        Some("lfsr") => G::Lfsr,
+                        _ => G::Default,
+                    };
+                } else if k == "bsrange" || k == "blocksize_range" {
+                    w.bsrange_high = bsrange_ends(o.value.as_deref().unwrap_or(""));
+                } else if k == "bssplit" {
+                    w.split_written = split_written(o.value.as_deref().unwrap_or(""));
+                } else if k == "verify" {
+                    w.verify =
+                        !matches!(o.value.as_deref().map(str::trim), Some("none") | Some("0"));
                 }
                 keep.push(o);
             }
@@ -131,6 +150,112 @@ fn flow(id: u64) -> Arc<Flow> {
     m.entry(id).or_default().clone()
 }
 
+/// bsrange's (low, high) per direction as written (`R[,W]`; one part is
+/// both).
+fn bsrange_ends(v: &str) -> [Option<(u64, u64)>; 2] {
+    let part = |p: &str| -> Option<(u64, u64)> {
+        let (lo, hi) = p.split_once('-')?;
+        let size = |t: &str| ringlab_stats::units::parse_size(t.trim()).ok();
+        Some((size(lo)?, size(hi)?))
+    };
+    let mut parts = v.split(',');
+    let read = part(parts.next().unwrap_or(""));
+    let write = match parts.next() {
+        Some(w) if !w.trim().is_empty() => part(w),
+        _ => read,
+    };
+    [read, write]
+}
+
+/// fio draws a bsrange length as `min + max * r` rounded down to `min`
+/// and capped at `max`: a high end that is not a multiple of the low end
+/// is issued itself (4k-10k: 4k, 8k and 10k). `ringlab io` rounds it down
+/// to a multiple; under `ringlab fio` the job keeps fio's high end (its
+/// buffers sized for it), which fio's streams draw (workload/fio_rand.rs).
+/// A sequential job would then move on from offsets that are not
+/// multiples of the low end, which ringlab's blocks cannot hold: it keeps
+/// the rounded high end, and says so.
+fn keep_bsrange_high(w: &RegWords, plan: &mut IoPlan, notes: &mut Vec<String>) {
+    use ringlab_io::workload::BlockSizes;
+    for (d, ends) in w.bsrange_high.iter().enumerate() {
+        let Some((lo, hi)) = *ends else { continue };
+        if let BlockSizes::Range { lo: l, hi: h } = &mut plan.block_sizes[d] {
+            if *l != lo || hi <= *h || hi % lo == 0 {
+                continue;
+            }
+            if plan.rw.is_random() {
+                *h = hi;
+                plan.bs_max = plan.bs_max.max(hi);
+            } else if d == 0 || !notes.iter().any(|n| n.starts_with("bsrange")) {
+                notes.push(format!(
+                    "bsrange: its high end {hi} is not a multiple of its low end {lo}; fio issues {hi} itself on a sequential job (from offsets that are not multiples of {lo}), ringlab rounds it down to {}: the mean block size differs from fio's",
+                    *h
+                ));
+            }
+        }
+    }
+}
+
+/// bssplit's sizes per direction in the order written (`R[,W]`; one part
+/// is both); a size fio's units do not give is left out.
+fn split_written(v: &str) -> [Vec<u64>; 2] {
+    let part = |p: &str| -> Vec<u64> {
+        p.split(':')
+            .filter_map(|e| {
+                let size = e.split('/').next().unwrap_or("").trim();
+                ringlab_stats::units::parse_size(size).ok()
+            })
+            .collect()
+    };
+    let mut parts = v.split(',');
+    let read = part(parts.next().unwrap_or(""));
+    let write = match parts.next() {
+        Some(w) if !w.trim().is_empty() => part(w),
+        _ => read.clone(),
+    };
+    [read, write]
+}
+
+/// fio's file name of each numjobs clone of the job `name` (add_file:
+/// `directory/` before `filename`, or fio's `NAME.CLONE.0`), which seeds
+/// its zipf, pareto and normal distributions; left unknown for several
+/// files, directories or a filename_format.
+pub fn file_names(plan: &mut IoPlan, opts: &[Written], name: &str) {
+    let get = |k: &str| {
+        opts.iter()
+            .rev()
+            .find(|o| key(o) == k)
+            .and_then(|o| o.value.clone())
+    };
+    let Some(rand) = plan.fio_rand.as_mut() else {
+        return;
+    };
+    let nrfiles = get("nrfiles").map_or(1, |v| v.trim().parse().unwrap_or(0));
+    if get("filename_format").is_some() || nrfiles != 1 {
+        return;
+    }
+    let dir = match get("directory") {
+        Some(d) if d.contains(':') => return,
+        Some(d) => format!("{d}/"),
+        None => String::new(),
+    };
+    rand.file_names = match get("filename") {
+        Some(f) if f.replace("\\:", "").contains(':') => return,
+        Some(f) => vec![format!("{dir}{}", f.replace("\\:", ":")); plan.numjobs as usize],
+        None => (0..plan.numjobs)
+            .map(|i| format!("{dir}{name}.{i}.0"))
+            .collect(),
+    };
+}
+
+/// A seed from the clock (fio's randrepeat=0 takes the system's).
+fn clock_seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0x89)
+}
+
 /// fio's thread numbers, in the order jobs are added (numjobs clones
 /// count on).
 static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
@@ -138,6 +263,27 @@ static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
 /// Sets the regulating options on the job's plan; notes go to `notes`.
 pub fn apply(w: &RegWords, plan: &mut IoPlan, notes: &mut Vec<String>) -> Result<()> {
     let first_thread = NEXT_THREAD.fetch_add(plan.numjobs as u64, Ordering::Relaxed);
+    // fio's seeds: randseed (0x89), and under randrepeat without randseed
+    // the offset stream's own seed and seeding at each loop; randrepeat=0
+    // without randseed: seeds from the clock (fio: the system's).
+    use ringlab_io::workload::OffsetSeed;
+    let (rand_seed, offset_seed) = match (w.rand_seed, w.randrepeat) {
+        (Some(s), _) => (s, OffsetSeed::FirstClone),
+        (None, true) => (0x89, OffsetSeed::All),
+        (None, false) => (clock_seed(), OffsetSeed::None),
+    };
+    plan.fio_rand = Some(ringlab_io::workload::FioRand {
+        rand_seed,
+        first_thread_number: first_thread,
+        offset_seed,
+        reseed_each_loop: offset_seed == OffsetSeed::All,
+        generator: w.generator,
+        verify: w.verify,
+        split_written: w.split_written.clone(),
+        file_names: Vec::new(),
+        loop_ends_on_bytes: plan.engine.is_async()
+            || (plan.engine == ringlab_io::engines::EngineKind::Null && plan.iodepth != 1),
+    });
     let paced = plan.pace_ns.iter().any(Option::is_some);
     if let Some(o) = &w.poisson {
         if !paced {
@@ -148,21 +294,13 @@ pub fn apply(w: &RegWords, plan: &mut IoPlan, notes: &mut Vec<String>) -> Result
                 o.origin.name(&o.key)
             )));
         } else {
-            let rand_seed = if w.randrepeat || w.rand_seed.is_some() {
-                w.rand_seed.unwrap_or(0x89)
-            } else {
-                // fio's randrepeat=0: seeds from the system's generator.
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos() as u64)
-                    .unwrap_or(0x89)
-            };
             plan.regulation.poisson = Some(PoissonSeeds {
                 rand_seed,
                 first_thread_number: first_thread,
             });
         }
     }
+    keep_bsrange_high(w, plan, notes);
     plan.regulation.rate_ignore_thinktime = w.ignore_think;
     if w.offload && paced && plan.iodepth > 1 && plan.engine.is_async() {
         notes.push(

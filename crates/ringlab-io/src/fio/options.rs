@@ -513,8 +513,14 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
                 v = pattern.trim().to_string();
             }
             if v.contains("trim") {
-                if !matches!(v.as_str(), "trim" | "randtrim" | "trimwrite" | "randtrimwrite") {
-                    return Err(refuse(o, "fio's trim patterns are trim, randtrim, trimwrite and randtrimwrite"));
+                if !matches!(
+                    v.as_str(),
+                    "trim" | "randtrim" | "trimwrite" | "randtrimwrite"
+                ) {
+                    return Err(refuse(
+                        o,
+                        "fio's trim patterns are trim, randtrim, trimwrite and randtrimwrite",
+                    ));
                 }
                 // fio 3.33 trims with BLKDISCARD on every engine, which a
                 // regular file refuses (ENOTTY): so does ringlab fio.
@@ -666,8 +672,14 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
         "random_generator" => match value_of(o)?.as_str() {
             // Other generators of uniform offsets: the same work.
             "tausworthe" | "tausworthe64" => {}
-            "lfsr" => t.notes.push("random_generator=lfsr: ringlab draws offsets with its own generator and fio's random map (each block once per pass, as lfsr gives); the order differs".to_string()),
-            _ => return Err(refuse(o, "fio's generators are tausworthe, lfsr, tausworthe64")),
+            // ringlab fio follows fio's LFSR (workload/fio_lfsr.rs).
+            "lfsr" => {}
+            _ => {
+                return Err(refuse(
+                    o,
+                    "fio's generators are tausworthe, lfsr, tausworthe64",
+                ))
+            }
         },
         "log_offset" => {
             t.log_offset = Some(bool_value(o)?);
@@ -1152,7 +1164,7 @@ pub fn help_text() -> String {
                 "posix_fadvise on each job's file at open (1: by pattern; ringlab fio's default)".to_string()
             }
             (Kind::Special, "random_generator") => {
-                "tausworthe/tausworthe64/lfsr: accepted; ringlab's generator draws the offsets".to_string()
+                "tausworthe/tausworthe64/lfsr: ringlab fio draws offsets and sizes from fio's own generators and seeds".to_string()
             }
             (Kind::Special, "fill_device") => {
                 "write until the file system or device is full: ENOSPC ends the job without an error; a file is re-created empty, and without size the region is the free space".to_string()

@@ -25,9 +25,14 @@
 //!   or an io_size given with at least the largest block left to do); a new
 //!   pass starts on an empty map (the file is re-opened).
 //!
-//! Directions keep the workload's own draw (rwmixread per I/O); fio's
-//! offsets come from its own generator, so the work matches fio's on
-//! average, not I/O for I/O.
+//! Under `ringlab fio` the direction, offset and length of each I/O come
+//! from fio's own streams and seeds (fio_rand.rs: `FioRules::exact`), so a
+//! job issues fio's I/O sequence, I/O for I/O; its fill follows the rules
+//! above, and a new pass is also a new loop for fio (streams seeded again
+//! under randrepeat). Without them (a job fio_rand.rs does not cover:
+//! strided zones, trims, `rw=read:N`), directions keep the
+//! workload's own draw (rwmixread per I/O) and offsets and lengths
+//! ringlab's generator, so the work matches fio's on average only.
 
 use super::{BlockSizes, Dir, NextIo, Workload};
 
@@ -65,6 +70,10 @@ pub(super) struct FioRules {
     passes_ended: u64,
     /// Bytes handed out.
     issued: u64,
+    /// Bytes handed out in this pass.
+    pass_issued: u64,
+    /// fio's own streams (fio_rand.rs), when they make this job's I/O.
+    pub(super) exact: Option<Box<super::fio_rand::Exact>>,
 }
 
 impl FioRules {
@@ -94,6 +103,20 @@ impl FioRules {
             primed: false,
             passes_ended: 0,
             issued: 0,
+            pass_issued: 0,
+            exact: None,
+        }
+    }
+}
+
+impl FioRules {
+    /// Orders each direction's bssplit entries as fio does: by percentage,
+    /// equal ones in the order `written` gives (sizes; a size not in it
+    /// goes after, by size).
+    pub(super) fn order_as_written(&mut self, written: &[Vec<u64>; 2]) {
+        for (order, w) in self.split_order.iter_mut().zip(written) {
+            let at = |b: u64| w.iter().position(|&x| x == b).unwrap_or(usize::MAX);
+            order.sort_by_key(|e| (e.1, at(e.0), e.0));
         }
     }
 }
@@ -130,6 +153,10 @@ impl Workload {
         if !f.primed {
             f.primed = true;
             f.pending = self.fio_make(&mut f, dir, len);
+            if f.exact.is_some() {
+                // fio's streams draw the direction and length themselves.
+                return self.fio_hand_out(f, dir, len);
+            }
             let (d, l) = self.fio_draw();
             return self.fio_hand_out(f, d, l);
         }
@@ -141,6 +168,7 @@ impl Workload {
         let io = match out {
             Some((io, new_pass)) => {
                 f.issued += io.len as u64;
+                f.pass_issued = if new_pass { 0 } else { f.pass_issued } + io.len as u64;
                 // Passes are told only when tracked (invalidate=1).
                 self.new_pass |= new_pass && self.pass_bytes > 0;
                 f.pending = self.fio_make(&mut f, dir, len);
@@ -183,10 +211,27 @@ impl Workload {
     /// Places one I/O; at the end of a pass starts another when fio would,
     /// else `None` (the job ends).
     fn fio_make(&mut self, f: &mut FioRules, dir: Dir, len: u64) -> Option<(NextIo, bool)> {
+        if let Some(mut x) = f.exact.take() {
+            let out = self.fio_make_exact(f, &mut x);
+            f.exact = Some(x);
+            return out;
+        }
         if let Some(io) = self.fio_place(f, dir, len) {
             return Some((io, false));
         }
-        let again = match f.passes {
+        if !Self::fio_again(f) {
+            return None;
+        }
+        if let Some(m) = self.map.as_mut() {
+            m.reset();
+        }
+        self.fio_place(f, dir, len).map(|io| (io, true))
+    }
+
+    /// Whether fio starts another loop after one ended on an I/O that
+    /// could not be made (keep_running).
+    fn fio_again(f: &mut FioRules) -> bool {
+        match f.passes {
             FioPasses::Always => true,
             FioPasses::Bounded {
                 loops,
@@ -197,14 +242,53 @@ impl Workload {
                 f.passes_ended < loops
                     || (explicit && io_size > f.issued && io_size - f.issued >= f.max_bs)
             }
+        }
+    }
+
+    /// As fio_make, from fio's own streams: a failed fill ends fio's loop;
+    /// the next loop starts on an empty map with its streams seeded again
+    /// (randrepeat).
+    fn fio_make_exact(
+        &mut self,
+        f: &mut FioRules,
+        x: &mut super::fio_rand::Exact,
+    ) -> Option<(NextIo, bool)> {
+        let time_based = f.passes == FioPasses::Always;
+        // do_io: a loop ends when an I/O cannot be made; on an engine that
+        // queues, also once it issued `size` bytes (a random write job
+        // without a map: io_size if larger), before it tries one more.
+        let loop_done = match f.passes {
+            _ if !x.loop_ends_on_bytes() => false,
+            FioPasses::Always => false,
+            FioPasses::Bounded { loops, io_size, .. } => {
+                let region = self.count * self.unit;
+                let bound = if self.rw.is_random()
+                    && self.rw.writes(self.rwmixread)
+                    && self.map.is_none()
+                    && !x.has_lfsr()
+                {
+                    region.max(io_size.saturating_mul(loops))
+                } else {
+                    region
+                };
+                f.pass_issued >= bound
+            }
         };
-        if !again {
+        if !loop_done {
+            if let Ok(made) = self.fio_fill(x, &f.split_order, time_based) {
+                return Some(made);
+            }
+        }
+        if !Self::fio_again(f) {
             return None;
         }
         if let Some(m) = self.map.as_mut() {
             m.reset();
         }
-        self.fio_place(f, dir, len).map(|io| (io, true))
+        x.new_loop();
+        self.fio_fill(x, &f.split_order, time_based)
+            .ok()
+            .map(|(io, _)| (io, true))
     }
 
     /// fio's get_next_offset, get_next_buflen and mark_random_map for one
