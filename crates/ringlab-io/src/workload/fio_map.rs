@@ -122,6 +122,37 @@ impl FioRules {
 }
 
 impl Workload {
+    /// Draws this job's I/O from fio's streams (`ringlab fio`), job `job`
+    /// of its numjobs clones; `passes`: how fio goes on when an I/O cannot
+    /// be made (the job's fio rules, set with or without the random map).
+    pub fn with_fio_rand(
+        mut self,
+        passes: Option<FioPasses>,
+        rand: Option<super::fio_rand::FioRand>,
+        job: u32,
+    ) -> Workload {
+        let (Some(rand), Some(passes)) = (rand, passes) else {
+            return self;
+        };
+        if !self.fio_streams_apply(&rand) {
+            return self;
+        }
+        if self.fio.is_none() {
+            // norandommap: fio's rules without the map.
+            self.fio = Some(Box::new(FioRules::new(passes, &self.sizes, self.unit)));
+        }
+        let Some(exact) = self.fio_exact(&rand, job) else {
+            return self;
+        };
+        if let Some(f) = self.fio.as_mut() {
+            f.order_as_written(&rand.split_written);
+            f.exact = Some(Box::new(exact));
+        }
+        self
+    }
+}
+
+impl Workload {
     /// Under fio's rules (`ringlab fio`); see the module's notes.
     pub fn with_fio_rules(mut self, passes: Option<FioPasses>) -> Workload {
         if let (Some(p), Some(_)) = (passes, self.map.as_ref()) {

@@ -341,7 +341,7 @@ impl Workload {
         })
     }
 
-    fn fio_streams_apply(&self, rand: &FioRand) -> bool {
+    pub(super) fn fio_streams_apply(&self, rand: &FioRand) -> bool {
         let varies = |s: &BlockSizes| !matches!(s, BlockSizes::Fixed(_));
         // A sequential job draws from fio's streams when it mixes
         // directions or sizes vary (else it has nothing random).
@@ -381,29 +381,10 @@ impl Workload {
                         .is_none_or(|p| p.zoned.iter().all(Option::is_none))))
     }
 
-    /// Draws this job's I/O from fio's streams (`ringlab fio`), job `job`
-    /// of its numjobs clones; `passes`: how fio goes on when an I/O cannot
-    /// be made (the job's fio rules, set with or without the random map).
-    pub fn with_fio_rand(
-        mut self,
-        passes: Option<super::FioPasses>,
-        rand: Option<FioRand>,
-        job: u32,
-    ) -> Workload {
-        let (Some(rand), Some(passes)) = (rand, passes) else {
-            return self;
-        };
-        if !self.fio_streams_apply(&rand) {
-            return self;
-        }
-        if self.fio.is_none() {
-            // norandommap: fio's rules without the map.
-            self.fio = Some(Box::new(super::fio_map::FioRules::new(
-                passes,
-                &self.sizes,
-                self.unit,
-            )));
-        }
+    /// fio's per-job state of its streams for this workload, job `job` of
+    /// its numjobs clones (`ringlab fio`); None where fio's LFSR cannot
+    /// cover the region. Installed by [`Workload::with_fio_rand`].
+    pub(super) fn fio_exact(&mut self, rand: &FioRand, job: u32) -> Option<Exact> {
         let rw_min = self.sizes[0].min().min(self.sizes[1].min()).max(1);
         let blocks = self.count * self.unit / rw_min;
         // check_rand_gen_limits: past 2^32 blocks fio 3.33 switches an
@@ -419,10 +400,8 @@ impl Workload {
         let lfsr = if rand.generator == FioGenerator::Lfsr {
             // init_random_map: one number per block of rw_min_bs; fio's
             // LFSR replaces its map.
-            let seed = Streams::block_seed(&rand, thread_number);
-            let Some(l) = super::fio_lfsr::Lfsr::new(blocks, seed) else {
-                return self;
-            };
+            let seed = Streams::block_seed(rand, thread_number);
+            let l = super::fio_lfsr::Lfsr::new(blocks, seed)?;
             self.map = None;
             Some((l, seed))
         } else {
@@ -439,7 +418,7 @@ impl Workload {
                 let name = rand.file_names.get(clone).map_or(&[][..], |n| n.as_bytes());
                 super::fio_dist::jhash(name).wrapping_mul(thread_number as u32)
             } else {
-                Streams::block_seed(&rand, thread_number) as u32
+                Streams::block_seed(rand, thread_number) as u32
             };
             let n = (self.count * self.unit).div_ceil(rw_min);
             super::fio_dist::FioDist::new(self.dist, n, seed)
@@ -452,7 +431,7 @@ impl Workload {
             cfg: rand.clone(),
             thread_number,
             use64,
-            streams: Streams::new(&rand, thread_number, first64),
+            streams: Streams::new(rand, thread_number, first64),
             rwmix_ddir: 0,
             rwmix_issues: 0,
             io_issues: [0; 2],
@@ -461,11 +440,7 @@ impl Workload {
             max_bs: [0, 1].map(|d| self.sizes[d].max().max(1)),
             ba: self.fio_ba(),
         };
-        if let Some(f) = self.fio.as_mut() {
-            f.order_as_written(&rand.split_written);
-            f.exact = Some(Box::new(exact));
-        }
-        self
+        Some(exact)
     }
 
     /// fio's fill_io_u for one I/O from its streams: direction, offset
