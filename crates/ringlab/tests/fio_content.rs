@@ -6,17 +6,11 @@
 
 mod common;
 
-use common::{assert_ok, run_limited, BIN};
+use common::{assert_ok, fio};
 use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn fio(dir: &Path, args: &[&str]) -> std::process::Output {
-    let mut cmd = Command::new(BIN);
-    cmd.current_dir(dir).arg("fio").args(args);
-    run_limited(cmd)
-}
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ringlab-fioc-{name}-{}", std::process::id()));

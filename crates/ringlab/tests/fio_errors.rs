@@ -11,12 +11,6 @@ use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 
-fn fio(dir: &Path, args: &[&str]) -> std::process::Output {
-    let mut cmd = Command::new(BIN);
-    cmd.current_dir(dir).arg("fio").args(args);
-    run_limited(cmd)
-}
-
 fn entry<'a>(doc: &'a Value, name: &str) -> &'a Value {
     doc["jobs"]
         .as_array()

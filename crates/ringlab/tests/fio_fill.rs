@@ -6,19 +6,13 @@
 
 mod common;
 
-use common::{assert_ok, is_root, run_limited, skip, skip_root_only, BIN};
+use common::{assert_ok, fio, is_root, skip, skip_root_only};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const EXAMPLES: &str = "/usr/share/doc/fio/examples";
-
-fn fio(dir: &Path, args: &[&str]) -> std::process::Output {
-    let mut cmd = Command::new(BIN);
-    cmd.current_dir(dir).arg("fio").args(args);
-    run_limited(cmd)
-}
 
 fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("ringlab-fill-{name}-{}", std::process::id()));

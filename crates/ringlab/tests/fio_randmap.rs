@@ -4,38 +4,14 @@
 
 mod common;
 
-use common::{assert_ok, run_limited, BIN};
+use common::{assert_ok, fio, lat_log_ios};
 use serde_json::Value;
-use std::path::Path;
-use std::process::Command;
-
-fn fio(dir: &Path, args: &[&str]) -> std::process::Output {
-    let mut cmd = Command::new(BIN);
-    cmd.current_dir(dir).arg("fio").args(args);
-    run_limited(cmd)
-}
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("ringlab-fiomap-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-/// (direction, length, offset) of each I/O in issue order (psync, depth 1).
-fn log(path: &Path) -> Vec<(u32, u64, u64)> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split(", ").collect();
-            (
-                f[2].trim().parse().unwrap(),
-                f[3].trim().parse().unwrap(),
-                f[4].trim().parse().unwrap(),
-            )
-        })
-        .collect()
 }
 
 /// A randrw job with reads of 4k or 64k and writes of 64k, as
@@ -70,7 +46,7 @@ fn randrw_with_mixed_sizes_follows_fios_map_and_ends_where_it_does() {
         assert_ok(&out);
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         let j = &v["jobs"][0];
-        let ios = log(&d.join("m_lat.1.log"));
+        let ios = lat_log_ios(&d.join("m_lat.1.log"));
         let total = |k: &str| j["read"][k].as_u64().unwrap() + j["write"][k].as_u64().unwrap();
         assert_eq!(total("total_ios"), ios.len() as u64);
         let bytes: u64 = ios.iter().map(|i| i.1).sum();

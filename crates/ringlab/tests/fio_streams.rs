@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{assert_ok, run_limited, BIN};
+use common::{assert_ok, lat_log_ios, run_limited, BIN};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -31,20 +31,7 @@ fn run(dir: &Path, name: &str, args: &[&str], jobs: usize) -> Vec<Vec<(u32, u64,
     let out = run_limited(cmd);
     assert_ok(&out);
     (1..=jobs)
-        .map(|j| {
-            std::fs::read_to_string(dir.join(format!("{name}_lat.{j}.log")))
-                .unwrap()
-                .lines()
-                .map(|l| {
-                    let f: Vec<&str> = l.split(", ").collect();
-                    (
-                        f[2].trim().parse().unwrap(),
-                        f[3].trim().parse().unwrap(),
-                        f[4].trim().parse().unwrap(),
-                    )
-                })
-                .collect()
-        })
+        .map(|j| lat_log_ios(&dir.join(format!("{name}_lat.{j}.log"))))
         .collect()
 }
 

@@ -4,16 +4,9 @@
 
 mod common;
 
-use common::{assert_ok, run_limited, BIN};
+use common::{assert_ok, fio};
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
-
-fn fio(dir: &Path, args: &[&str]) -> std::process::Output {
-    let mut cmd = Command::new(BIN);
-    cmd.current_dir(dir).arg("fio").args(args);
-    run_limited(cmd)
-}
 
 fn tmp(name: &str) -> std::path::PathBuf {
     let d = std::env::temp_dir().join(format!("ringlab-fioz-{name}-{}", std::process::id()));

@@ -355,3 +355,27 @@ pub fn ringlab_without_io_uring(line: &str, errno: u32) -> std::process::Output 
     }
     run_limited(cmd)
 }
+
+/// Runs `ringlab fio ARGS` in `dir`, with the suite's time limit.
+pub fn fio(dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(BIN);
+    cmd.current_dir(dir).arg("fio").args(args);
+    run_limited(cmd)
+}
+
+/// (direction, length, offset) of each I/O in a fio latency log written
+/// with log_offset=1, in the log's order.
+pub fn lat_log_ios(path: &Path) -> Vec<(u32, u64, u64)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split(", ").collect();
+            (
+                f[2].trim().parse().unwrap(),
+                f[3].trim().parse().unwrap(),
+                f[4].trim().parse().unwrap(),
+            )
+        })
+        .collect()
+}
