@@ -163,10 +163,10 @@ for j in doc["jobs"]:
         iops += x["iops"]
     ri += j["read"]["total_ios"]; wi += j["write"]["total_ios"]; ti += j["trim"]["total_ios"]
     rb += j["read"]["io_bytes"]; wb += j["write"]["io_bytes"]; tb += j["trim"]["io_bytes"]
-# The mix: the read share of reads, writes and trims, and the trim share
-# (0 for a job without trims).
+# The mix shown: the read share of reads, writes and trims (compare()
+# judges the trim share too).
 n = max(ri + wi + ti, 1)
-print(ios, rb + wb + tb, "%.4f" % (ri / n), "%.1f" % ((rb + wb + tb) / n), "%.1f" % iops, "%.4f" % (ti / n))
+print(ios, rb + wb + tb, "%.4f" % (ri / n), "%.1f" % ((rb + wb + tb) / n), "%.1f" % iops)
 EOF
 }
 
@@ -500,8 +500,8 @@ for f in "${eligible_files[@]}"; do
         notes+=" [both exit $fio_rc with the same job errors: $fio_errs]"
     fi
     ran=$((ran + 1))
-    read -r fi_ios fi_bytes fi_rd fi_bs fi_iops _ <<<"$(work "$w/fio.json")"
-    read -r rl_ios rl_bytes rl_rd rl_bs rl_iops _ <<<"$(work "$w/rl.json")"
+    read -r fi_ios fi_bytes fi_rd fi_bs fi_iops <<<"$(work "$w/fio.json")"
+    read -r rl_ios rl_bytes rl_rd rl_bs rl_iops <<<"$(work "$w/rl.json")"
     # A job whose end is its speed or its criterion: the count is not its
     # work.
     timed=""

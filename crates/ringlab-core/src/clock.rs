@@ -148,9 +148,6 @@ pub struct Clock {
     tsc: Option<(u64, u64)>,
 }
 
-/// The CLOCK_MONOTONIC clock under its former name.
-pub type Mono = Clock;
-
 impl Clock {
     /// A clock on CLOCK_MONOTONIC whose zero is now.
     pub fn start_mono() -> Clock {
