@@ -44,7 +44,7 @@ if [[ ! -d $dir ]]; then
     apt-get update -qq && apt-get install -y -qq fio fio-examples >/dev/null
 fi
 if [[ -n "${RINGLAB_BIN:-}" ]]; then
-    ringlab=$RINGLAB_BIN
+    ringlab=$(realpath "$RINGLAB_BIN")
 else
     (cd "$repo" && cargo build --release -q -p ringlab)
     ringlab="$repo/target/release/ringlab"
