@@ -226,3 +226,52 @@ fn zipf_and_normal_offsets_are_fios() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// fio 3.33: `fio --name=t --ioengine=falloc --filename=F --size=1m
+/// --rw=randtrim --bssplit=4k/50:16k/50 --numjobs=2` on a 1 MiB file:
+/// 126 and 141 trims of 1 MiB each (its random map cuts the 16 KiB draws
+/// where blocks are done, so the counts follow its offset and trim length
+/// streams). ringlab drew a randtrim job's offsets from its own generator
+/// before (120 and 121 trims); falloc.fio's punch jobs are such jobs.
+#[test]
+fn a_randtrim_job_trims_fios_offsets_and_lengths() {
+    let d = tmp("randtrim");
+    std::fs::write(d.join("F"), vec![0u8; 1 << 20]).unwrap();
+    let out = common::fio(
+        &d,
+        &[
+            "--name=t",
+            "--ioengine=falloc",
+            "--filename=F",
+            "--size=1m",
+            "--rw=randtrim",
+            "--bssplit=4k/50:16k/50",
+            "--numjobs=2",
+            "--output-format=json",
+        ],
+    );
+    if !out.status.success()
+        && String::from_utf8_lossy(&out.stderr).contains("Operation not supported")
+    {
+        common::skip(
+            "a_randtrim_job_trims_fios_offsets_and_lengths",
+            "the temporary directory's file system cannot punch holes",
+        );
+        return;
+    }
+    assert_ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let trims: Vec<(u64, u64)> = v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["trim"]["total_ios"].as_u64().unwrap(),
+                j["trim"]["io_bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(trims, [(126, 1 << 20), (141, 1 << 20)]);
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -37,7 +37,9 @@
 //!   length that does not fit is drawn again.
 //!
 //! Not followed here (the job keeps ringlab's generator under fio's map
-//! rules, fio_map.rs): strided zones, `rw=read:N`, trims, lfsr with zones
+//! rules, fio_map.rs): strided zones, `rw=read:N`, trims other than
+//! `rw=randtrim` (whose trims take the offset stream and, sized as writes
+//! are here, fio's trim length stream), lfsr with zones
 //! or a non-uniform distribution, a distribution other than uniform or
 //! zoned where fio's file name is not known (several files,
 //! filename_format). zipf, pareto and normal are fio's (fio_dist.rs). fio's `ramp_time` resets its issue counts (rwmix) at the ramp's
@@ -53,6 +55,7 @@ const FIO_RANDSEED: u64 = 0xb189_9bed;
 /// fio's stream indexes (FIO_RAND_*_OFF in fio.h).
 const BS_OFF: usize = 0;
 const BS1_OFF: usize = 1;
+const BS2_OFF: usize = 2;
 const MIX_OFF: usize = 4;
 const BLOCK_OFF: usize = 6;
 const ZONE_OFF: usize = 16;
@@ -221,6 +224,7 @@ impl Frand {
 #[derive(Debug, Clone)]
 struct Streams {
     offset: Frand,
+    /// Lengths of reads, and of writes or (a trim job's) trims.
     bsrange: [Frand; 2],
     rwmix: Frand,
     /// random_distribution=zoned/zoned_abs: the zone of each offset.
@@ -242,10 +246,14 @@ impl Streams {
         }
     }
 
-    fn new(cfg: &FioRand, thread_number: u64, use64: bool) -> Streams {
+    /// `trims`: a trim job (rw=randtrim), whose lengths fio draws from
+    /// its trim stream (FIO_RAND_BS2_OFF), held here where writes' are.
+    fn new(cfg: &FioRand, thread_number: u64, use64: bool, trims: bool) -> Streams {
         let seed = |i| fio_seed(cfg.rand_seed, thread_number, i);
         let block = Streams::block_seed(cfg, thread_number);
-        let write = if cfg.verify {
+        let write = if trims {
+            seed(BS2_OFF)
+        } else if cfg.verify {
             seed(BS_OFF)
         } else {
             seed(BS1_OFF)
@@ -273,6 +281,8 @@ pub(super) struct Exact {
     cfg: FioRand,
     thread_number: u64,
     use64: bool,
+    /// rw=randtrim: every I/O a trim, sized and placed as fio's trims.
+    trims: bool,
     streams: Streams,
     /// fio's rwmix_ddir (0 read, 1 write), rwmix_issues and io_issues.
     rwmix_ddir: usize,
@@ -303,7 +313,7 @@ impl Exact {
     /// clears rwmix_issues (reset_io_counters).
     pub(super) fn new_loop(&mut self) {
         if self.cfg.reseed_each_loop {
-            self.streams = Streams::new(&self.cfg, self.thread_number, self.use64);
+            self.streams = Streams::new(&self.cfg, self.thread_number, self.use64, self.trims);
         }
         self.rwmix_issues = 0;
         // The file is opened again: fio_file_reset.
@@ -370,7 +380,10 @@ impl Workload {
                 && self.place.is_none()
                 && !rand.file_names.is_empty()
                 && rand.generator != FioGenerator::Lfsr);
-        (matches!(self.rw, Rw::Randread | Rw::Randwrite | Rw::Randrw) || sequential)
+        (matches!(
+            self.rw,
+            Rw::Randread | Rw::Randwrite | Rw::Randrw | Rw::Randtrim
+        ) || sequential)
             && dist_ok
             && placed_ok
             && (rand.generator != FioGenerator::Lfsr
@@ -431,7 +444,8 @@ impl Workload {
             cfg: rand.clone(),
             thread_number,
             use64,
-            streams: Streams::new(rand, thread_number, first64),
+            trims: self.rw == Rw::Randtrim,
+            streams: Streams::new(rand, thread_number, first64, self.rw == Rw::Randtrim),
             rwmix_ddir: 0,
             rwmix_issues: 0,
             io_issues: [0; 2],
@@ -457,7 +471,8 @@ impl Workload {
         // get_rw_ddir
         let d = match self.rw {
             Rw::Randread | Rw::Read => 0,
-            Rw::Randwrite | Rw::Write => 1,
+            // A trim job's trims are sized as writes here (Dir::size_index).
+            Rw::Randwrite | Rw::Write | Rw::Randtrim => 1,
             _ => {
                 if x.io_issues[x.rwmix_ddir] >= x.rwmix_issues {
                     let v = x.streams.rwmix.between(1, 100);
@@ -475,7 +490,11 @@ impl Workload {
                 x.rwmix_ddir
             }
         };
-        let dir = if d == 0 { Dir::Read } else { Dir::Write };
+        let dir = match (d, x.trims) {
+            (0, _) => Dir::Read,
+            (_, true) => Dir::Trim,
+            _ => Dir::Write,
+        };
         let region = self.count * self.unit;
         let (min_bs, max_bs, ba) = (x.min_bs[d], x.max_bs[d], x.ba[d]);
         // last_block
@@ -661,6 +680,7 @@ mod tests {
             },
             1,
             false,
+            false,
         );
         let got: Vec<u64> = (0..5).map(|_| s.offset.next()).collect();
         assert_eq!(
@@ -685,7 +705,7 @@ mod tests {
             file_names: Vec::new(),
             loop_ends_on_bytes: false,
         };
-        let mut s = Streams::new(&cfg, 1, true);
+        let mut s = Streams::new(&cfg, 1, true, false);
         let got: Vec<u64> = (0..3).map(|_| s.offset.next()).collect();
         assert_eq!(
             got,
