@@ -586,12 +586,14 @@ struct Unrecorded {
 }
 
 /// How many runs of [`Unrecorded`] completions wait before they go into
-/// the histograms together. Recording them one by one, between two system
-/// calls, found the histograms' counters out of the cache each time (a
-/// profile at depth 1 had 18% of ringlab's user time in the histogram's
-/// record); in a loop of 256 the code and counters stay hot. What the
-/// result holds is the same: every latency is recorded before anything
-/// reads the histograms (the end of the job), and a ramp's are dropped.
+/// the histograms together. Recorded one by one, between two system calls,
+/// the histograms' counters were out of the cache each time (a profile at
+/// depth 1 on zram had 14% of ringlab's user samples on the add into the
+/// count array); in a loop the loads can overlap. Measured on zram at depth
+/// 1 against the one-by-one build: 0 to +2% IOPS, within the noise
+/// (docs/benchmarks.md, 2026-11-25 "recording in runs"). What the result
+/// holds is the same: every latency is recorded before anything reads the
+/// histograms (the end of the job), and a ramp's are dropped.
 const UNRECORDED_RUNS: usize = 256;
 
 /// --rate-iops/--rate: when the next I/O of each direction is due.
