@@ -355,9 +355,9 @@ pub struct IoArgs {
     #[arg(long, hide = true)]
     pub invalidate_each_pass: bool,
 
-    /// fio's bandwidth and IOPS logs without log_avg_msec: one line per
-    /// I/O (bandwidth: its bytes over its completion latency), as fio;
-    /// `ringlab fio` sets it.
+    /// fio's bandwidth and IOPS logs: without log_avg_msec one line per
+    /// I/O (bandwidth: its bytes over its completion latency), with it
+    /// only whole windows, as fio; `ringlab fio` sets it.
     #[arg(long, hide = true)]
     pub log_rates_per_io: bool,
 
@@ -557,6 +557,10 @@ pub struct LogPlan {
     pub offset: bool,
     /// Bandwidth and IOPS logs per I/O (fio without log_avg_msec).
     pub rates_per_io: bool,
+    /// fio's averaged bandwidth and IOPS logs: only whole windows are
+    /// written (fio writes them at each window's end; the run's last,
+    /// partial window is not logged). `ringlab io` writes that one too.
+    pub rates_whole_windows: bool,
     /// --write-hist-log, its window and coarseness.
     pub hist: Option<String>,
     pub hist_msec: u64,
@@ -831,6 +835,7 @@ impl IoPlan {
         .then(|| LogPlan {
             hist: args.write_hist_log.clone(),
             rates_per_io: args.log_rates_per_io && args.log_avg_msec == 0,
+            rates_whole_windows: args.log_rates_per_io,
             hist_msec: args.log_hist_msec,
             hist_coarseness: args.log_hist_coarseness,
             lat: args.write_lat_log.clone(),

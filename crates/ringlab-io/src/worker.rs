@@ -708,6 +708,8 @@ struct Logs {
     offset_column: bool,
     /// Bandwidth and IOPS lines per I/O (fio without log_avg_msec).
     rates_per_io: bool,
+    /// The last, partial rate window is not written (fio's logs).
+    rates_whole_windows: bool,
     /// --write-hist-log.
     hist: Option<HistLog>,
     bw: Option<LogWriter>,
@@ -734,14 +736,14 @@ struct LatLog {
 /// for psync).
 type IoLatencies = [Option<u64>; 3];
 
-/// What completed in one window, per direction: I/Os, bytes, latency sum.
+/// What completed in one window, per direction (fio's 0 read, 1 write,
+/// 2 trim): I/Os, bytes, latency sum.
 #[derive(Default)]
 struct LogWindow {
     end_ns: u64,
-    ops: [u64; 2],
-    bytes: [u64; 2],
-    lat_sum: [u128; 2],
-    bs: [u64; 2],
+    ops: [u64; 3],
+    bytes: [u64; 3],
+    lat_sum: [u128; 3],
 }
 
 /// fio's latency histogram bins: 29 groups of 64 (FIO_IO_U_PLAT_*).
@@ -766,8 +768,8 @@ struct HistLog {
     file: LogWriter,
     window_ms: u64,
     coarseness: u32,
-    last_ms: [Option<u64>; 2],
-    bins: [Vec<u64>; 2],
+    last_ms: [Option<u64>; 3],
+    bins: [Vec<u64>; 3],
 }
 
 impl HistLog {
@@ -813,14 +815,15 @@ impl Logs {
             file: buffered(f),
             window_ms: plan.hist_msec,
             coarseness: plan.hist_coarseness,
-            last_ms: [None; 2],
-            bins: [vec![0; PLAT_NR], vec![0; PLAT_NR]],
+            last_ms: [None; 3],
+            bins: [vec![0; PLAT_NR], vec![0; PLAT_NR], vec![0; PLAT_NR]],
         });
         Ok(Logs {
             lat,
             hist,
             offset_column: plan.offset,
             rates_per_io: plan.rates_per_io,
+            rates_whole_windows: plan.rates_whole_windows,
             bw: files.bw.map(buffered),
             iops: files.iops.map(buffered),
             lat_window_ns: avg,
@@ -843,11 +846,12 @@ impl Logs {
         lats: IoLatencies,
     ) -> std::io::Result<()> {
         use std::io::Write;
+        // fio's data directions: trims are logged as direction 2.
         let d = match dir {
             Dir::Read => 0,
             Dir::Write => 1,
-            // Trims are counted and timed, not written to the logs.
-            Dir::Nop | Dir::Trim => return Ok(()),
+            Dir::Trim => 2,
+            Dir::Nop => return Ok(()),
         };
         if let Some(logs) = &mut self.lat {
             for (log, v) in logs.iter_mut().zip(lats) {
@@ -859,8 +863,9 @@ impl Logs {
                 } else if self.lat_window_ns == 0 {
                     writeln!(w, "{}, {v}, {d}, {bs}, {prio}", at_ns / 1_000_000)?;
                 } else {
+                    let oc = self.offset_column;
                     log.win.flush(at_ns, self.lat_window_ns, |t, d, win| {
-                        write_mean_latency(w, t, d, win)
+                        write_mean_latency(w, t, d, win, oc)
                     })?;
                     log.win.add(d, bs, v);
                 }
@@ -895,9 +900,10 @@ impl Logs {
         if self.bw.is_some() || self.iops.is_some() {
             let (bw, iops) = (&mut self.bw, &mut self.iops);
             let secs = self.rate_window_ns as f64 / 1e9;
+            let oc = self.offset_column;
             self.rate_win
                 .flush(at_ns, self.rate_window_ns, |t, d, win| {
-                    write_rates(bw, iops, t, d, win, secs)
+                    write_rates(bw, iops, t, d, win, secs, oc)
                 })?;
             self.rate_win.add(d, bs, 0);
         }
@@ -905,26 +911,28 @@ impl Logs {
     }
 
     /// The end of the job: the windows still open are written (their
-    /// rates over the time they covered), and the files flushed.
+    /// rates over the time they covered; for fio's rate logs only whole
+    /// windows, see `rates_whole_windows`), and the files flushed.
     fn finish(mut self, at_ns: u64) -> std::io::Result<Vec<NewFile>> {
         use std::io::Write;
+        let oc = self.offset_column;
         for log in self.lat.iter_mut().flat_map(|l| l.iter_mut()) {
             let w = &mut log.file;
             if self.lat_window_ns != 0 {
                 log.win.flush(u64::MAX, self.lat_window_ns, |_, d, win| {
-                    write_mean_latency(w, at_ns / 1_000_000, d, win)
+                    write_mean_latency(w, at_ns / 1_000_000, d, win, oc)
                 })?;
             }
             w.flush()?;
         }
         let start = self.rate_win.end_ns.saturating_sub(self.rate_window_ns);
         let secs = at_ns.saturating_sub(start) as f64 / 1e9;
-        if secs > 0.0 && !self.rates_per_io {
+        if secs > 0.0 && !self.rates_per_io && !self.rates_whole_windows {
             let (bw, iops) = (&mut self.bw, &mut self.iops);
             let t = at_ns / 1_000_000;
             self.rate_win
                 .flush(u64::MAX, self.rate_window_ns, |_, d, win| {
-                    write_rates(bw, iops, t, d, win, secs)
+                    write_rates(bw, iops, t, d, win, secs, oc)
                 })?;
         }
         let mut files = Vec::new();
@@ -937,15 +945,32 @@ impl Logs {
     }
 }
 
+/// The columns after the direction in an averaged line: fio 3.33 logs a
+/// window's sample with block size 0, offset 0 (its column only with
+/// log_offset) and priority 0 (stat.c, __add_stat_to_log).
+fn averaged_tail(offset_column: bool) -> &'static str {
+    if offset_column {
+        "0, 0, 0"
+    } else {
+        "0, 0"
+    }
+}
+
 /// One averaged line of a latency log: the window's mean latency of
 /// direction `d`, stamped `t` ms.
-fn write_mean_latency(w: &mut LogWriter, t: u64, d: usize, win: &LogWindow) -> std::io::Result<()> {
+fn write_mean_latency(
+    w: &mut LogWriter,
+    t: u64,
+    d: usize,
+    win: &LogWindow,
+    offset_column: bool,
+) -> std::io::Result<()> {
     use std::io::Write;
     writeln!(
         w,
-        "{t}, {}, {d}, {}, 0, 0",
+        "{t}, {}, {d}, {}",
         win.lat_sum[d] / win.ops[d] as u128,
-        win.bs[d]
+        averaged_tail(offset_column)
     )
 }
 
@@ -956,15 +981,17 @@ fn write_rates(
     d: usize,
     win: &LogWindow,
     secs: f64,
+    offset_column: bool,
 ) -> std::io::Result<()> {
     use std::io::Write;
+    let tail = averaged_tail(offset_column);
     if let Some(w) = bw {
         let kib = (win.bytes[d] as f64 / 1024.0 / secs).round() as u64;
-        writeln!(w, "{t}, {kib}, {d}, {}, 0, 0", win.bs[d])?;
+        writeln!(w, "{t}, {kib}, {d}, {tail}")?;
     }
     if let Some(w) = iops {
         let n = (win.ops[d] as f64 / secs).round() as u64;
-        writeln!(w, "{t}, {n}, {d}, {}, 0, 0", win.bs[d])?;
+        writeln!(w, "{t}, {n}, {d}, {tail}")?;
     }
     Ok(())
 }
@@ -974,7 +1001,6 @@ impl LogWindow {
         self.ops[d] += 1;
         self.bytes[d] += bs;
         self.lat_sum[d] += lat as u128;
-        self.bs[d] = bs;
     }
 
     /// Writes (through `line(time_ms, direction, window)`) every window
@@ -987,14 +1013,14 @@ impl LogWindow {
         mut line: impl FnMut(u64, usize, &LogWindow) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
         while at_ns >= self.end_ns {
-            for d in 0..2 {
+            for d in 0..3 {
                 if self.ops[d] > 0 {
                     line(self.end_ns / 1_000_000, d, self)?;
                 }
             }
-            self.ops = [0; 2];
-            self.bytes = [0; 2];
-            self.lat_sum = [0; 2];
+            self.ops = [0; 3];
+            self.bytes = [0; 3];
+            self.lat_sum = [0; 3];
             if at_ns == u64::MAX {
                 return Ok(());
             }

@@ -319,3 +319,99 @@ fn a_device_without_size_is_moved_whole_once() {
     assert_eq!(w["io_bytes"], 2 << 20, "{v}");
     assert_eq!(w["total_ios"], 32, "{v}");
 }
+
+/// fio logs trims as direction 2 in its latency, bandwidth and IOPS logs
+/// (fio 3.33: a randtrim job on the falloc engine writes 64 lines of
+/// direction 2 to each; its slat log stays empty, the engine being
+/// synchronous). ringlab wrote no line for a trim.
+#[test]
+fn trims_are_logged_as_direction_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("tl");
+    std::fs::File::create(&f)
+        .unwrap()
+        .set_len(256 * 1024)
+        .unwrap();
+    let out = fio(
+        dir.path(),
+        &[
+            "--name=t",
+            "--filename=tl",
+            "--size=256k",
+            "--rw=randtrim",
+            "--bs=4k",
+            "--ioengine=falloc",
+            "--write_lat_log=t",
+            "--log_offset=1",
+            "--write_iops_log=t",
+            "--write_bw_log=t",
+        ],
+    );
+    assert_ok(&out);
+    let ios = lat_log_ios(&dir.path().join("t_lat.1.log"));
+    assert_eq!(ios.len(), 64, "{ios:?}");
+    assert!(
+        ios.iter().all(|&(d, bs, _)| d == 2 && bs == 4096),
+        "{ios:?}"
+    );
+    // The random map: each block punched once.
+    let mut offs: Vec<u64> = ios.iter().map(|&(_, _, o)| o).collect();
+    offs.sort_unstable();
+    assert_eq!(offs, (0..64).map(|b| b * 4096).collect::<Vec<_>>());
+    assert_eq!(lat_log_ios(&dir.path().join("t_clat.1.log")), ios);
+    let slat = std::fs::read_to_string(dir.path().join("t_slat.1.log")).unwrap();
+    assert!(slat.is_empty(), "{slat}");
+    for kind in ["iops", "bw"] {
+        let log = lat_log_ios(&dir.path().join(format!("t_{kind}.1.log")));
+        assert_eq!(log, ios, "{kind}");
+    }
+}
+
+/// fio's averaged logs (log_avg_msec): a window's line has block size 0,
+/// no offset column without log_offset, and priority 0
+/// (`500, 1904, 2, 0, 0`); the bandwidth and IOPS logs get whole windows
+/// only, while the latency log's last line closes the run (fio 3.33, a
+/// 1.2 s run with 500 ms windows: latency at 500, 1000 and 1200 ms,
+/// IOPS at 500 and 1000).
+#[test]
+fn averaged_logs_have_fios_columns_and_whole_rate_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("al");
+    std::fs::File::create(&f).unwrap().set_len(1 << 20).unwrap();
+    let out = fio(
+        dir.path(),
+        &[
+            "--name=a",
+            "--filename=al",
+            "--size=1m",
+            "--rw=randtrim",
+            "--bs=4k",
+            "--ioengine=falloc",
+            "--time_based",
+            "--runtime=700ms",
+            "--log_avg_msec=250",
+            "--write_lat_log=a",
+            "--write_iops_log=a",
+        ],
+    );
+    assert_ok(&out);
+    let lines = |kind: &str| -> Vec<Vec<u64>> {
+        std::fs::read_to_string(dir.path().join(format!("a_{kind}.1.log")))
+            .unwrap()
+            .lines()
+            .map(|l| l.split(", ").map(|x| x.trim().parse().unwrap()).collect())
+            .collect()
+    };
+    let lat = lines("lat");
+    let iops = lines("iops");
+    for l in lat.iter().chain(&iops) {
+        assert_eq!(l.len(), 5, "{l:?}");
+        assert_eq!(&l[2..], [2, 0, 0], "{l:?}");
+    }
+    let times = |v: &[Vec<u64>]| v.iter().map(|l| l[0]).collect::<Vec<_>>();
+    assert_eq!(times(&iops), [250, 500], "{iops:?}");
+    let t = times(&lat);
+    assert_eq!(t.len(), 3, "{lat:?}");
+    assert_eq!(t[..2], [250, 500]);
+    assert!(t[2] > 500 && t[2] <= 750, "{lat:?}");
+}
