@@ -1113,8 +1113,8 @@ struct Job<'a, E: Engine> {
     /// The engine submits each request in a system call of its own inside
     /// queue() (posixaio's aio_read, --submit-batch 1 with uring or
     /// libaio, fio's default in job files): each request gets its own
-    /// submission stamp right after that call, which is also the start of
-    /// the next (one clock read per request, beside a system call).
+    /// submission stamp right after that call, and the next its own start
+    /// stamp (two clock reads per request, beside a system call).
     stamp_each: bool,
     /// The engine counts its submissions (fio's IO depths "submit").
     engine_counts_submits: bool,
@@ -1750,7 +1750,12 @@ impl<E: Engine> Job<'_, E> {
                         self.failure = Some(e);
                         break;
                     }
-                    stamp = (self.plan.thinkcycles == 0).then_some(now);
+                    // The next request takes its own start stamp: this
+                    // one's end would put the work between them (this
+                    // completion's accounting and logs, the next draw and
+                    // buffer fill) into its latency, which fio's does not
+                    // hold (fio stamps each I/O after preparing it).
+                    stamp = None;
                 }
                 QueueStatus::Queued => {
                     if !verify_read {
@@ -1763,7 +1768,8 @@ impl<E: Engine> Job<'_, E> {
                     if self.stamp_each && self.coarse.is_none() {
                         let now = self.now_ns();
                         self.slots[slot as usize].submit_ns = now;
-                        stamp = Some(now);
+                        // Not the next request's start: see Completed.
+                        stamp = None;
                     } else {
                         self.just_queued.push(slot);
                     }
