@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_ok, fio, run_limited, BIN};
+use common::{assert_ok, fio, lat_log_ios, run_limited, BIN};
 use regex::Regex;
 use serde_json::Value;
 use std::path::Path;
@@ -262,10 +262,9 @@ fn the_random_map_reads_each_block_once_per_pass() {
         ],
     );
     assert_ok(&out);
-    let log = std::fs::read_to_string(d.join("r_lat.1.log")).unwrap();
-    let mut offsets: Vec<u64> = log
-        .lines()
-        .map(|l| l.split(", ").nth(4).unwrap().trim().parse().unwrap())
+    let mut offsets: Vec<u64> = lat_log_ios(&d.join("r_lat.1.log"))
+        .iter()
+        .map(|o| o.2)
         .collect();
     assert_eq!(offsets.len(), 64);
     offsets.sort_unstable();

@@ -395,15 +395,8 @@ fn averaged_logs_have_fios_columns_and_whole_rate_windows() {
         ],
     );
     assert_ok(&out);
-    let lines = |kind: &str| -> Vec<Vec<u64>> {
-        std::fs::read_to_string(dir.path().join(format!("a_{kind}.1.log")))
-            .unwrap()
-            .lines()
-            .map(|l| l.split(", ").map(|x| x.trim().parse().unwrap()).collect())
-            .collect()
-    };
-    let lat = lines("lat");
-    let iops = lines("iops");
+    let lat = log_rows(&dir.path().join("a_lat.1.log"));
+    let iops = log_rows(&dir.path().join("a_iops.1.log"));
     for l in lat.iter().chain(&iops) {
         assert_eq!(l.len(), 5, "{l:?}");
         assert_eq!(&l[2..], [2, 0, 0], "{l:?}");

@@ -296,12 +296,11 @@ fn fio_json_of(job: &Path) -> serde_json::Value {
 
 /// The lines of a fio log: (time_ms, value, direction, bs, offset).
 fn log_lines(path: &Path) -> Vec<[u64; 5]> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines()
-        .map(|l| {
-            let f: Vec<u64> = l.split(", ").map(|x| x.parse().unwrap()).collect();
-            assert_eq!(f.len(), 6, "{l}");
-            assert_eq!(f[5], 0, "{l}");
+    log_rows(path)
+        .into_iter()
+        .map(|f| {
+            assert_eq!(f.len(), 6, "{f:?}");
+            assert_eq!(f[5], 0, "{f:?}");
             [f[0], f[1], f[2], f[3], f[4]]
         })
         .collect()

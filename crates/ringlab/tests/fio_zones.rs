@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{assert_ok, fio};
+use common::{assert_ok, fio, lat_log_ios};
 use serde_json::Value;
 use std::path::Path;
 
@@ -13,23 +13,6 @@ fn tmp(name: &str) -> std::path::PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-/// (direction, offset, length) of every I/O in a per-I/O latency log
-/// written with log_offset=1.
-fn offsets(log: &Path) -> Vec<(u32, u64, u64)> {
-    std::fs::read_to_string(log)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let f: Vec<&str> = l.split(", ").collect();
-            (
-                f[2].trim().parse().unwrap(),
-                f[4].trim().parse().unwrap(),
-                f[3].trim().parse().unwrap(),
-            )
-        })
-        .collect()
 }
 
 fn share(offs: &[u64], lo: u64, hi: u64) -> f64 {
@@ -58,9 +41,9 @@ fn zoned_distribution_puts_each_share_of_accesses_in_its_range() {
         ],
     );
     assert_ok(&out);
-    let offs: Vec<u64> = offsets(&d.join("z_lat.1.log"))
+    let offs: Vec<u64> = lat_log_ios(&d.join("z_lat.1.log"))
         .iter()
-        .map(|o| o.1)
+        .map(|o| o.2)
         .collect();
     assert_eq!(offs.len(), 20000);
     for (lo, hi, want) in [(0, 5, 0.5), (5, 20, 0.3), (20, 100, 0.2)] {
@@ -91,9 +74,9 @@ fn zoned_distribution_puts_each_share_of_accesses_in_its_range() {
         ],
     );
     assert_ok(&out);
-    let all = offsets(&d.join("a_lat.1.log"));
-    let reads: Vec<u64> = all.iter().filter(|o| o.0 == 0).map(|o| o.1).collect();
-    let writes: Vec<u64> = all.iter().filter(|o| o.0 == 1).map(|o| o.1).collect();
+    let all = lat_log_ios(&d.join("a_lat.1.log"));
+    let reads: Vec<u64> = all.iter().filter(|o| o.0 == 0).map(|o| o.2).collect();
+    let writes: Vec<u64> = all.iter().filter(|o| o.0 == 1).map(|o| o.2).collect();
     assert!(reads.len() > 4000 && writes.len() > 4000);
     let s = share(&reads, 0, 1 << 20);
     assert!((s - 0.75).abs() < 0.02, "reads in the first 1m: {s:.3}");
@@ -133,16 +116,16 @@ fn blockalign_puts_every_random_offset_on_its_boundary() {
         ],
     );
     assert_ok(&out);
-    let all = offsets(&d.join("b_lat.1.log"));
+    let all = lat_log_ios(&d.join("b_lat.1.log"));
     assert!(all.len() > 1000);
-    assert!(all.iter().all(|o| o.1 % 4096 == 0), "an offset off 4k");
+    assert!(all.iter().all(|o| o.2 % 4096 == 0), "an offset off 4k");
     assert!(
-        all.iter().all(|o| o.1 + o.2 <= 8 << 20),
+        all.iter().all(|o| o.2 + o.1 <= 8 << 20),
         "an I/O past the region"
     );
     // Sizes below the alignment still occur: the I/O is short, its start
     // aligned.
-    assert!(all.iter().any(|o| o.2 == 512));
+    assert!(all.iter().any(|o| o.1 == 512));
     // An alignment that is not a multiple of the smallest size is refused.
     let out = fio(
         &d,
@@ -183,9 +166,9 @@ fn strided_zones_read_zonesize_bytes_per_zone_then_skip() {
         ],
     );
     assert_ok(&out);
-    let offs: Vec<u64> = offsets(&d.join("s_lat.1.log"))
+    let offs: Vec<u64> = lat_log_ios(&d.join("s_lat.1.log"))
         .iter()
-        .map(|o| o.1)
+        .map(|o| o.2)
         .collect();
     assert_eq!(offs.len(), 128);
     let mb = 1u64 << 20;
@@ -214,9 +197,9 @@ fn strided_zones_read_zonesize_bytes_per_zone_then_skip() {
         ],
     );
     assert_ok(&out);
-    let offs: Vec<u64> = offsets(&d.join("r_lat.1.log"))
+    let offs: Vec<u64> = lat_log_ios(&d.join("r_lat.1.log"))
         .iter()
-        .map(|o| o.1)
+        .map(|o| o.2)
         .collect();
     assert_eq!(offs.len(), 128);
     for (i, chunk) in offs.chunks(16).enumerate() {

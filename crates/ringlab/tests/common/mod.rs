@@ -363,6 +363,19 @@ pub fn fio(dir: &Path, args: &[&str]) -> Output {
     run_limited(cmd)
 }
 
+/// Every line of a fio log (latency, bandwidth, IOPS) as its numbers, in
+/// the log's order.
+pub fn log_rows(path: &Path) -> Vec<Vec<u64>> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .map(|l| {
+            l.split(", ")
+                .map(|x| x.trim().parse().unwrap_or_else(|e| panic!("{l}: {e}")))
+                .collect()
+        })
+        .collect()
+}
+
 /// (direction, length, offset) of each I/O in a fio latency log written
 /// with log_offset=1, in the log's order.
 pub fn lat_log_ios(path: &Path) -> Vec<(u32, u64, u64)> {
