@@ -555,12 +555,11 @@ pub struct LogPlan {
     pub avg_msec: u64,
     /// Write the offset column (fio's log_offset; ringlab io: always).
     pub offset: bool,
-    /// Bandwidth and IOPS logs per I/O (fio without log_avg_msec).
-    pub rates_per_io: bool,
-    /// fio's averaged bandwidth and IOPS logs: only whole windows are
-    /// written (fio writes them at each window's end; the run's last,
-    /// partial window is not logged). `ringlab io` writes that one too.
-    pub rates_whole_windows: bool,
+    /// fio's bandwidth and IOPS logs (`ringlab fio`): a line per I/O
+    /// without log_avg_msec; with it only whole windows (fio writes them at
+    /// each window's end, so the run's last, partial window is not logged;
+    /// `ringlab io` writes that one too).
+    pub fio_rates: bool,
     /// --write-hist-log, its window and coarseness.
     pub hist: Option<String>,
     pub hist_msec: u64,
@@ -834,8 +833,7 @@ impl IoPlan {
             || args.write_hist_log.is_some())
         .then(|| LogPlan {
             hist: args.write_hist_log.clone(),
-            rates_per_io: args.log_rates_per_io && args.log_avg_msec == 0,
-            rates_whole_windows: args.log_rates_per_io,
+            fio_rates: args.log_rates_per_io,
             hist_msec: args.log_hist_msec,
             hist_coarseness: args.log_hist_coarseness,
             lat: args.write_lat_log.clone(),

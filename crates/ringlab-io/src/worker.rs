@@ -708,8 +708,8 @@ struct Logs {
     offset_column: bool,
     /// Bandwidth and IOPS lines per I/O (fio without log_avg_msec).
     rates_per_io: bool,
-    /// The last, partial rate window is not written (fio's logs).
-    rates_whole_windows: bool,
+    /// fio's rate logs: the last, partial window is not written.
+    fio_rates: bool,
     /// --write-hist-log.
     hist: Option<HistLog>,
     bw: Option<LogWriter>,
@@ -822,8 +822,8 @@ impl Logs {
             lat,
             hist,
             offset_column: plan.offset,
-            rates_per_io: plan.rates_per_io,
-            rates_whole_windows: plan.rates_whole_windows,
+            rates_per_io: plan.fio_rates && plan.avg_msec == 0,
+            fio_rates: plan.fio_rates,
             bw: files.bw.map(buffered),
             iops: files.iops.map(buffered),
             lat_window_ns: avg,
@@ -912,7 +912,7 @@ impl Logs {
 
     /// The end of the job: the windows still open are written (their
     /// rates over the time they covered; for fio's rate logs only whole
-    /// windows, see `rates_whole_windows`), and the files flushed.
+    /// windows, see `fio_rates`), and the files flushed.
     fn finish(mut self, at_ns: u64) -> std::io::Result<Vec<NewFile>> {
         use std::io::Write;
         let oc = self.offset_column;
@@ -927,7 +927,9 @@ impl Logs {
         }
         let start = self.rate_win.end_ns.saturating_sub(self.rate_window_ns);
         let secs = at_ns.saturating_sub(start) as f64 / 1e9;
-        if secs > 0.0 && !self.rates_per_io && !self.rates_whole_windows {
+        // Per-I/O rate lines (which only fio's rate logs write) leave no
+        // window open.
+        if secs > 0.0 && !self.fio_rates {
             let (bw, iops) = (&mut self.bw, &mut self.iops);
             let t = at_ns / 1_000_000;
             self.rate_win
