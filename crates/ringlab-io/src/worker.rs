@@ -17,7 +17,7 @@ use ringlab_core::clock::Clock;
 use ringlab_core::cpus::pin_to_cpu;
 use ringlab_core::files::NewFile;
 use ringlab_kstat::ThreadUsage;
-use ringlab_stats::{IntervalRecorder, ThreadMeasurements};
+use ringlab_stats::{IntervalRecorder, IoDepths, ThreadMeasurements};
 use std::collections::HashSet;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -261,7 +261,8 @@ pub fn run_job<E: Engine>(
             (r + plan.ramp.unwrap_or_default()).as_nanos() as u64
         }),
         measure_from_ns: 0,
-        pace: paced.then(|| Pace {
+        pace: paced.then(|| {
+            Box::new(Pace {
             period_ns: plan.pace_ns,
             due_ns: [0.0; 2],
             per_byte: plan.pace_per_byte,
@@ -270,30 +271,37 @@ pub fn run_job<E: Engine>(
                 .regulation
                 .poisson
                 .map(|seeds| crate::regulate::PoissonGaps::new(seeds, ctx.job)),
+            })
         }),
-        flow,
+        flow: flow.map(Box::new),
         flow_wait: false,
-        sync: plan.sync_every.map(|every| SyncState {
-            every,
-            since: 0,
-            due: false,
+        sync: plan.sync_every.map(|every| {
+            Box::new(SyncState {
+                every,
+                since: 0,
+                due: false,
+            })
         }),
         issued_ios: 0,
         io_errors: 0,
         first_io_error: None,
-        think: plan.thinktime.map(|plan| ThinkState {
-            plan,
-            since: 0,
-            due: false,
+        think: plan.thinktime.map(|plan| {
+            Box::new(ThinkState {
+                plan,
+                since: 0,
+                due: false,
+            })
         }),
         logs,
-        intervals: plan.status_interval.map(|d| Intervals {
-            period_ns: d.as_nanos() as u64,
-            next_cut_ns: d.as_nanos() as u64,
-            current: IntervalRecorder::default(),
-            done: Vec::new(),
-            cap: intervals_kept(plan.numjobs),
-            dropped: 0,
+        intervals: plan.status_interval.map(|d| {
+            Box::new(Intervals {
+                period_ns: d.as_nanos() as u64,
+                next_cut_ns: d.as_nanos() as u64,
+                current: IntervalRecorder::default(),
+                done: Vec::new(),
+                cap: intervals_kept(plan.numjobs),
+                dropped: 0,
+            })
         }),
         workload: Workload::with_sizes(
             plan.rw,
@@ -341,7 +349,7 @@ pub fn run_job<E: Engine>(
         failure: None,
         verify: plan
             .verify
-            .then(|| VerifyState::new(&plan, ctx.job, first, count)),
+            .then(|| Box::new(VerifyState::new(&plan, ctx.job, first, count))),
         fio_verify: plan
             .fio_verify
             .as_ref()
@@ -371,12 +379,20 @@ pub fn run_job<E: Engine>(
                 plan.iodepth,
             ))
         }),
-        stage_log: plan.stage_latencies().then(|| StageLog {
-            requests: Vec::with_capacity(1 << 16),
-            clock_zero_mono_ns: 0,
-            full: false,
+        stage_log: plan.stage_latencies().then(|| {
+            Box::new(StageLog {
+                requests: Vec::with_capacity(1 << 16),
+                clock_zero_mono_ns: 0,
+                full: false,
+            })
         }),
         clock: Clock::start_mono(),
+        stop: &ctx.stop,
+        progress: &ctx.progress,
+        io_size_limit: plan.io_size.unwrap_or(u64::MAX),
+        number_ios_limit: plan.number_ios.unwrap_or(u64::MAX),
+        bs: plan.bs,
+        io_depths: IoDepths::default(),
         ctx: &ctx,
         plan: &plan,
         engine,
@@ -512,7 +528,7 @@ pub fn run_job<E: Engine>(
         cpu,
         measurements: job.measurements,
         warnings,
-        stages: job.stage_log.take(),
+        stages: job.stage_log.take().map(|b| *b),
     })
 }
 
@@ -1049,8 +1065,42 @@ struct SyncState {
     due: bool,
 }
 
+/// One job's state. `repr(C)` keeps the fields in this order: what every
+/// request reads or writes first, in a few cache lines (after each system
+/// call the kernel's work has evicted much of the cache, and at depth 1 on
+/// zram every line touched per request was a miss: a 4.6 KB struct with
+/// these fields spread over it cost about as much user time as the
+/// submission path); then one pointer per option a run may not use, so
+/// their checks read one line; then the engine (dropped before the
+/// buffers it uses), the workload and the buffers; then what only the
+/// job's end reads.
+#[repr(C)]
 struct Job<'a, E: Engine> {
     fd: i32,
+    inflight: u32,
+    /// The engine submits each request in a system call of its own inside
+    /// queue() (posixaio's aio_read, --submit-batch 1 with uring or
+    /// libaio, fio's default in job files): each request gets its own
+    /// submission stamp right after that call, and the next its own start
+    /// stamp (two clock reads per request, beside a system call).
+    stamp_each: bool,
+    /// The engine counts its submissions (fio's IO depths "submit").
+    engine_counts_submits: bool,
+    /// Ahead of its flow share with flow_sleep: the I/O in flight completes
+    /// first (fio's quiesce), then the job sleeps.
+    flow_wait: bool,
+    ops: u64,
+    /// I/Os issued (for --number-ios).
+    issued_ios: u64,
+    issued_bytes: u64,
+    /// --io-size and --number-ios as bounds (`u64::MAX`: none).
+    io_size_limit: u64,
+    number_ios_limit: u64,
+    /// The plan's block size (offsets are blocks of it).
+    bs: u64,
+    /// Bytes added to every offset: the job's region start less whole
+    /// blocks (fio's offset and offset_increment; 0 by default).
+    shift: u64,
     /// --ramp-time: the job clock's time when measuring starts; 0 once it
     /// has (or without a ramp).
     ramp_end_ns: u64,
@@ -1061,43 +1111,66 @@ struct Job<'a, E: Engine> {
     /// real-time policy (`chrt -f`) a job that never blocks (NOPs, a
     /// page-cache-hot read) keeps the runner's thread off its CPU forever.
     end_ns: u64,
-    pace: Option<Pace>,
-    /// fio's flow: this job's share of its flow_id's I/O.
-    flow: Option<crate::regulate::FlowState>,
-    /// Ahead of its flow share with flow_sleep: the I/O in flight completes
-    /// first (fio's quiesce), then the job sleeps.
-    flow_wait: bool,
-    sync: Option<SyncState>,
-    /// I/Os issued (for --number-ios).
-    issued_ios: u64,
-    /// fio's continue_on_error: I/O errors counted and gone on after, and
-    /// the first of them.
-    io_errors: u64,
-    first_io_error: Option<String>,
-    think: Option<ThinkState>,
-    intervals: Option<Intervals>,
-    logs: Option<Box<Logs>>,
-    workload: Workload,
-    slots: Vec<SlotState>,
-    free: Vec<u32>,
-    inflight: u32,
-    /// An I/O drawn from the workload but not issued yet (engine busy, or
-    /// its block is in flight under --verify).
-    pending: Option<NextIo>,
-    issued_bytes: u64,
+    clock: Clock,
+    /// The runner's stop flag and this job's progress counters (`ctx`'s,
+    /// without the pointer chase).
+    stop: &'a AtomicBool,
+    progress: &'a JobProgress,
+    ctx: &'a JobContext,
+    plan: &'a IoPlan,
     /// The first failed completion or verify mismatch: no more I/O is
     /// issued, what is in flight is reaped, then the job ends with it.
     failure: Option<anyhow::Error>,
-    verify: Option<VerifyState>,
+    /// An I/O drawn from the workload but not issued yet (engine busy, or
+    /// its block is in flight under --verify).
+    pending: Option<NextIo>,
+    /// --gtod-reduce: the clock of the last read, taken once every
+    /// [`COARSE_EVERY`] completions instead of per loop turn; `None`: every
+    /// I/O is timed.
+    coarse: Option<Coarse>,
+    slots: Vec<SlotState>,
+    free: Vec<u32>,
+    /// Slots queued in this loop turn: their submission stamp is taken
+    /// once the turn's batch is committed (capacity: the depth, so it
+    /// never grows).
+    just_queued: Vec<u32>,
+    /// Completions measured but not yet in `measurements` (runs of equal
+    /// latencies, at most [`UNRECORDED_RUNS`]).
+    unrecorded: Vec<Unrecorded>,
+    /// fio's "IO depths" counts, moved into `measurements` when the job
+    /// ends.
+    io_depths: IoDepths,
+    // What an option adds, one pointer each (None when unused).
+    pace: Option<Box<Pace>>,
+    /// fio's flow: this job's share of its flow_id's I/O.
+    flow: Option<Box<crate::regulate::FlowState>>,
+    sync: Option<Box<SyncState>>,
+    think: Option<Box<ThinkState>>,
+    verify: Option<Box<VerifyState>>,
     /// fio's verify= (its block format, backlog and read-back phase).
     fio_verify: Option<Box<crate::fio_verify::VerifyRun>>,
     /// fio's dedupe/compress buffer contents.
     fio_fill: Option<Box<crate::fio_buffers::BufferFill>>,
     /// fio's per-request priorities.
     fio_prio: Option<Box<crate::fio_prio::PrioRun>>,
-    /// Bytes added to every offset: the job's region start less whole
-    /// blocks (fio's offset and offset_increment; 0 by default).
-    shift: u64,
+    /// fio's latency_target: this thread's queue-depth search.
+    lat_target: Option<Box<crate::lat_target::LatTarget>>,
+    logs: Option<Box<Logs>>,
+    /// `--evidence stages` on io_uring: the requests' issue and reap times.
+    stage_log: Option<Box<StageLog>>,
+    intervals: Option<Box<Intervals>>,
+    /// fio's ss=: the bytes completed, published beside `ops`; `None`
+    /// (nothing published) unless a steady-state sampler asked.
+    live_bytes: Option<u64>,
+    // The engine is declared (and so dropped) before the buffers it uses.
+    engine: E,
+    workload: Workload,
+    buffers: BufferPool,
+    // Read when the job ends.
+    /// fio's continue_on_error: I/O errors counted and gone on after, and
+    /// the first of them.
+    io_errors: u64,
+    first_io_error: Option<String>,
     /// How a fill_device job ended (the file system or device full).
     filled: Option<String>,
     /// fio's fill_device: the writes issued that did not complete in full
@@ -1109,39 +1182,6 @@ struct Job<'a, E: Engine> {
     /// error that ended it.
     job_failed: Option<String>,
     measurements: ThreadMeasurements,
-    /// Completions measured but not yet in `measurements` (runs of equal
-    /// latencies, at most [`UNRECORDED_RUNS`]).
-    unrecorded: Vec<Unrecorded>,
-    /// The engine submits each request in a system call of its own inside
-    /// queue() (posixaio's aio_read, --submit-batch 1 with uring or
-    /// libaio, fio's default in job files): each request gets its own
-    /// submission stamp right after that call, and the next its own start
-    /// stamp (two clock reads per request, beside a system call).
-    stamp_each: bool,
-    /// The engine counts its submissions (fio's IO depths "submit").
-    engine_counts_submits: bool,
-    /// --gtod-reduce: the clock of the last read, taken once every
-    /// [`COARSE_EVERY`] completions instead of per loop turn; `None`: every
-    /// I/O is timed.
-    coarse: Option<Coarse>,
-    /// Slots queued in this loop turn: their submission stamp is taken
-    /// once the turn's batch is committed (capacity: the depth, so it
-    /// never grows).
-    just_queued: Vec<u32>,
-    ops: u64,
-    /// fio's ss=: the bytes completed, published beside `ops`; `None`
-    /// (nothing published) unless a steady-state sampler asked.
-    live_bytes: Option<u64>,
-    /// fio's latency_target: this thread's queue-depth search.
-    lat_target: Option<Box<crate::lat_target::LatTarget>>,
-    /// `--evidence stages` on io_uring: the requests' issue and reap times.
-    stage_log: Option<StageLog>,
-    clock: Clock,
-    ctx: &'a JobContext,
-    plan: &'a IoPlan,
-    // The engine is declared (and so dropped) before the buffers it uses.
-    engine: E,
-    buffers: BufferPool,
 }
 
 impl<E: Engine> Job<'_, E> {
@@ -1169,22 +1209,17 @@ impl<E: Engine> Job<'_, E> {
         }
     }
 
-    fn may_issue(&self) -> bool {
-        if let Some(v) = self.fio_verify.as_ref().filter(|v| v.phase) {
+    #[inline]
+    fn may_issue<const PLAIN: bool>(&self) -> bool {
+        if let Some(v) = self.fio_verify.as_ref().filter(|v| !PLAIN && v.phase) {
             return self.failure.is_none()
-                && !self.ctx.stop.load(Ordering::Relaxed)
+                && !self.stop.load(Ordering::Relaxed)
                 && (!v.queue.is_empty() || self.pending.is_some());
         }
         self.failure.is_none()
-            && !self.ctx.stop.load(Ordering::Relaxed)
-            && self
-                .plan
-                .io_size
-                .is_none_or(|limit| self.issued_bytes < limit)
-            && self
-                .plan
-                .number_ios
-                .is_none_or(|limit| self.issued_ios < limit)
+            && !self.stop.load(Ordering::Relaxed)
+            && self.issued_bytes < self.io_size_limit
+            && self.issued_ios < self.number_ios_limit
             // fio's random map rules can end a job early (ringlab fio); an
             // I/O already handed out (waiting for its due time) still goes.
             && (!self.workload.ended() || self.pending.is_some())
@@ -1203,6 +1238,7 @@ impl<E: Engine> Job<'_, E> {
         self.unrecorded.clear();
         self.measurements = ThreadMeasurements::default();
         self.measurements.syncs = syncs;
+        self.io_depths = IoDepths::default();
         // The ramp's submissions too.
         let _ = self.engine.take_submit_counts();
         self.issued_bytes = 0;
@@ -1229,7 +1265,7 @@ impl<E: Engine> Job<'_, E> {
         const MAX_SLEEP_NS: u64 = 10_000_000;
         loop {
             let now = self.now_ns();
-            if now >= until_ns || self.ctx.stop.load(Ordering::Relaxed) {
+            if now >= until_ns || self.stop.load(Ordering::Relaxed) {
                 return;
             }
             let left = until_ns - now;
@@ -1270,14 +1306,14 @@ impl<E: Engine> Job<'_, E> {
             plan.total_ns = ns;
         }
         let start = self.now_ns();
-        while self.now_ns() < start + plan.spin_ns && !self.ctx.stop.load(Ordering::Relaxed) {
+        while self.now_ns() < start + plan.spin_ns && !self.stop.load(Ordering::Relaxed) {
             std::hint::spin_loop();
         }
         self.sleep_until(start + plan.total_ns);
         // A pause that reaches the end of the runtime ends the job before
         // another I/O, as fio checks its runtime before each one.
         if self.now_ns() >= self.end_ns {
-            self.ctx.stop.store(true, Ordering::Relaxed);
+            self.stop.store(true, Ordering::Relaxed);
         }
         if self.plan.regulation.rate_ignore_thinktime {
             let slept_us = (self.now_ns() - start) / 1000;
@@ -1354,7 +1390,11 @@ impl<E: Engine> Job<'_, E> {
         self.engine_counts_submits = self.engine.take_submit_counts().is_some();
         // The plan checked --clocksource cpu; Auto falls back on its own.
         self.clock = Clock::start(self.plan.job_clock()).map_err(|e| anyhow::anyhow!(e))?;
-        let mut r = self.run_loop();
+        let mut r = if self.is_plain() {
+            self.run_loop::<true>()
+        } else {
+            self.run_loop::<false>()
+        };
         if let Err(e) = &r {
             if let Some(f) = e.downcast_ref::<crate::fill_device::FilledUp>() {
                 // Not a failure; as in fio, no read-back follows.
@@ -1369,32 +1409,61 @@ impl<E: Engine> Job<'_, E> {
         // fio's do_verify: the writes done, every block written is read
         // back and checked, measured as reads (as fio counts them).
         if r.is_ok()
-            && !self.ctx.stop.load(Ordering::Relaxed)
+            && !self.stop.load(Ordering::Relaxed)
             && self.filled.is_none()
             && self.job_failed.is_none()
             && self.fio_verify.as_mut().is_some_and(|v| v.start_phase())
         {
-            r = self.run_loop();
+            r = self.run_loop::<false>();
         }
         if let Some(v) = &self.fio_verify {
             self.measurements.verified_blocks = Some(v.verified);
         }
         self.flush_recorded();
         if let Some(c) = self.engine.take_submit_counts() {
-            self.measurements.io_depths.add_submits(&c);
+            self.io_depths.add_submits(&c);
         }
+        self.measurements.io_depths = self.io_depths;
         r
     }
 
-    fn run_loop(&mut self) -> Result<()> {
+    /// Whether the run uses none of the options that act per request
+    /// (pacing, flow, syncs, think time, verify, buffer contents,
+    /// priorities, latency target, logs, stages, intervals, live bytes,
+    /// --gtod-reduce, think cycles): then the loop is compiled without
+    /// their checks ([`Job::run_loop`] with `PLAIN`).
+    fn is_plain(&self) -> bool {
+        self.pace.is_none()
+            && self.flow.is_none()
+            && self.sync.is_none()
+            && self.think.is_none()
+            && self.verify.is_none()
+            && self.fio_verify.is_none()
+            && self.fio_fill.is_none()
+            && self.fio_prio.is_none()
+            && self.lat_target.is_none()
+            && self.logs.is_none()
+            && self.stage_log.is_none()
+            && self.intervals.is_none()
+            && self.live_bytes.is_none()
+            && self.coarse.is_none()
+            && self.plan.thinkcycles == 0
+    }
+
+    /// The job's loop. `PLAIN` (see [`Job::is_plain`]): none of the
+    /// per-request options is set, and their checks are compiled out, so
+    /// a request runs through less code (after each system call the
+    /// kernel's work has evicted much of the instruction cache, and every
+    /// line of code a request runs through is fetched again).
+    fn run_loop<const PLAIN: bool>(&mut self) -> Result<()> {
         let mut completions: Vec<Completion> = Vec::with_capacity(self.slots.len());
         loop {
-            let queued = self.fill()?;
+            let queued = self.fill::<PLAIN>()?;
             if queued > 0 {
                 // fio's "IO depths": the depth these went out at, and the
                 // submission that handed them over (one call each where
                 // each request is submitted on its own).
-                let d = &mut self.measurements.io_depths;
+                let d = &mut self.io_depths;
                 d.issued(self.inflight, u64::from(queued));
                 if !self.engine_counts_submits {
                     if self.stamp_each {
@@ -1414,7 +1483,7 @@ impl<E: Engine> Job<'_, E> {
                 // also waits, inside reap(): this stamp is taken right
                 // before that call. One clock read per loop turn; none
                 // under --gtod-reduce.
-                if self.coarse.is_none() {
+                if PLAIN || self.coarse.is_none() {
                     let now = self.now_ns();
                     for &slot in &self.just_queued {
                         self.slots[slot as usize].submit_ns = now;
@@ -1425,7 +1494,7 @@ impl<E: Engine> Job<'_, E> {
             if self.inflight > 0 {
                 // Ending (stopped or failed) and a second interrupt came:
                 // stop waiting for what is in flight; the caller abandons it.
-                if (self.failure.is_some() || self.ctx.stop.load(Ordering::Relaxed))
+                if (self.failure.is_some() || self.stop.load(Ordering::Relaxed))
                     && ringlab_core::gate::signals_received() >= 2
                 {
                     return match self.failure.take() {
@@ -1435,23 +1504,30 @@ impl<E: Engine> Job<'_, E> {
                 }
                 completions.clear();
                 self.engine.reap(1, &mut completions)?;
-                self.measurements
-                    .io_depths
-                    .completed(completions.len() as u32);
-                let now = self.completed_at(completions.len() as u32);
+                self.io_depths.completed(completions.len() as u32);
+                let now = if PLAIN {
+                    self.now_ns()
+                } else {
+                    self.completed_at(completions.len() as u32)
+                };
                 for c in &completions {
                     // A completion thread stamps the moment it saw the
                     // completion; the latency ends there, not here.
                     let at = c.seen.map_or(now, |t| self.clock.since_zero(t));
-                    self.finish(c.slot, c.result, at);
+                    self.finish::<PLAIN>(c.slot, c.result, at);
                 }
             } else if let Some(failure) = self.failure.take() {
                 return Err(failure);
-            } else if !self.may_issue() {
+            } else if !self.may_issue::<PLAIN>() {
                 // As in fio, a sync owed after the last N writes is not
                 // made when nothing more is issued (fio's end_fsync).
                 return Ok(());
-            } else if let Some(until) = self.pace.as_mut().and_then(|p| p.wait_until.take()) {
+            } else if let Some(until) = self
+                .pace
+                .as_mut()
+                .filter(|_| !PLAIN)
+                .and_then(|p| p.wait_until.take())
+            {
                 self.sleep_until(until);
             } else if queued == 0 && self.pending.is_some() {
                 bail!("the engine refused a request with nothing in flight");
@@ -1463,7 +1539,7 @@ impl<E: Engine> Job<'_, E> {
     /// free again whatever the result; a failure is kept (the first one)
     /// and ends the job once nothing is in flight.
     #[inline]
-    fn finish(&mut self, slot: u32, result: i64, now_ns: u64) {
+    fn finish<const PLAIN: bool>(&mut self, slot: u32, result: i64, now_ns: u64) {
         self.inflight -= 1;
         if self.failure.is_some() {
             // fio's fill_device: what was in flight when the space ran
@@ -1471,12 +1547,12 @@ impl<E: Engine> Job<'_, E> {
             let filled = self.failure.as_ref().is_some_and(|f| {
                 f.is::<crate::fill_device::FilledUp>() || f.is::<crate::job_error::JobFailed>()
             });
-            if !filled || self.complete(slot, result, now_ns).is_err() {
+            if !filled || self.complete::<PLAIN>(slot, result, now_ns).is_err() {
                 self.release(slot);
             }
             return;
         }
-        if let Err(e) = self.complete(slot, result, now_ns) {
+        if let Err(e) = self.complete::<PLAIN>(slot, result, now_ns) {
             self.release(slot);
             self.failure = Some(e);
         }
@@ -1540,7 +1616,7 @@ impl<E: Engine> Job<'_, E> {
         let ops = self.ops;
         if let Some(t) = &mut self.lat_target {
             if t.check(now_ns, ops) == crate::lat_target::Step::Done {
-                self.ctx.stop.store(true, Ordering::Relaxed);
+                self.stop.store(true, Ordering::Relaxed);
             }
         }
     }
@@ -1563,17 +1639,17 @@ impl<E: Engine> Job<'_, E> {
     /// of one request is the start of the next, unless think time lies
     /// between them.
     #[inline]
-    fn fill(&mut self) -> Result<u32> {
+    fn fill<const PLAIN: bool>(&mut self) -> Result<u32> {
         let mut queued = 0;
         let mut stamp: Option<u64> = None;
         while let Some(&slot) = self.free.last() {
-            if !self.may_issue() {
+            if !self.may_issue::<PLAIN>() {
                 break;
             }
-            if self.lat_target.is_some() && !self.lat_gate() {
+            if !PLAIN && self.lat_target.is_some() && !self.lat_gate() {
                 break;
             }
-            if self.sync.as_ref().is_some_and(|s| s.due) {
+            if !PLAIN && self.sync.as_ref().is_some_and(|s| s.due) {
                 if self.inflight > 0 {
                     break;
                 }
@@ -1581,7 +1657,7 @@ impl<E: Engine> Job<'_, E> {
                 // The next I/O starts after the sync, not before it.
                 stamp = None;
             }
-            if self.think.as_ref().is_some_and(|t| t.due) {
+            if !PLAIN && self.think.as_ref().is_some_and(|t| t.due) {
                 // fio's thinktime: the I/O in flight completes first, and
                 // the pause is in no I/O's latency.
                 if self.inflight > 0 {
@@ -1589,11 +1665,11 @@ impl<E: Engine> Job<'_, E> {
                 }
                 self.do_think();
                 stamp = None;
-                if !self.may_issue() {
+                if !self.may_issue::<PLAIN>() {
                     break;
                 }
             }
-            if self.pending.is_none() && self.flow.is_some() {
+            if !PLAIN && self.pending.is_none() && self.flow.is_some() {
                 match self.flow_gate() {
                     FlowGate::Go => {}
                     FlowGate::Reap => break,
@@ -1605,6 +1681,7 @@ impl<E: Engine> Job<'_, E> {
             }
             let (io, log_read) = match self.pending.take() {
                 Some(io) => (io, false),
+                None if PLAIN => (self.workload.next_io(), false),
                 None => match self.fio_verify.as_mut().and_then(|v| v.next_read()) {
                     Some((block, len)) => (
                         NextIo {
@@ -1631,7 +1708,7 @@ impl<E: Engine> Job<'_, E> {
                 // SAFETY: a valid fd; fadvise only drops clean cached pages.
                 unsafe { libc::posix_fadvise(self.fd, 0, 0, libc::POSIX_FADV_DONTNEED) };
             }
-            if let Some(v) = &self.verify {
+            if let Some(v) = self.verify.as_ref().filter(|_| !PLAIN) {
                 if v.inflight_blocks.contains(&io.block) {
                     self.pending = Some(io);
                     break;
@@ -1641,7 +1718,7 @@ impl<E: Engine> Job<'_, E> {
             // starts its latency at its due time, however late it leaves.
             let mut due_start: Option<u64> = None;
             let mut poisson_undo = None;
-            if let Some(p) = &mut self.pace {
+            if let Some(p) = self.pace.as_mut().filter(|_| !PLAIN) {
                 let d = io.dir.size_index();
                 if let Some(period) = p.period_ns[d] {
                     let period = if p.per_byte {
@@ -1667,7 +1744,7 @@ impl<E: Engine> Job<'_, E> {
                 }
             }
             self.free.pop();
-            if io.dir == Dir::Write {
+            if !PLAIN && io.dir == Dir::Write {
                 // fio's rule: after every N writes issued, a sync before
                 // the next I/O (the writes in flight complete first).
                 if let Some(sy) = &mut self.sync {
@@ -1675,9 +1752,9 @@ impl<E: Engine> Job<'_, E> {
                     sy.due |= sy.since >= sy.every.writes;
                 }
             }
-            let offset = io.block * self.plan.bs + self.shift;
+            let offset = io.block * self.bs + self.shift;
             let len = io.len;
-            if io.dir == Dir::Write {
+            if !PLAIN && io.dir == Dir::Write {
                 if let Some(v) = &mut self.verify {
                     let generation = v.rng.next_u64();
                     verify::stamp(self.buffers.slot_mut(slot), offset, generation);
@@ -1698,7 +1775,8 @@ impl<E: Engine> Job<'_, E> {
                     v.numberio = v.numberio.wrapping_add(1);
                 }
             }
-            let start_ns = match (due_start.or(stamp), &self.coarse) {
+            let coarse = if PLAIN { &None } else { &self.coarse };
+            let start_ns = match (due_start.or(stamp), coarse) {
                 (Some(t), _) => t,
                 // Not timed: the start only tells the ramp from the run.
                 (None, Some(c)) => c.now_ns,
@@ -1719,12 +1797,14 @@ impl<E: Engine> Job<'_, E> {
                 high_prio: false,
                 log_read,
             };
-            let (ioprio, high_prio) = match &mut self.fio_prio {
+            let (ioprio, high_prio) = match self.fio_prio.as_mut().filter(|_| !PLAIN) {
                 Some(p) => p.pick((io.dir == Dir::Write) as usize, len as u64),
                 None => (0, false),
             };
-            self.slots[slot as usize].ioprio = ioprio;
-            self.slots[slot as usize].high_prio = high_prio;
+            if !PLAIN {
+                self.slots[slot as usize].ioprio = ioprio;
+                self.slots[slot as usize].high_prio = high_prio;
+            }
             let req = IoRequest {
                 slot,
                 dir: io.dir,
@@ -1741,13 +1821,19 @@ impl<E: Engine> Job<'_, E> {
                     }
                     // As fio's synchronous engines: depth 1, one request
                     // per submission and per completion.
-                    let d = &mut self.measurements.io_depths;
+                    let d = &mut self.io_depths;
                     d.issued(1, 1);
                     d.submitted(1);
                     d.completed(1);
-                    self.count_think();
-                    let now = self.completed_at(1);
-                    if let Err(e) = self.complete(slot, result, now) {
+                    if !PLAIN {
+                        self.count_think();
+                    }
+                    let now = if PLAIN {
+                        self.now_ns()
+                    } else {
+                        self.completed_at(1)
+                    };
+                    if let Err(e) = self.complete::<PLAIN>(slot, result, now) {
                         self.release(slot);
                         self.failure = Some(e);
                         break;
@@ -1764,10 +1850,12 @@ impl<E: Engine> Job<'_, E> {
                         self.issued_bytes += len as u64;
                         self.issued_ios += 1;
                     }
-                    self.count_think();
+                    if !PLAIN {
+                        self.count_think();
+                    }
                     self.inflight += 1;
                     queued += 1;
-                    if self.stamp_each && self.coarse.is_none() {
+                    if self.stamp_each && (PLAIN || self.coarse.is_none()) {
                         let now = self.now_ns();
                         self.slots[slot as usize].submit_ns = now;
                         // Not the next request's start: see Completed.
@@ -1775,7 +1863,7 @@ impl<E: Engine> Job<'_, E> {
                     } else {
                         self.just_queued.push(slot);
                     }
-                    if let Some(v) = &mut self.verify {
+                    if let Some(v) = self.verify.as_mut().filter(|_| !PLAIN) {
                         v.inflight_blocks.insert(io.block);
                     }
                 }
@@ -1815,7 +1903,7 @@ impl<E: Engine> Job<'_, E> {
     }
 
     #[inline]
-    fn complete(&mut self, slot: u32, result: i64, now_ns: u64) -> Result<()> {
+    fn complete<const PLAIN: bool>(&mut self, slot: u32, result: i64, now_ns: u64) -> Result<()> {
         let mut s = self.slots[slot as usize];
         let mut bs = s.len as u64;
         let what = match s.dir {
@@ -1889,25 +1977,25 @@ impl<E: Engine> Job<'_, E> {
         // The runtime is over, or a signal came, and the runner's thread
         // may not get the CPU to say so (see `end_ns`): stop issuing.
         if now_ns >= self.end_ns || ringlab_core::gate::signals_received() > 0 {
-            self.ctx.stop.store(true, Ordering::Relaxed);
+            self.stop.store(true, Ordering::Relaxed);
         }
         // An I/O started (or due) within --ramp-time is not measured, even
         // when it completes after it (measure_from_ns is 0 without a ramp).
         if s.start_ns >= self.measure_from_ns {
-            if let Some(log) = &mut self.stage_log {
+            if let Some(log) = self.stage_log.as_mut().filter(|_| !PLAIN) {
                 if log.requests.len() < StageLog::CAP {
                     log.requests.push((slot, s.offset, s.start_ns, now_ns));
                 } else {
                     log.full = true;
                 }
             }
-            if self.coarse.is_some() {
+            if !PLAIN && self.coarse.is_some() {
                 self.count_untimed(&s, now_ns)?;
             } else {
-                self.record_timed(&s, now_ns)?;
+                self.record_timed::<PLAIN>(&s, now_ns)?;
             }
         }
-        if let Some(v) = &mut self.verify {
+        if let Some(v) = self.verify.as_mut().filter(|_| !PLAIN) {
             v.inflight_blocks.remove(&s.block);
             if s.dir == Dir::Write {
                 v.mark_written(s.block);
@@ -1923,7 +2011,7 @@ impl<E: Engine> Job<'_, E> {
                 v.checked += 1;
             }
         }
-        if let Some(v) = &mut self.fio_verify {
+        if let Some(v) = self.fio_verify.as_mut().filter(|_| !PLAIN) {
             if s.dir == Dir::Write {
                 v.written(s.block, s.len);
             } else if s.dir == Dir::Read
@@ -1946,17 +2034,17 @@ impl<E: Engine> Job<'_, E> {
                 v.verified += 1;
             }
         }
-        if self.plan.thinkcycles > 0 {
-            think(self.plan.thinkcycles, &self.ctx.stop);
+        if !PLAIN && self.plan.thinkcycles > 0 {
+            think(self.plan.thinkcycles, self.stop);
         }
         self.free.push(slot);
         self.ops += 1;
-        self.ctx.progress.ops.store(self.ops, Ordering::Relaxed);
-        if let Some(b) = &mut self.live_bytes {
+        self.progress.ops.store(self.ops, Ordering::Relaxed);
+        if let Some(b) = self.live_bytes.as_mut().filter(|_| !PLAIN) {
             *b += bs;
-            self.ctx.progress.bytes.store(*b, Ordering::Relaxed);
+            self.progress.bytes.store(*b, Ordering::Relaxed);
         }
-        if self.lat_target.is_some() {
+        if !PLAIN && self.lat_target.is_some() {
             self.lat_check(now_ns);
         }
         Ok(())
@@ -2033,7 +2121,7 @@ impl<E: Engine> Job<'_, E> {
     /// Records a completed, measured I/O with its latencies (`now_ns`: its
     /// completion).
     #[inline]
-    fn record_timed(&mut self, s: &SlotState, now_ns: u64) -> Result<()> {
+    fn record_timed<const PLAIN: bool>(&mut self, s: &SlotState, now_ns: u64) -> Result<()> {
         let bs = s.len as u64;
         // lat = slat + clat exactly: the submission stamp is clamped into
         // [start, end] (a completion thread may see a completion before
@@ -2045,14 +2133,16 @@ impl<E: Engine> Job<'_, E> {
             let sub = s.submit_ns.clamp(s.start_ns, end);
             (Some(sub - s.start_ns), end - sub)
         };
-        let lat = end - s.start_ns;
-        if self.lat_target.is_some() {
-            self.lat_sample(s, lat)?;
+        if !PLAIN {
+            let lat = end - s.start_ns;
+            if self.lat_target.is_some() {
+                self.lat_sample(s, lat)?;
+            }
+            if let Some(r) = self.interval_recorder(now_ns, s.dir) {
+                r.record(bs, lat);
+            }
+            self.log(s, now_ns, [Some(lat), Some(clat), slat])?;
         }
-        if let Some(r) = self.interval_recorder(now_ns, s.dir) {
-            r.record(bs, lat);
-        }
-        self.log(s, now_ns, [Some(lat), Some(clat), slat])?;
         // Runs of equal latencies (one batch: one start, submission and
         // end time) are recorded once (flush_recorded).
         match self.unrecorded.last_mut() {
