@@ -263,14 +263,14 @@ pub fn run_job<E: Engine>(
         measure_from_ns: 0,
         pace: paced.then(|| {
             Box::new(Pace {
-            period_ns: plan.pace_ns,
-            due_ns: [0.0; 2],
-            per_byte: plan.pace_per_byte,
-            wait_until: None,
-            poisson: plan
-                .regulation
-                .poisson
-                .map(|seeds| crate::regulate::PoissonGaps::new(seeds, ctx.job)),
+                period_ns: plan.pace_ns,
+                due_ns: [0.0; 2],
+                per_byte: plan.pace_per_byte,
+                wait_until: None,
+                poisson: plan
+                    .regulation
+                    .poisson
+                    .map(|seeds| crate::regulate::PoissonGaps::new(seeds, ctx.job)),
             })
         }),
         flow: flow.map(Box::new),
@@ -1902,10 +1902,14 @@ impl<E: Engine> Job<'_, E> {
         Ok(queued)
     }
 
-    #[inline]
-    fn complete<const PLAIN: bool>(&mut self, slot: u32, result: i64, now_ns: u64) -> Result<()> {
-        let mut s = self.slots[slot as usize];
-        let mut bs = s.len as u64;
+    /// A completion that is not the full transfer: a failed I/O (counted
+    /// under continue_on_error, the end of a fill, or the job's failure) or
+    /// a short one. `Ok(true)`: measure it (as `s`, whose length may have
+    /// become 0), `Ok(false)`: it was counted and released.
+    #[cold]
+    #[inline(never)]
+    fn odd_result(&mut self, slot: u32, s: &mut SlotState, result: i64) -> Result<bool> {
+        let bs = s.len as u64;
         let what = match s.dir {
             Dir::Read => "read",
             Dir::Write => "write",
@@ -1914,7 +1918,7 @@ impl<E: Engine> Job<'_, E> {
         };
         if result < 0 {
             if crate::fill_device::ends_fill(self.plan, s.dir == Dir::Write, result, bs) {
-                return Err(self.fill_ended(slot, &s, result));
+                return Err(self.fill_ended(slot, s, result));
             }
             let errno = (-result) as i32;
             let err = std::io::Error::from_raw_os_error(errno);
@@ -1927,10 +1931,10 @@ impl<E: Engine> Job<'_, E> {
                     format!("{what} of {bs} bytes at offset {}: {err}", s.offset)
                 });
                 self.release(slot);
-                return Ok(());
+                return Ok(false);
             }
             if self.plan.fio_job_errors {
-                return Err(self.job_failed(&s, errno, what));
+                return Err(self.job_failed(s, errno, what));
             }
             let hint = crate::engines::errno_hint(self.plan, errno);
             bail!(
@@ -1941,7 +1945,7 @@ impl<E: Engine> Job<'_, E> {
         }
         if result as u64 != bs {
             if crate::fill_device::ends_fill(self.plan, s.dir == Dir::Write, result, bs) {
-                return Err(self.fill_ended(slot, &s, result));
+                return Err(self.fill_ended(slot, s, result));
             }
             if self.plan.fio_job_errors
                 && s.dir == Dir::Read
@@ -1952,12 +1956,11 @@ impl<E: Engine> Job<'_, E> {
                 // that got nothing (past the end) completes as an I/O of no
                 // byte (fio 3.33 io_u.c, io_completed), and the job goes on.
                 s.len = 0;
-                bs = 0;
             } else {
                 if self.plan.fio_job_errors && s.dir == Dir::Read && result == 0 {
                     // fio's "full resid" of its synchronous engines: a read
                     // that got nothing (past the end) ends the job with EIO.
-                    return Err(self.job_failed(&s, libc::EIO, "resid"));
+                    return Err(self.job_failed(s, libc::EIO, "resid"));
                 }
                 let why = if s.dir == Dir::Read {
                     " (the end of the file came early: was the target truncated during the run?)"
@@ -1970,6 +1973,21 @@ impl<E: Engine> Job<'_, E> {
                     s.offset
                 );
             }
+        }
+        Ok(true)
+    }
+
+    #[inline]
+    fn complete<const PLAIN: bool>(&mut self, slot: u32, result: i64, now_ns: u64) -> Result<()> {
+        let mut s = self.slots[slot as usize];
+        let mut bs = s.len as u64;
+        // An error or a short transfer (a negative result is never the
+        // length either): out of line, so the hot path stays small.
+        if result as u64 != bs {
+            if !self.odd_result(slot, &mut s, result)? {
+                return Ok(());
+            }
+            bs = s.len as u64;
         }
         if self.ramp_end_ns != 0 && now_ns >= self.ramp_end_ns {
             self.end_ramp(self.ramp_end_ns);
