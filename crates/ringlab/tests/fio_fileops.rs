@@ -265,6 +265,30 @@ fn ftruncate_leaves_each_file_where_fio_leaves_it() {
 }
 
 #[test]
+fn a_file_another_run_left_short_is_laid_out_again_as_fio() {
+    // fio's run of ftruncate.fio leaves its file shorter than size; fio's
+    // next run lays it out again (extend_file), whoever made it. So does
+    // ringlab fio (it writes as fio does), where ringlab io refuses.
+    let d = tmp("short");
+    std::fs::write(d.join("t"), vec![7u8; 4096]).unwrap();
+    let out = run(
+        "ringlab",
+        &d,
+        "[w]\nioengine=ftruncate\nsize=64k\nfilename=t\nrw=write\n",
+    );
+    assert_ok(&out);
+    assert_eq!(u(&json(&out)["jobs"][0]["write"]["total_ios"]), 16);
+    assert_eq!(std::fs::metadata(d.join("t")).unwrap().len(), 61440);
+    std::fs::write(d.join("t"), vec![7u8; 4096]).unwrap();
+    let out = common::ringlab(&format!(
+        "io --engine ftruncate --rw write --size 64k --io-size 64k --no-kstat {}",
+        d.join("t").display()
+    ));
+    common::assert_fails(&out, 2, &["refusing to write"]);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
 fn ftruncate_fails_a_read_with_einval_as_fio() {
     let d = tmp("ftruncate-read");
     let out = run(
