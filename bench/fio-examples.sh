@@ -15,8 +15,14 @@
 # filesize, io_size, runtime, ramp_time, startdelay and loops rewritten in
 # a copy, and runtime=3 added where none is given); the copy is run by
 # both tools, in a scratch directory, so its relative file names land
-# there; an absolute directory= or filename= is moved there too. What a
-# copy needs beyond that, said in its verdict:
+# there; an absolute directory= or filename= is moved there too. A job of
+# several files (nrfiles=N, fio's file engines) keeps at most 64 of them,
+# each of SIZE over its count (the job's bytes stay SIZE, as for one
+# file): SIZE per file would lay out N x SIZE per job (filestat-
+# ioengine.fio: 6 jobs x 200 files x 16m, 19 GB), and filecreate-
+# ioengine.fio's 31250 files with openfiles=1 make fio walk past every
+# other file before each I/O, so runtime=3 and fio's walk, not the size,
+# would end it. What a copy needs beyond that, said in its verdict:
 #   - each /dev/ path a filename= names (not a character device such as
 #     /dev/null) becomes a loop device over a file in /dev/shm of SIZE
 #     (root only; detached at exit);
@@ -283,6 +289,15 @@ prepare() {
         # scratch directory's.
         sed -E "s|^([[:space:]]*directory[[:space:]]*=)[[:space:]]*/.*|\1.|; \|^[[:space:]]*filename[[:space:]]*=[[:space:]]*/dev/|!s|^([[:space:]]*filename[[:space:]]*=)[[:space:]]*/.*/([^/]*)$|\1\2|; s/^([[:space:]]*(size|filesize|io_size|io_limit)[[:space:]]*=).*/\1$size/; s/^([[:space:]]*(runtime|timeout)[[:space:]]*=).*/\12/; s/^([[:space:]]*ramp_time[[:space:]]*=).*/\10/; s/^([[:space:]]*startdelay[[:space:]]*=).*/\11/; s/^([[:space:]]*loops[[:space:]]*=).*/\12/" "$f"
     } >"$w/job.fio"
+    # Several files per job: at most 64, SIZE over them (whole 64 KiB).
+    local nr
+    nr=$(grep -E '^[[:space:]]*nrfiles[[:space:]]*=' "$w/job.fio" | sed -E 's/^[^=]*=[[:space:]]*//; s/[^0-9].*//' | sort -n | tail -1 || true)
+    if [[ -n $nr && $nr -gt 1 ]]; then
+        local cap=$((nr < 64 ? nr : 64)) per
+        per=$(($(numfmt --from=iec "${size^^}") / cap / 65536 * 65536))
+        sed -i -E "s/^([[:space:]]*nrfiles[[:space:]]*=).*/\1$cap/; s/^([[:space:]]*filesize[[:space:]]*=).*/\1$per/" "$w/job.fio"
+        notes+=" [nrfiles $nr -> $cap, filesize $per: SIZE over a job's files]"
+    fi
     # Clones spread by an absolute offset_increment (cross-stripe-verify:
     # 30 clones 124g apart) share SIZE: each gets SIZE/numjobs (whole
     # 64 KiB units) as its increment and its io_size.

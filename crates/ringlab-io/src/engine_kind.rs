@@ -26,6 +26,20 @@ pub enum EngineKind {
     /// fio's cpuio: no I/O, each request burns the CPU (--cpuload,
     /// --cpumode, --cpuchunks).
     Cpuio,
+    /// fio's filecreate: each of a job's files is created (open with
+    /// O_CREAT) when the job first reaches it; the I/Os are not done
+    /// (--nrfiles, --openfiles; see fileops.rs).
+    Filecreate,
+    /// fio's filestat: each of a job's files (laid out before the run) is
+    /// stat(2)ed when the job first reaches it; the I/Os are not done
+    /// (--stat-type).
+    Filestat,
+    /// fio's filedelete: each of a job's files (laid out before the run)
+    /// is unlinked when the job first reaches it; the I/Os are not done.
+    Filedelete,
+    /// fio's ftruncate: each write is one ftruncate(2) of the job's file to
+    /// the write's offset; no data moves.
+    Ftruncate,
 }
 
 impl EngineKind {
@@ -38,6 +52,10 @@ impl EngineKind {
             EngineKind::Null => "null",
             EngineKind::Falloc => "falloc",
             EngineKind::Cpuio => "cpuio",
+            EngineKind::Filecreate => "filecreate",
+            EngineKind::Filestat => "filestat",
+            EngineKind::Filedelete => "filedelete",
+            EngineKind::Ftruncate => "ftruncate",
         }
     }
 
@@ -45,7 +63,32 @@ impl EngineKind {
     pub fn is_async(self) -> bool {
         !matches!(
             self,
-            EngineKind::Sync | EngineKind::Null | EngineKind::Falloc | EngineKind::Cpuio
+            EngineKind::Sync
+                | EngineKind::Null
+                | EngineKind::Falloc
+                | EngineKind::Cpuio
+                | EngineKind::Filecreate
+                | EngineKind::Filestat
+                | EngineKind::Filedelete
+                | EngineKind::Ftruncate
         )
+    }
+
+    /// fio's file operation engines (fio's engines/fileoperations.c): each
+    /// of a job's --nrfiles files is created, stat'ed or unlinked, timed,
+    /// and the I/Os on it are counted but not done (fio's FIO_FAKEIO and
+    /// FIO_NOSTATS: the operations' times are the only latencies).
+    pub fn is_file_op(self) -> bool {
+        matches!(
+            self,
+            EngineKind::Filecreate | EngineKind::Filestat | EngineKind::Filedelete
+        )
+    }
+
+    /// The engines that touch no target file of the job's own (fio's
+    /// FIO_DISKLESSIO, and the file operation engines, which work on their
+    /// own files): the jobs hold /dev/null instead.
+    pub fn is_diskless(self) -> bool {
+        matches!(self, EngineKind::Null | EngineKind::Cpuio) || self.is_file_op()
     }
 }

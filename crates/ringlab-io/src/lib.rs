@@ -13,6 +13,7 @@ pub mod cpuio;
 pub mod engine_kind;
 pub mod engines;
 pub mod features;
+pub mod fileops;
 pub mod fill_device;
 pub mod fio;
 pub mod fio_buffers;

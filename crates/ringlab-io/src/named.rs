@@ -137,8 +137,13 @@ pub fn prepare_named(
                 path.display()
             );
         }
+        // ringlab fio, told to write as fio does (--allow-destructive):
+        // a file shorter than its job's size is laid out again, as fio's
+        // extend_file does, whoever made it (ftruncate.fio leaves its file
+        // shorter, and fio's next run lays it out anew).
+        let as_fio = plan.fio_job_errors && plan.allow_destructive;
         match plan.size {
-            Some(size) if marked && size.saturating_add(plan.offset) > len => {}
+            Some(size) if (marked || as_fio) && size.saturating_add(plan.offset) > len => {}
             _ => return Ok(()),
         }
     }

@@ -414,6 +414,9 @@ pub struct IoArgs {
     pub cpuio: crate::cpuio::CpuioArgs,
 
     #[command(flatten)]
+    pub fileops: crate::fileops::FileOpsArgs,
+
+    #[command(flatten)]
     pub shard: ringlab_core::shard::ShardArgs,
 
     /// With --shard and a TARGET: `split` gives each shard its own N-th of
@@ -477,6 +480,8 @@ pub struct IoPlan {
     pub thinktime: Option<ThinkTime>,
     /// --engine cpuio: the load (its think time is `thinktime`).
     pub cpuio: Option<crate::cpuio::CpuioPlan>,
+    /// --engine filecreate, filestat, filedelete: each job's files.
+    pub files: Option<crate::fileops::FilePlan>,
     pub seed: u64,
     pub verify: bool,
     pub keep: bool,
@@ -707,6 +712,109 @@ fn strided(args: &IoArgs, bs: u64) -> Result<Option<crate::zones::Strided>> {
     }
 }
 
+/// The files of fio's file engines (filecreate, filestat, filedelete), or
+/// a refusal of what ringlab does not do with them as fio does; and
+/// ftruncate's refusals.
+fn file_plan(
+    args: &IoArgs,
+    bs: u64,
+    bs_max: u64,
+    runtime: Option<Duration>,
+) -> Result<Option<crate::fileops::FilePlan>> {
+    let engine = args.engine.name();
+    if args.engine == EngineKind::Ftruncate && (args.verify || args.fio_verify.is_some()) {
+        usage!("--engine ftruncate moves no data, so there is nothing to verify: drop --verify");
+    }
+    let size = match &args.size {
+        Some(t) => Some(size_flag("size", t)?),
+        None => None,
+    };
+    // Per loop.
+    let io_size = match &args.io_size {
+        Some(t) => Some(size_flag("io-size", t)?),
+        None => None,
+    };
+    let Some(files) = crate::fileops::resolve(
+        &args.fileops,
+        &crate::fileops::Facts {
+            engine: args.engine,
+            target: args.target.as_deref(),
+            size,
+            bs,
+        },
+    )?
+    else {
+        return Ok(None);
+    };
+    // What fio does with these engines that ringlab has not built: each
+    // refused with its reason rather than run as other work.
+    if args.rw.trims() || args.rw == Rw::Nop {
+        usage!("--engine {engine} --rw {}: fio's file engines count reads and writes; ringlab has not compared trims or NOPs with fio's: use read, write, randread, randwrite, rw or randrw", args.rw.name());
+    }
+    if bs != bs_max {
+        usage!("--engine {engine}: several block sizes (--bsrange, --bssplit) over several files are not supported by ringlab; give one --bs");
+    }
+    let refuse = |given: bool, what: &str, why: &str| -> Result<()> {
+        if given {
+            usage!("--engine {engine} with {what}: {why}");
+        }
+        Ok(())
+    };
+    refuse(
+        args.ramp_time.is_some(),
+        "--ramp-time",
+        "fio drops the file operations timed within the ramp with every other figure; ringlab has not built that: drop --ramp-time",
+    )?;
+    refuse(
+        args.status_interval.is_some(),
+        "--status-interval",
+        "the intervals would time the I/Os, which these engines count but do not do (fio times only the file operations): drop it",
+    )?;
+    refuse(
+        args.write_lat_log.is_some()
+            || args.write_bw_log.is_some()
+            || args.write_iops_log.is_some()
+            || args.write_hist_log.is_some(),
+        "fio's logs",
+        "fio logs only the file operations' times here (in its clat log); ringlab's logs would hold the I/Os, which are not done: drop the log options",
+    )?;
+    refuse(
+        args.verify || args.fio_verify.is_some(),
+        "--verify",
+        "no data moves, so there is nothing to verify: drop it",
+    )?;
+    refuse(
+        args.offset.is_some() || args.offset_increment.is_some(),
+        "--offset or --offset-increment",
+        "each file is used from its start in ringlab: drop them",
+    )?;
+    refuse(
+        args.fill_device,
+        "--fill-device",
+        "no data is written, so nothing fills: drop it",
+    )?;
+    // A pass cut short by --io-size (or --number-ios) and started again:
+    // fio's next loop walks its files from where it stopped, which ringlab
+    // has not built.
+    let per_pass = files.region() / bs;
+    let short = io_size.is_some_and(|n| n < files.region())
+        || args.number_ios.is_some_and(|n| n < per_pass);
+    let again =
+        args.loops > 1 || (runtime.is_some() && io_size.is_none() && args.number_ios.is_none());
+    if short && again {
+        usage!("--engine {engine}: a pass over the files cut short by --io-size or --number-ios, then started again (--loops, or a time-based run): not supported by ringlab; give --io-size {} (every file once, --nrfiles x --size) or one pass", files.region());
+    }
+    if args.engine == EngineKind::Filedelete {
+        if again {
+            usage!("--engine filedelete with --loops {} or a time-based run (--runtime without --io-size): each pass unlinks the files again, and fio's second unlink fails its job (ENOENT); make one pass", args.loops);
+        }
+        if matches!(files.naming, crate::fileops::FileNaming::Shared(_)) && args.numjobs > 1 {
+            usage!("--engine filedelete: {} jobs unlinking one file ({}), and fio's second unlink fails (ENOENT): give each job its files with --nrfiles, or run one job", args.numjobs, files.describe());
+        }
+    }
+    Ok(Some(files))
+}
+
 fn size_flag(flag: &str, text: &str) -> Result<u64> {
     parse_size(text).map_err(|e| usage_error(format!("--{flag}: {e}")))
 }
@@ -878,6 +986,13 @@ impl IoPlan {
             }
             None => 0,
         };
+        let files = file_plan(args, bs, bs_max, runtime)?;
+        // A file engine's job without a bound makes one pass over its
+        // files, as fio's (size bytes).
+        let io_size = match (&files, io_size, runtime, args.number_ios) {
+            (Some(f), None, None, None) => Some(f.region()),
+            _ => io_size,
+        };
         let runtime = match (runtime, io_size) {
             // fio's fill_device ends at ENOSPC (or after one pass).
             (None, None) if number_ios.is_none() && !args.fill_device => Some(DEFAULT_RUNTIME),
@@ -1025,6 +1140,7 @@ impl IoPlan {
             clocksource: args.clocksource.source(),
             thinktime,
             cpuio,
+            files,
             seed: args.seed.unwrap_or(DEFAULT_SEED),
             verify: args.verify,
             keep: args.keep,

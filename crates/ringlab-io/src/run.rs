@@ -282,8 +282,8 @@ fn run_job(
     ready: impl FnOnce(bool) -> bool,
 ) -> Result<JobOutcome> {
     use crate::engines::{
-        CpuioEngine, FallocEngine, LibaioEngine, NullEngine, PosixAioEngine, SyncEngine,
-        UringEngine,
+        CpuioEngine, FallocEngine, FtruncateEngine, LibaioEngine, NullEngine, PosixAioEngine,
+        SyncEngine, UringEngine,
     };
     match kind {
         EngineKind::Sync => worker::run_job(ctx, ready, |s| Ok(SyncEngine::new(s))),
@@ -293,7 +293,30 @@ fn run_job(
         EngineKind::Null => worker::run_job(ctx, ready, |s| Ok(NullEngine::new(s))),
         EngineKind::Falloc => worker::run_job(ctx, ready, |s| Ok(FallocEngine::new(s))),
         EngineKind::Cpuio => worker::run_job(ctx, ready, CpuioEngine::new),
+        EngineKind::Ftruncate => worker::run_job(ctx, ready, |s| Ok(FtruncateEngine::new(s))),
+        EngineKind::Filecreate | EngineKind::Filestat | EngineKind::Filedelete => {
+            run_file_job(kind, ctx, ready)
+        }
     }
+}
+
+/// A job of a file engine: its file operations are timed, not its I/Os
+/// (fio's FIO_NOSTATS), and their times become the job's latencies.
+fn run_file_job(
+    kind: EngineKind,
+    ctx: JobContext,
+    ready: impl FnOnce(bool) -> bool,
+) -> Result<JobOutcome> {
+    use crate::engines::{FilecreateEngine, FiledeleteEngine, FilestatEngine};
+    let times = crate::fileops::OpTimes::default();
+    let (job, t, reads) = (ctx.job, times.clone(), ctx.plan.reads());
+    let mut outcome = match kind {
+        EngineKind::Filecreate => worker::run_job(ctx, ready, |s| FilecreateEngine::new(s, job, t)),
+        EngineKind::Filestat => worker::run_job(ctx, ready, |s| FilestatEngine::new(s, job, t)),
+        _ => worker::run_job(ctx, ready, |s| FiledeleteEngine::new(s, job, t)),
+    }?;
+    crate::fileops::record_times(&times, &mut outcome.measurements, reads);
+    Ok(outcome)
 }
 
 /// --status-interval: one line on stderr per interval, from the jobs'
@@ -428,7 +451,14 @@ fn build_result(
         .histograms()
         .then(|| ResultHistograms::of(&total, None));
     RunResult {
-        target: (plan.rw != crate::workload::Rw::Nop).then(|| target.info()),
+        target: (plan.rw != crate::workload::Rw::Nop).then(|| {
+            let mut info = target.info();
+            if let Some(f) = &plan.files {
+                // The file engines' jobs hold /dev/null: name their files.
+                info.path = f.describe();
+            }
+            info
+        }),
         jobs: job_figures,
         warnings,
         intervals: plan

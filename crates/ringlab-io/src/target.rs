@@ -86,7 +86,9 @@ impl Target {
 
     /// Opens the target for one job with the flags the plan needs.
     pub fn open(&self, plan: &IoPlan) -> Result<OwnedFd> {
-        let direct = plan.direct && plan.rw != Rw::Nop;
+        // The engines without a file of their own hold /dev/null, which
+        // refuses O_DIRECT (fio ignores direct= for them).
+        let direct = plan.direct && plan.rw != Rw::Nop && !plan.engine.is_diskless();
         open_target(&self.access_path(), plan.writes(), direct)
             .with_context(|| format!("cannot open {}", self.path.display()))
     }
@@ -173,13 +175,18 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
     // holds a few dozen counters. Raise the descriptor limit now (or say
     // how) rather than fail in a job thread.
     ringlab_core::limits::ensure_fd_limit(128 + plan.numjobs as u64 * 4, "--numjobs")?;
-    if matches!(
-        plan.engine,
-        crate::engine_kind::EngineKind::Null | crate::engine_kind::EngineKind::Cpuio
-    ) {
+    if plan.engine.is_diskless() {
         // fio's null and cpuio engines touch no file: the jobs hold /dev/null, and
-        // offsets run over --size.
-        let size = plan.size.unwrap_or(crate::plan::DEFAULT_SIZE);
+        // offsets run over --size. The file engines work on files of
+        // their own (laid out here for filestat and filedelete) and count
+        // their I/Os over one pass of them.
+        let size = match &plan.files {
+            Some(files) => {
+                lay_out_files(plan, files, interrupted)?;
+                files.region()
+            }
+            None => plan.size.unwrap_or(crate::plan::DEFAULT_SIZE),
+        };
         return Ok(Target {
             path: PathBuf::from("/dev/null"),
             kind: TargetKind::File,
@@ -270,6 +277,111 @@ pub fn prepare(plan: &IoPlan, interrupted: &AtomicBool, announce: bool) -> Resul
         unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
     }
     Ok(target)
+}
+
+/// The files of fio's filestat and filedelete, laid out before the run as
+/// fio lays them out (filesetup.c, extend_file): a missing or too short
+/// file is (re)made at its size, with real data for a job that reads and
+/// allocated (--fallocate) for one that only writes; a file at least that
+/// long is used as it is. filecreate lays out nothing (its run creates
+/// them), but each job holds its open files.
+fn lay_out_files(
+    plan: &IoPlan,
+    files: &crate::fileops::FilePlan,
+    interrupted: &AtomicBool,
+) -> Result<()> {
+    use crate::engine_kind::EngineKind;
+    if plan.engine == EngineKind::Filecreate {
+        return ringlab_core::limits::ensure_fd_limit(
+            128 + plan.numjobs as u64 * (files.openfiles + 4),
+            "--openfiles (fio's openfiles)",
+        );
+    }
+    let deletes = plan.engine == EngineKind::Filedelete;
+    let jobs = files.file_jobs(plan.numjobs);
+    let mut todo = Vec::new();
+    for job in 0..jobs {
+        for f in 0..files.nrfiles {
+            let path = files.path(job, f);
+            let meta = match fs::symlink_metadata(&path) {
+                Ok(m) => Some(m),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => usage!("cannot inspect {}: {e}", path.display()),
+            };
+            let Some(m) = meta else {
+                todo.push(path);
+                continue;
+            };
+            if !m.is_file() {
+                usage!(
+                    "{} is not a regular file: fio's {} works on files; remove it or name other files",
+                    path.display(),
+                    plan.engine.name()
+                );
+            }
+            let marked = crate::named::is_marked(&path);
+            if m.len() >= files.file_size {
+                if deletes && !marked && !plan.allow_destructive {
+                    usage!(
+                        "refusing to unlink {}: it is an existing file ringlab did not lay out (it has no {} attribute), and the filedelete engine deletes it. Pass --allow-destructive if that is what you want, or name new files",
+                        path.display(),
+                        crate::named::LAYOUT_XATTR
+                    );
+                }
+                continue;
+            }
+            if m.len() > 0 && !marked && !plan.allow_destructive {
+                usage!(
+                    "refusing to lay out {} again: it is an existing file ringlab did not lay out, shorter than --size ({}), and fio removes and re-creates such a file. Pass --allow-destructive if that is what you want, or name new files",
+                    path.display(),
+                    format_bytes(files.file_size)
+                );
+            }
+            todo.push(path);
+        }
+    }
+    if todo.is_empty() {
+        return Ok(());
+    }
+    let bytes = files.file_size * todo.len() as u64;
+    if plan.reads() || plan.fallocate.is_none() {
+        ringlab_core::files::check_free_space(&todo[0], bytes, "laying out")?;
+    }
+    eprintln!(
+        "ringlab: laying out {} file{} of {} ({}) for --engine {} (kept)",
+        todo.len(),
+        if todo.len() == 1 { "" } else { "s" },
+        format_bytes(files.file_size),
+        files.describe(),
+        plan.engine.name()
+    );
+    for path in &todo {
+        // A shorter file is made again, as fio unlinks and re-creates it.
+        let _ = fs::remove_file(path);
+        let mut file = match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(path)
+        {
+            Ok(f) => f,
+            Err(e) => usage!(
+                "cannot create {}: {e}{}",
+                path.display(),
+                if e.kind() == io::ErrorKind::NotFound {
+                    " (its directory does not exist: create it first)"
+                } else {
+                    ""
+                }
+            ),
+        };
+        // Marked first: a run killed meanwhile leaves a marked file that
+        // the next run lays out again.
+        crate::named::mark(&file);
+        lay_out(&mut file, files.file_size, plan, interrupted)
+            .with_context(|| format!("laying out {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// fio's create_on_open=1 for a job that reads (`plan.create_on_open`, set

@@ -346,11 +346,19 @@ fn render_direction(out: &mut String, name: &str, d: &DirectionFigures) {
         let _ = writeln!(out, "   slat: {}", latency_line(slat));
         let _ = writeln!(out, "   clat: {}", latency_line(clat));
     }
-    match &d.lat_ns {
-        Some(lat) => {
+    match (&d.lat_ns, &d.clat_ns) {
+        (Some(lat), _) => {
             let _ = writeln!(out, "    lat: {}", latency_line(lat));
         }
-        None => {
+        (None, Some(ops)) => {
+            // The file engines (fio's filecreate, filestat, filedelete).
+            let _ = writeln!(
+                out,
+                "    ops: {} (each file's create, stat or unlink; the I/Os are counted, not done or timed)",
+                latency_line(ops)
+            );
+        }
+        (None, None) => {
             let _ = writeln!(
                 out,
                 "    lat: not measured (--gtod-reduce: no I/O was timed)"

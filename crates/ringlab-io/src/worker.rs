@@ -340,7 +340,11 @@ pub fn run_job<E: Engine>(
             crate::engines::EngineKind::Sync
             | crate::engines::EngineKind::Null
             | crate::engines::EngineKind::Falloc
-            | crate::engines::EngineKind::Cpuio => false,
+            | crate::engines::EngineKind::Cpuio
+            | crate::engines::EngineKind::Filecreate
+            | crate::engines::EngineKind::Filestat
+            | crate::engines::EngineKind::Filedelete
+            | crate::engines::EngineKind::Ftruncate => false,
         },
         free: (0..depth).rev().collect(),
         inflight: 0,

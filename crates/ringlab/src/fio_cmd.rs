@@ -627,8 +627,15 @@ fn resolve(
     }
     // fio writes to an existing regular file it is given (ringlab io asks
     // for --allow-destructive); a mounted device stays refused, as fio's
-    // allow_mounted_write=0.
-    if fio_target(&opts, name).is_file() && !has("allow_mounted_write") {
+    // allow_mounted_write=0. fio's file engines use, lay out again or
+    // unlink whatever files have their names (NAME.J.F), as fio does.
+    let file_engine = opts
+        .iter()
+        .rev()
+        .find(|o| canonical(&o.key) == "ioengine")
+        .and_then(|o| o.value.as_deref())
+        .is_some_and(|v| matches!(v.trim(), "filecreate" | "filestat" | "filedelete"));
+    if (fio_target(&opts, name).is_file() || file_engine) && !has("allow_mounted_write") {
         extra.push("--allow-destructive".to_string());
     }
     // fio lays out a new file by writing it only for a job that reads (or

@@ -17,9 +17,17 @@
 //! Adding an engine: one file here, one variant in [`EngineKind`] and its
 //! arm in `run_job` of the runner (`run.rs`), which sets the engine up on
 //! the job thread.
+//!
+//! The file engines (filecreate, filestat, filedelete) share their walk
+//! over a job's files, crate::fileops: each engine file holds only its
+//! operation on a file.
 
 mod cpuio;
 mod falloc;
+mod filecreate;
+mod filedelete;
+mod filestat;
+mod ftruncate;
 mod libaio;
 mod null;
 mod posixaio;
@@ -29,6 +37,10 @@ mod uring;
 pub use crate::engine_kind::EngineKind;
 pub use cpuio::CpuioEngine;
 pub use falloc::FallocEngine;
+pub use filecreate::FilecreateEngine;
+pub use filedelete::FiledeleteEngine;
+pub use filestat::FilestatEngine;
+pub use ftruncate::FtruncateEngine;
 pub use libaio::LibaioEngine;
 pub use null::NullEngine;
 pub use posixaio::PosixAioEngine;
@@ -130,7 +142,11 @@ impl EngineKind {
             | EngineKind::Posixaio
             | EngineKind::Null
             | EngineKind::Falloc
-            | EngineKind::Cpuio => Ok(()),
+            | EngineKind::Cpuio
+            | EngineKind::Filecreate
+            | EngineKind::Filestat
+            | EngineKind::Filedelete
+            | EngineKind::Ftruncate => Ok(()),
             EngineKind::Uring => probe_io_uring(plan),
             EngineKind::Libaio => libaio::probe(plan),
         }
@@ -160,6 +176,10 @@ pub fn errno_hint(plan: &IoPlan, errno: i32) -> String {
         libc::EINVAL if plan.direct => " (O_DIRECT: --bs and the buffers must be aligned to \
              the logical block size of the device, and the file system must support O_DIRECT)"
             .to_string(),
+        libc::EINVAL if plan.engine == EngineKind::Ftruncate => {
+            " (fio's ftruncate engine truncates on writes only and answers a read or a trim with EINVAL, as fio's does: use --rw write or randwrite)"
+                .to_string()
+        }
         libc::EAGAIN if plan.engine == EngineKind::Libaio => {
             " (Linux AIO: the system-wide limit fs.aio-max-nr is used up; raise it or lower --iodepth)"
                 .to_string()

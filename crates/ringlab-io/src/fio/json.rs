@@ -657,14 +657,25 @@ fn direction(
     // that call); clat: the rest, so lat = slat + clat for every I/O. The
     // sync engine has no separate submission: slat N = 0 and clat = lat,
     // as fio writes for psync.
-    let lat = summary(&d.lat_ns, d.ops);
+    // N: the samples of each latency, the I/O count where every I/O was
+    // timed (fio's file engines time their file operations only).
+    let lat = summary(
+        &d.lat_ns,
+        d.lat_recorder.as_ref().map_or(d.ops, |r| r.count()),
+    );
     let slat = summary(
         &d.slat_ns,
         d.slat_recorder.as_ref().map_or(d.ops, |r| r.count()),
     );
     // A result read back from JSON written before clat was measured: lat.
     let (mut clat, clat_recorder) = match &d.clat_ns {
-        Some(_) => (summary(&d.clat_ns, d.ops), d.clat_recorder.as_ref()),
+        Some(_) => (
+            summary(
+                &d.clat_ns,
+                d.clat_recorder.as_ref().map_or(d.ops, |r| r.count()),
+            ),
+            d.clat_recorder.as_ref(),
+        ),
         None => (lat.clone(), d.lat_recorder.as_ref()),
     };
     let clat_summary = d.clat_ns.as_ref().or(d.lat_ns.as_ref());

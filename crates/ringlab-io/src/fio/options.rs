@@ -126,7 +126,9 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("disable_lat", Kind::Ignored("ringlab's lat comes from the clock reads its slat and clat need anyway, so there is no cost to save; lat_ns is still reported (--gtod-reduce times nothing)")),
     opt!("disable_bw_measurement", ["disable_bw"], Kind::Ignored("ringlab computes bandwidth from the bytes and the time at the end (and per --status-interval), with no cost per I/O to save; it is still reported")),
     opt!("kb_base", Kind::Fixed("1024", "ringlab's sizes are powers of 1024 (kb_base=1024); write sizes as 4k, 1m")),
-    opt!("nrfiles", Kind::Fixed("1", "ringlab's jobs share one file or device: ringlab has no equivalent of several files per job")),
+    opt!("nrfiles", Kind::Special),
+    opt!("openfiles", Kind::Special),
+    opt!("file_service_type", Kind::Fixed("roundrobin", "ringlab's file engines (filecreate, filestat, filedelete) serve a job's files round robin, one I/O each in turn (fio's default); its other engines have one file per job")),
     opt!("overwrite", Kind::Fixed("1", "ringlab always lays out a new file with real data before it runs, as overwrite=1 does")),
     opt!("unlink", Kind::Fixed("0", "ringlab keeps the files it lays out for a named target (fio's unlink=0); without a target it removes its own file unless --keep")),
     opt!("invalidate", Kind::Value("invalidate")),
@@ -218,6 +220,8 @@ pub const FIO_OPTIONS: &[FioOption] = &[
     opt!("cpuload", Kind::Value("cpuload")),
     opt!("cpumode", Kind::Value("cpumode")),
     opt!("cpuchunks", Kind::Value("cpuchunks")),
+    // fio's filestat engine (engines/fileoperations.c).
+    opt!("stat_type", Kind::Special),
     opt!("exit_on_io_done", Kind::Refused("'ringlab fio' ends a cpuio job when the I/O jobs of the run are done, as fio; 'ringlab io --fio' runs a job file's jobs one after the other")),
     opt!("nonvectored", Kind::Fixed("1", "ringlab's io_uring engine always uses the non-vectored IORING_OP_READ/WRITE (nonvectored=1); ringlab has no equivalent of vectored requests")),
 ];
@@ -413,6 +417,11 @@ struct Gathered {
     trim_rw: Option<Written>,
     /// create_on_open=1, as written.
     create_on_open: Option<Written>,
+    /// nrfiles, openfiles, stat_type as written (the file engines'), with
+    /// the counts.
+    nrfiles: Option<(Written, u64)>,
+    openfiles: Option<(Written, u64)>,
+    stat_type: Option<(Written, String)>,
     fallocate_given: bool,
     /// An option only fio spells this way was used (not just ringlab's).
     fio_spelling: bool,
@@ -599,7 +608,11 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
                 "null" => "null",
                 "falloc" => "falloc",
                 "cpuio" => "cpuio",
-                _ => return Err(refuse(o, "ringlab has no equivalent of this engine: its engines are psync/sync (ringlab's sync), io_uring, libaio, posixaio, null, falloc and cpuio")),
+                "filecreate" => "filecreate",
+                "filestat" => "filestat",
+                "filedelete" => "filedelete",
+                "ftruncate" => "ftruncate",
+                _ => return Err(refuse(o, "ringlab has no equivalent of this engine: its engines are psync/sync (ringlab's sync), io_uring, libaio, posixaio, null, falloc, cpuio, filecreate, filestat, filedelete and ftruncate")),
             };
             if o.key == "ioengine" && (v == "sync" || v == "pvsync") {
                 t.notes.push(format!(
@@ -724,6 +737,24 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
                 g.create_on_open = Some(o.clone());
             }
         }
+        "nrfiles" | "openfiles" => {
+            let v = value_of(o)?;
+            let n = v.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                refuse(o, "a number of files, at least 1")
+            })?;
+            if name == "nrfiles" {
+                g.nrfiles = Some((o.clone(), n));
+            } else {
+                g.openfiles = Some((o.clone(), n));
+            }
+        }
+        "stat_type" => {
+            let v = value_of(o)?;
+            if !matches!(v.as_str(), "stat" | "lstat" | "statx") {
+                return Err(refuse(o, "fio's stat types are stat, lstat and statx"));
+            }
+            g.stat_type = Some((o.clone(), v));
+        }
         "max_open_zones" | "job_max_open_zones" | "zonecapacity" => {
             // Only zonemode=zbd reads them (fio ignores them otherwise),
             // and ringlab refuses zbd with its reason.
@@ -737,23 +768,28 @@ fn special(name: &str, o: &Written, t: &mut Translated, g: &mut Gathered) -> Res
 
 /// Options that only mean something together.
 fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
+    let files = file_engine_files(t, &g)?;
     // fio: filesize is the file's size, size the bytes the job moves
     // (each defaults to the other).
-    let file_size = g.filesize.clone().or(g.size.clone());
+    let file_size = match &files {
+        Some(f) => f.file_size.clone(),
+        None => g.filesize.clone().or(g.size.clone()),
+    };
     if let Some(s) = &file_size {
         t.args.extend(["--size".to_string(), s.clone()]);
     }
     // A job moves size bytes, at most its file's (fio sets each file's
     // io_size to filesize: size=2m filesize=1m reads 1 MiB).
-    let size = match (&g.size, &g.filesize) {
-        (Some(s), Some(f)) => {
+    let size = match (&files, &g.size, &g.filesize) {
+        (Some(f), _, _) => f.job_bytes.clone(),
+        (None, Some(s), Some(f)) => {
             let bytes = |v: &str| ringlab_stats::units::parse_size(v).ok();
             match (bytes(s), bytes(f)) {
                 (Some(sb), Some(fb)) if sb < fb => Some(s.clone()),
                 _ => Some(f.clone()),
             }
         }
-        (s, f) => s.clone().or(f.clone()),
+        (None, s, f) => s.clone().or(f.clone()),
     };
     match (&g.filename, &g.directory) {
         // fio joins them whatever the filename: DIR/ then the name.
@@ -761,6 +797,13 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
             t.target = Some(format!("{}/{f}", d.trim_end_matches('/')));
         }
         (Some(f), _) => t.target = Some(f.clone()),
+        // The file engines' files: NAME.J.F in the directory (the stem is
+        // TARGET, with --nrfiles).
+        (None, dir) if files.is_some() => {
+            let d = PathBuf::from(dir.clone().unwrap_or_else(|| ".".to_string()));
+            let name = t.jobname.clone().unwrap_or_else(|| "ringlab".to_string());
+            t.target = Some(d.join(name).to_string_lossy().into_owned());
+        }
         // fio names a job's file after the job, in the directory given.
         (None, dir) => {
             if let Some(name) = &t.jobname {
@@ -789,13 +832,23 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
     }
     if let Some(o) = &g.trim_rw {
         // fio's falloc engine punches holes itself: no BLKDISCARD.
-        if g.engine.as_deref() == Some("falloc") {
+        if g.engine.as_deref() == Some("ftruncate") {
+            return Err(refuse(o, "fio's ftruncate engine answers a trim with EINVAL (its job fails at the first one); ringlab has not built that: use rw=write or randwrite"));
+        } else if files.is_some() {
+            return Err(refuse(o, "fio's file engines (filecreate, filestat, filedelete) count reads and writes; ringlab has not compared their trims with fio's: use rw=read, write, randread, randwrite, rw or randrw"));
+        } else if g.engine.as_deref() == Some("falloc") {
             t.args.retain(|a| a != "--trim-blkdiscard");
         } else {
             trim_target(o, t)?;
         }
     }
-    if let Some(o) = &g.create_on_open {
+    if let Some(o) = g.create_on_open.as_ref().filter(|_| files.is_some()) {
+        // fio's filecreate lays out nothing anyway; filestat and
+        // filedelete would stat or unlink files fio never made.
+        if g.engine.as_deref() != Some("filecreate") {
+            return Err(refuse(o, "fio then lays out no file, and its stat or unlink of a file that does not exist fails the job; ringlab has not built that: drop create_on_open (fio lays the files out before the run)"));
+        }
+    } else if let Some(o) = &g.create_on_open {
         // fio lays out nothing then: the file is created empty when the
         // job opens it and its writes fill it.
         let reads = t.args.windows(2).any(|w| {
@@ -947,6 +1000,104 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A file engine's files (filecreate, filestat, filedelete), as fio sizes
+/// them: strings for ringlab's options.
+struct FileWords {
+    /// Each file's size (`--size`).
+    file_size: Option<String>,
+    /// The bytes of the job (`--io-size` without time_based).
+    job_bytes: Option<String>,
+}
+
+/// For a file engine: fio's nrfiles, openfiles and stat_type as
+/// `--nrfiles`, `--openfiles`, `--stat-type`, and the files' sizes as fio
+/// sizes them (filesetup.c): filesize= each (size= the job's bytes, when
+/// smaller than all files), or size= shared out over the files; for
+/// filecreate without either, one block each (its get_file_size). With
+/// filename= fio makes that one file and ignores nrfiles. For any other
+/// engine: nrfiles other than 1 and stat_type are refused.
+fn file_engine_files(t: &mut Translated, g: &Gathered) -> Result<Option<FileWords>> {
+    let engine = g.engine.clone().unwrap_or_default();
+    if !matches!(engine.as_str(), "filecreate" | "filestat" | "filedelete") {
+        if let Some((o, n)) = &g.nrfiles {
+            if *n != 1 {
+                return Err(refuse(o, "ringlab's jobs share one file or device: only its file engines (ioengine=filecreate, filestat, filedelete) take several files per job"));
+            }
+        }
+        // openfiles: fio caps it at nrfiles (1), which changes nothing.
+        if let Some((o, _)) = &g.stat_type {
+            return Err(refuse(
+                o,
+                "an option of fio's filestat engine: fio takes it with ioengine=filestat only",
+            ));
+        }
+        return Ok(None);
+    }
+    if let Some((o, _)) = g.stat_type.as_ref().filter(|_| engine != "filestat") {
+        return Err(refuse(
+            o,
+            "an option of fio's filestat engine: fio takes it with ioengine=filestat only",
+        ));
+    }
+    let mut nrfiles = g.nrfiles.as_ref().map_or(1, |(_, n)| *n);
+    if g.filename.is_some() {
+        if let Some((o, n)) = g.nrfiles.as_ref().filter(|(_, n)| *n > 1) {
+            t.notes.push(format!(
+                "{}={n}: with filename= fio makes that one file and ignores nrfiles; so does ringlab",
+                o.origin.name(&o.key)
+            ));
+        }
+        nrfiles = 1;
+    } else {
+        t.args
+            .extend(["--nrfiles".to_string(), nrfiles.to_string()]);
+    }
+    if let Some((_, n)) = &g.openfiles {
+        t.args
+            .extend(["--openfiles".to_string(), n.min(&nrfiles).to_string()]);
+    }
+    if let Some((_, v)) = &g.stat_type {
+        t.args.extend(["--stat-type".to_string(), v.clone()]);
+    }
+    let bytes = |v: &str| ringlab_stats::units::parse_size(v).ok();
+    let (file_size, job_bytes) = match (&g.filesize, &g.size) {
+        (Some(f), s) => {
+            let all = bytes(f).map(|b| b * nrfiles);
+            let job = match (s.as_deref().and_then(bytes), all) {
+                (Some(sb), Some(ab)) if sb < ab => sb,
+                (_, Some(ab)) => ab,
+                _ => {
+                    return Ok(Some(FileWords {
+                        file_size: Some(f.clone()),
+                        job_bytes: s.clone(),
+                    }))
+                }
+            };
+            (Some(f.clone()), Some(job.to_string()))
+        }
+        (None, Some(s)) => match bytes(s) {
+            // fio: size= shared out over the files.
+            Some(sb) => ((sb / nrfiles).to_string().into(), Some(sb.to_string())),
+            None => (Some(s.clone()), Some(s.clone())),
+        },
+        (None, None) if engine == "filecreate" => {
+            // fio's filecreate sizes each file at one block.
+            let bs = t
+                .args
+                .windows(2)
+                .rfind(|w| w[0] == "--bs")
+                .and_then(|w| bytes(&w[1]))
+                .unwrap_or(4096);
+            (Some(bs.to_string()), Some((bs * nrfiles).to_string()))
+        }
+        (None, None) => (None, None),
+    };
+    Ok(Some(FileWords {
+        file_size,
+        job_bytes,
+    }))
 }
 
 /// fio 3.33 trims with the BLKDISCARD ioctl on every engine: a block
@@ -1146,7 +1297,16 @@ pub fn help_text() -> String {
                 "the job's name (fio-json jobname); without filename the target is NAME.0.0".to_string()
             }
             (Kind::Special, "ioengine") => {
-                "--engine: psync/sync/pvsync=sync, io_uring=uring, libaio, posixaio, null, falloc (fallocate per request: write allocates, read allocates keeping the length, trim punches a hole), cpuio (burns the CPU: --cpuload, --cpumode, --cpuchunks)".to_string()
+                "--engine: psync/sync/pvsync=sync, io_uring=uring, libaio, posixaio, null, falloc (fallocate per request: write allocates, read allocates keeping the length, trim punches a hole), cpuio (burns the CPU: --cpuload, --cpumode, --cpuchunks), filecreate/filestat/filedelete (each of a job's nrfiles files created, stat'ed or unlinked, timed; the I/Os counted, not done), ftruncate (each write truncates the file to its offset)".to_string()
+            }
+            (Kind::Special, "nrfiles") => {
+                "--nrfiles: files per job for filecreate, filestat, filedelete (NAME.J.F, as fio names them; filename= makes one file); only 1 with the other engines, whose jobs share one file or device".to_string()
+            }
+            (Kind::Special, "openfiles") => {
+                "--openfiles: files open at once per job (filecreate, filestat, filedelete); the other engines have one".to_string()
+            }
+            (Kind::Special, "stat_type") => {
+                "--stat-type: stat, lstat or statx (ioengine=filestat)".to_string()
             }
             (Kind::Special, "direct") => "=1: --direct".to_string(),
             (Kind::Special, "buffered") => "=0: --direct".to_string(),
@@ -1373,6 +1533,52 @@ mod tests {
             "--thinktime 10 --thinktime-spin 5 --thinktime-blocks 4"
         );
         assert_eq!(args("bsrange=4k-4k", false), "--bs 4k");
+    }
+
+    #[test]
+    fn file_engines_size_their_files_as_fio() {
+        // filesize each: the job moves nrfiles x filesize, in NAME.J.F.
+        assert_eq!(
+            args("name=t0 ioengine=filestat nrfiles=200 filesize=4k", true),
+            "--engine filestat --nrfiles 200 --size 4k --io-size 819200 --rw read ./t0"
+        );
+        // size shared out over the files; openfiles capped at nrfiles.
+        assert_eq!(
+            args(
+                "name=t0 directory=/d ioengine=filedelete nrfiles=3 openfiles=9 size=24k",
+                true
+            ),
+            "--engine filedelete --nrfiles 3 --openfiles 3 --size 8192 --io-size 24576 --rw read /d/t0"
+        );
+        // size below all the files' bytes ends the job early.
+        assert!(args(
+            "name=t0 ioengine=filestat nrfiles=3 filesize=8k size=8k",
+            true
+        )
+        .contains("--size 8k --io-size 8192"));
+        // filecreate without sizes: one block per file (fio's
+        // get_file_size); filename= is one file, nrfiles ignored.
+        assert!(args("name=t0 ioengine=filecreate nrfiles=5 bs=8k", true)
+            .contains("--nrfiles 5 --size 8192 --io-size 40960"));
+        let t = translate(
+            &w("name=t0 ioengine=filecreate nrfiles=5 filename=x filesize=8k"),
+            true,
+            None,
+        )
+        .unwrap();
+        assert!(!t.args.contains(&"--nrfiles".to_string()), "{:?}", t.args);
+        assert_eq!(t.target.as_deref(), Some("x"));
+        assert!(t.notes[0].contains("ignores nrfiles"), "{:?}", t.notes);
+        assert!(args("ioengine=filestat stat_type=statx filesize=4k", true)
+            .contains("--stat-type statx"));
+        // The other engines: one file per job.
+        assert!(err("nrfiles=2 size=1m").contains("only its file engines"));
+        assert!(err("ioengine=filecreate stat_type=lstat").contains("filestat engine"));
+        assert!(err("ioengine=filestat stat_type=fstat").contains("stat, lstat and statx"));
+        assert!(err("ioengine=ftruncate rw=trim size=1m").contains("EINVAL"));
+        assert!(err("ioengine=filestat create_on_open=1 filesize=4k")
+            .contains("does not exist fails the job"));
+        assert!(err("ioengine=mmap").contains("filecreate, filestat, filedelete and ftruncate"));
     }
 
     #[test]
