@@ -237,6 +237,10 @@ pub fn record_times(times: &OpTimes, m: &mut ringlab_stats::ThreadMeasurements, 
 
 /// A file engine's operation on the files the walk opens and closes.
 pub trait FileOp {
+    /// fio's name of the engine: "filecreate", "filestat", "filedelete".
+    const ENGINE: &'static str;
+    /// The operation's state for one job of `plan`.
+    fn for_plan(plan: &FilePlan) -> Self;
     /// What the operation is, for errors: "create", "stat", "unlink".
     fn what(&self) -> &'static str;
     /// The operation on file `file` (its path `path`), the part fio times.
@@ -409,6 +413,10 @@ mod tests {
     struct Trace(Vec<String>);
 
     impl FileOp for Trace {
+        const ENGINE: &'static str = "trace";
+        fn for_plan(_plan: &FilePlan) -> Trace {
+            Trace::default()
+        }
         fn what(&self) -> &'static str {
             "trace"
         }

@@ -5,23 +5,27 @@
 //! until the file's I/Os are done, then closed. The I/Os are counted, not
 //! done (see crate::fileops).
 
-use super::{Completion, Engine, EngineSetup, IoRequest, QueueStatus};
-use crate::fileops::{FileOp, FileService, OpTimes};
-use anyhow::{anyhow, Result};
+use crate::fileops::{FileOp, FilePlan};
 use std::ffi::CStr;
 use std::os::fd::{FromRawFd, OwnedFd};
 
-pub struct FilecreateEngine {
-    files: FileService,
-    op: Create,
-}
-
 /// The open descriptors, by file.
-struct Create {
+/// fio's filecreate engine.
+pub type FilecreateEngine = super::fileop::FileOpEngine<Create>;
+
+pub struct Create {
     fds: Vec<Option<OwnedFd>>,
 }
 
 impl FileOp for Create {
+    const ENGINE: &'static str = "filecreate";
+
+    fn for_plan(plan: &FilePlan) -> Create {
+        Create {
+            fds: (0..plan.nrfiles).map(|_| None).collect(),
+        }
+    }
+
     fn what(&self) -> &'static str {
         "create (open with O_CREAT)"
     }
@@ -45,42 +49,5 @@ impl FileOp for Create {
 
     fn close(&mut self, file: usize) {
         self.fds[file] = None;
-    }
-}
-
-impl FilecreateEngine {
-    pub fn new(setup: &EngineSetup, job: u32, times: OpTimes) -> Result<FilecreateEngine> {
-        let plan =
-            setup.plan.files.as_ref().ok_or_else(|| {
-                anyhow!("the filecreate engine runs without its files (--nrfiles)")
-            })?;
-        Ok(FilecreateEngine {
-            files: FileService::new(plan, job, times)?,
-            op: Create {
-                fds: (0..plan.nrfiles).map(|_| None).collect(),
-            },
-        })
-    }
-}
-
-impl Drop for FilecreateEngine {
-    fn drop(&mut self) {
-        self.files.close_all(&mut self.op);
-    }
-}
-
-impl Engine for FilecreateEngine {
-    fn queue(&mut self, req: &IoRequest) -> Result<QueueStatus> {
-        self.files.serve(&mut self.op)?;
-        // fio's FIO_FAKEIO: done in full, nothing moved.
-        Ok(QueueStatus::Completed(req.len as i64))
-    }
-
-    fn commit(&mut self) -> Result<()> {
-        Ok(())
-    }
-
-    fn reap(&mut self, _min: u32, _out: &mut Vec<Completion>) -> Result<()> {
-        Ok(())
     }
 }

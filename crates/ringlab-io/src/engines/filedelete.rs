@@ -5,19 +5,21 @@
 //! crate::fileops); a second pass over the files would unlink them again,
 //! which fails as fio's does (ENOENT), so ringlab refuses one.
 
-use super::{Completion, Engine, EngineSetup, IoRequest, QueueStatus};
-use crate::fileops::{FileOp, FileService, OpTimes};
-use anyhow::{anyhow, Result};
+use crate::fileops::{FileOp, FilePlan};
 use std::ffi::CStr;
 
-pub struct FiledeleteEngine {
-    files: FileService,
-    op: Unlink,
-}
+/// fio's filedelete engine.
+pub type FiledeleteEngine = super::fileop::FileOpEngine<Unlink>;
 
-struct Unlink;
+pub struct Unlink;
 
 impl FileOp for Unlink {
+    const ENGINE: &'static str = "filedelete";
+
+    fn for_plan(_plan: &FilePlan) -> Unlink {
+        Unlink
+    }
+
     fn what(&self) -> &'static str {
         "unlink"
     }
@@ -27,35 +29,6 @@ impl FileOp for Unlink {
         if unsafe { libc::unlink(path.as_ptr()) } < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        Ok(())
-    }
-}
-
-impl FiledeleteEngine {
-    pub fn new(setup: &EngineSetup, job: u32, times: OpTimes) -> Result<FiledeleteEngine> {
-        let plan =
-            setup.plan.files.as_ref().ok_or_else(|| {
-                anyhow!("the filedelete engine runs without its files (--nrfiles)")
-            })?;
-        Ok(FiledeleteEngine {
-            files: FileService::new(plan, job, times)?,
-            op: Unlink,
-        })
-    }
-}
-
-impl Engine for FiledeleteEngine {
-    fn queue(&mut self, req: &IoRequest) -> Result<QueueStatus> {
-        self.files.serve(&mut self.op)?;
-        // fio's FIO_FAKEIO: done in full, nothing moved.
-        Ok(QueueStatus::Completed(req.len as i64))
-    }
-
-    fn commit(&mut self) -> Result<()> {
-        Ok(())
-    }
-
-    fn reap(&mut self, _min: u32, _out: &mut Vec<Completion>) -> Result<()> {
         Ok(())
     }
 }

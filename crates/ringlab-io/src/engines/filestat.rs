@@ -4,21 +4,25 @@
 //! or realpath(3) then statx(2) with STATX_ALL (fio's stat_type). No file
 //! is opened. The I/Os are counted, not done (see crate::fileops).
 
-use super::{Completion, Engine, EngineSetup, IoRequest, QueueStatus};
-use crate::fileops::{FileOp, FileService, OpTimes, StatType};
-use anyhow::{anyhow, Result};
+use crate::fileops::{FileOp, FilePlan, StatType};
 use std::ffi::CStr;
 
-pub struct FilestatEngine {
-    files: FileService,
-    op: Stat,
-}
+/// fio's filestat engine.
+pub type FilestatEngine = super::fileop::FileOpEngine<Stat>;
 
-struct Stat {
+pub struct Stat {
     how: StatType,
 }
 
 impl FileOp for Stat {
+    const ENGINE: &'static str = "filestat";
+
+    fn for_plan(plan: &FilePlan) -> Stat {
+        Stat {
+            how: plan.stat_type,
+        }
+    }
+
     fn what(&self) -> &'static str {
         match self.how {
             StatType::Stat => "stat",
@@ -61,38 +65,6 @@ impl FileOp for Stat {
         if rc < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        Ok(())
-    }
-}
-
-impl FilestatEngine {
-    pub fn new(setup: &EngineSetup, job: u32, times: OpTimes) -> Result<FilestatEngine> {
-        let plan = setup
-            .plan
-            .files
-            .as_ref()
-            .ok_or_else(|| anyhow!("the filestat engine runs without its files (--nrfiles)"))?;
-        Ok(FilestatEngine {
-            files: FileService::new(plan, job, times)?,
-            op: Stat {
-                how: plan.stat_type,
-            },
-        })
-    }
-}
-
-impl Engine for FilestatEngine {
-    fn queue(&mut self, req: &IoRequest) -> Result<QueueStatus> {
-        self.files.serve(&mut self.op)?;
-        // fio's FIO_FAKEIO: done in full, nothing moved.
-        Ok(QueueStatus::Completed(req.len as i64))
-    }
-
-    fn commit(&mut self) -> Result<()> {
-        Ok(())
-    }
-
-    fn reap(&mut self, _min: u32, _out: &mut Vec<Completion>) -> Result<()> {
         Ok(())
     }
 }

@@ -26,6 +26,7 @@ mod cpuio;
 mod falloc;
 mod filecreate;
 mod filedelete;
+mod fileop;
 mod filestat;
 mod ftruncate;
 mod libaio;
