@@ -9,10 +9,10 @@ use crate::fileops::{FileOp, FilePlan};
 use std::ffi::CStr;
 use std::os::fd::{FromRawFd, OwnedFd};
 
-/// The open descriptors, by file.
 /// fio's filecreate engine.
 pub type FilecreateEngine = super::fileop::FileOpEngine<Create>;
 
+/// The open descriptors, by file.
 pub struct Create {
     fds: Vec<Option<OwnedFd>>,
 }
