@@ -91,6 +91,20 @@ pub fn verror(errno: i32, dir: &str) -> String {
     format!("{place}, error={}", strerror(errno))
 }
 
+/// A system call's return as a request's result: `done` (the bytes it
+/// moved or counts as moved) when `rc` is not negative, else the negative
+/// errno of the failure. Call it right after the system call, before
+/// anything else can change errno.
+pub fn or_errno(rc: i64, done: i64) -> i64 {
+    if rc < 0 {
+        -(std::io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EIO) as i64)
+    } else {
+        done
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

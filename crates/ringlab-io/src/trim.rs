@@ -69,13 +69,7 @@ pub fn trim(fd: RawFd, how: TrimHow, offset: u64, len: u32) -> i64 {
             )
         },
     };
-    if rc < 0 {
-        -(std::io::Error::last_os_error()
-            .raw_os_error()
-            .unwrap_or(libc::EIO) as i64)
-    } else {
-        len as i64
-    }
+    crate::job_error::or_errno(rc.into(), len as i64)
 }
 
 /// Whether the target at `path` (a block device's name or a file) can be

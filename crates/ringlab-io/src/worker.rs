@@ -2119,13 +2119,7 @@ impl<E: Engine> Job<'_, E> {
                 )
             };
             self.fill_unfinished.0 += 1;
-            result = if n < 0 {
-                -(std::io::Error::last_os_error()
-                    .raw_os_error()
-                    .unwrap_or(libc::EIO) as i64)
-            } else {
-                n as i64
-            };
+            result = crate::job_error::or_errno(n as i64, n as i64);
             offset += done;
             len -= done;
         }

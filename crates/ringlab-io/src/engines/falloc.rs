@@ -5,6 +5,7 @@
 //! No data moves; the block size is the range.
 
 use super::{Completion, Engine, EngineSetup, IoRequest, QueueStatus};
+use crate::job_error::or_errno;
 use crate::workload::Dir;
 use anyhow::Result;
 use std::os::fd::RawFd;
@@ -36,14 +37,7 @@ impl Engine for FallocEngine {
                 req.len as libc::off_t,
             )
         };
-        let result = if rc < 0 {
-            -(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO) as i64)
-        } else {
-            req.len as i64
-        };
-        Ok(QueueStatus::Completed(result))
+        Ok(QueueStatus::Completed(or_errno(rc.into(), req.len.into())))
     }
 
     fn commit(&mut self) -> Result<()> {

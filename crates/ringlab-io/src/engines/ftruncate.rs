@@ -6,6 +6,7 @@
 //! a trim) is fio's EINVAL, as fio's engine answers anything but a write.
 
 use super::{Completion, Engine, EngineSetup, IoRequest, QueueStatus};
+use crate::job_error::or_errno;
 use crate::workload::Dir;
 use anyhow::Result;
 use std::os::fd::RawFd;
@@ -28,15 +29,8 @@ impl Engine for FtruncateEngine {
         }
         // SAFETY: ftruncate takes a descriptor and a length.
         let rc = unsafe { libc::ftruncate(self.fd, req.offset as libc::off_t) };
-        let result = if rc < 0 {
-            -(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO) as i64)
-        } else {
-            // fio's FIO_FAKEIO: the request counts as done in full.
-            req.len as i64
-        };
-        Ok(QueueStatus::Completed(result))
+        // fio's FIO_FAKEIO: the request counts as done in full.
+        Ok(QueueStatus::Completed(or_errno(rc.into(), req.len.into())))
     }
 
     fn commit(&mut self) -> Result<()> {

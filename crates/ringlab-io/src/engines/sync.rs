@@ -1,6 +1,7 @@
 //! `sync`: pread/pwrite, one I/O at a time (fio's psync).
 
 use super::{Completion, Engine, EngineSetup, IoRequest, QueueStatus};
+use crate::job_error::or_errno;
 use crate::workload::Dir;
 use anyhow::Result;
 use std::os::fd::RawFd;
@@ -37,14 +38,7 @@ impl Engine for SyncEngine {
                 }
             }
         };
-        let result = if n < 0 {
-            -(std::io::Error::last_os_error()
-                .raw_os_error()
-                .unwrap_or(libc::EIO) as i64)
-        } else {
-            n as i64
-        };
-        Ok(QueueStatus::Completed(result))
+        Ok(QueueStatus::Completed(or_errno(n as i64, n as i64)))
     }
 
     fn commit(&mut self) -> Result<()> {
