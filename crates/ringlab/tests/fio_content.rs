@@ -13,10 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ringlab-fioc-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir("fioc", name)
 }
 
 fn job_file(dir: &Path, text: &str) -> String {
@@ -31,13 +28,6 @@ fn json(out: &std::process::Output) -> Value {
 
 fn ios(v: &Value, dir: &str) -> u64 {
     v["jobs"][0][dir]["total_ios"].as_u64().unwrap()
-}
-
-fn real_fio() -> bool {
-    Command::new("fio")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with("fio-3"))
 }
 
 #[test]
@@ -59,7 +49,7 @@ fn a_verify_write_job_reads_every_block_back_as_fio_counts_it() {
             "the read-back is counted as reads ({extra})"
         );
     }
-    if real_fio() {
+    if common::real_fio() {
         // fio 3.33 checks the blocks ringlab wrote, with its own code.
         let st = Command::new("fio")
             .current_dir(&d)
@@ -115,7 +105,7 @@ fn a_damaged_block_fails_the_run_with_fios_message_and_dump() {
 
 #[test]
 fn blocks_fio_wrote_verify_under_ringlab() {
-    if !real_fio() {
+    if !common::real_fio() {
         common::skip(
             "ringlab reads fio's verify blocks",
             "fio 3 is not installed",

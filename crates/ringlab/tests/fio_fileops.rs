@@ -16,17 +16,7 @@ use std::process::{Command, Output};
 const EXAMPLES: &str = "/usr/share/doc/fio/examples";
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ringlab-fileops-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn real_fio() -> bool {
-    Command::new("fio")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with("fio-3"))
+    common::fresh_dir("fileops", name)
 }
 
 /// The JSON document of an output (fio's, after any text before it).
@@ -109,7 +99,7 @@ fn both(name: &str, text: &str) -> (Counts, Vec<(String, u64, u32)>) {
     let out = run("ringlab", &d, text);
     assert_ok(&out);
     let got = (counts(&json(&out)), files(&d));
-    if real_fio() {
+    if common::real_fio() {
         let f = tmp(&format!("{name}-fio"));
         let out = run("fio", &f, text);
         assert!(out.status.success(), "fio: {out:?}");

@@ -15,10 +15,7 @@ use std::process::Command;
 const EXAMPLES: &str = "/usr/share/doc/fio/examples";
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ringlab-fill-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir("fill", name)
 }
 
 /// The first JSON document of the output (fio's json, then the normal
@@ -51,13 +48,6 @@ fn fails(out: &std::process::Output, code: i32, want: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(code), "stderr: {err}");
     assert!(err.contains(want), "{want:?} missing in: {err}");
-}
-
-fn real_fio() -> bool {
-    Command::new("fio")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with("fio-3"))
 }
 
 /// surface-scan.fio's jobs; `write` is the write phase's own lines.
@@ -203,7 +193,7 @@ fn fill_device_counts_the_write_that_found_no_space_as_fio() {
     // short write's 60 KiB not in io_bytes (it ended in an error).
     let cut = fill_counts("ringlab", 4096).unwrap();
     assert_eq!(cut, (65, 1, 63 * (64 << 10)));
-    if real_fio() {
+    if common::real_fio() {
         assert_eq!(fill_counts("fio", 0), Some(whole), "fio 3.33, 4 MiB free");
         assert_eq!(
             fill_counts("fio", 4096),
@@ -228,7 +218,7 @@ fn fill_device_with_a_size_recreates_the_file_and_verify_meta_finds_a_damaged_bl
         std::fs::metadata(d.join("datafile.tmp")).unwrap().len(),
         1 << 20
     );
-    if real_fio() {
+    if common::real_fio() {
         // fio 3.33 checks the blocks ringlab wrote.
         let st = Command::new("fio")
             .current_dir(&d)
@@ -324,7 +314,7 @@ fn offset_increment_starts_each_clone_where_fio_does() {
             .collect();
         assert_eq!(writes, expect, "clone starting at {start}");
     }
-    if real_fio() {
+    if common::real_fio() {
         std::fs::write(d.join("xs.dat"), &data).unwrap();
         std::fs::write(d.join("fio.fio"), CROSS_STRIPE.replace("PREFIX", "fio")).unwrap();
         let st = Command::new("fio")

@@ -12,10 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ringlab-fiogroup-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir("fiogroup", name)
 }
 
 /// Two sections in one group, the first with numjobs=2: 3 threads, each

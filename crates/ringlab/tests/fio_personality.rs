@@ -10,10 +10,7 @@ use std::path::Path;
 use std::process::Command;
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("ringlab-fio-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir("fio", name)
 }
 
 #[test]

@@ -8,10 +8,7 @@ use common::{assert_ok, fio, lat_log_ios};
 use serde_json::Value;
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("ringlab-fiomap-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir("fiomap", name)
 }
 
 /// A randrw job with reads of 4k or 64k and writes of 64k, as

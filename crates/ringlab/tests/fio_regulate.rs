@@ -11,10 +11,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ringlab-fioreg-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir("fioreg", name)
 }
 
 /// fio's rate options parse with fio's values and refuse others with the

@@ -13,10 +13,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ringlab-fioss-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir("fioss", name)
 }
 
 fn json_job(d: &Path, file: &str, text: &str) -> Value {

@@ -12,10 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ringlab-fiostreams-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir("fiostreams", name)
 }
 
 /// Runs `ringlab fio ARGS --write_lat_log=NAME --log_offset=1` in `dir`;

@@ -9,10 +9,7 @@ use serde_json::Value;
 use std::path::Path;
 
 fn tmp(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("ringlab-fioz-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir("fioz", name)
 }
 
 fn share(offs: &[u64], lo: u64, hi: u64) -> f64 {

@@ -392,3 +392,22 @@ pub fn lat_log_ios(path: &Path) -> Vec<(u32, u64, u64)> {
         })
         .collect()
 }
+
+/// A new, empty scratch directory for one test:
+/// `$TMPDIR/ringlab-SUITE-NAME-PID` (SUITE keeps the test binaries, which
+/// run side by side, apart), emptied first if a previous run left it.
+pub fn fresh_dir(suite: &str, name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("ringlab-{suite}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Whether a real fio 3.x is on the PATH (the tests that compare with it
+/// run it; without it they check ringlab alone).
+pub fn real_fio() -> bool {
+    Command::new("fio")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with("fio-3"))
+}
