@@ -455,22 +455,23 @@ fn target_len(path: &Path) -> Option<u64> {
     f.seek(std::io::SeekFrom::End(0)).ok()
 }
 
+/// The value of option `key` as the job last wrote it (fio's rule: the
+/// last one counts), by its canonical name.
+fn last_value<'a>(opts: &'a [Written], key: &str) -> Option<&'a str> {
+    opts.iter()
+        .rev()
+        .find(|o| canonical(&o.key) == key)
+        .and_then(|o| o.value.as_deref())
+}
+
 /// The file fio opens for a job (filename joined to directory, or the
 /// job's name in it).
 fn fio_target(opts: &[Written], name: &str) -> PathBuf {
-    let get = |k: &str| {
-        opts.iter()
-            .rev()
-            .find(|o| canonical(&o.key) == k)
-            .and_then(|o| o.value.clone())
-    };
-    let file = get("filename").map(|f| options::split_unescaped(&f).join(":"));
-    match (file, get("directory")) {
+    let file = last_value(opts, "filename").map(|f| options::split_unescaped(f).join(":"));
+    match (file, last_value(opts, "directory")) {
         (Some(f), Some(d)) => PathBuf::from(format!("{}/{f}", d.trim_end_matches('/'))),
         (Some(f), None) => PathBuf::from(f),
-        (None, d) => {
-            PathBuf::from(d.unwrap_or_else(|| ".".to_string())).join(format!("{name}.0.0"))
-        }
+        (None, d) => PathBuf::from(d.unwrap_or(".")).join(format!("{name}.0.0")),
     }
 }
 
@@ -514,11 +515,7 @@ fn fio_values(opts: &mut Vec<Written>, name: &str) -> Result<()> {
         }
     }
     let target = fio_target(opts, name);
-    let bs = opts
-        .iter()
-        .rev()
-        .find(|o| canonical(&o.key) == "bs")
-        .and_then(|o| o.value.as_deref())
+    let bs = last_value(opts, "bs")
         .and_then(|v| ringlab_io::fio::value::size(v.split(',').next().unwrap_or(v), kb_base).ok())
         .filter(|b| *b > 0)
         .unwrap_or(4096);
@@ -629,11 +626,7 @@ fn resolve(
     // for --allow-destructive); a mounted device stays refused, as fio's
     // allow_mounted_write=0. fio's file engines use, lay out again or
     // unlink whatever files have their names (NAME.J.F), as fio does.
-    let file_engine = opts
-        .iter()
-        .rev()
-        .find(|o| canonical(&o.key) == "ioengine")
-        .and_then(|o| o.value.as_deref())
+    let file_engine = last_value(&opts, "ioengine")
         .is_some_and(|v| matches!(v.trim(), "filecreate" | "filestat" | "filedelete"));
     if (fio_target(&opts, name).is_file() || file_engine) && !has("allow_mounted_write") {
         extra.push("--allow-destructive".to_string());

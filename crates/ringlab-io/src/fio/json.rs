@@ -659,21 +659,13 @@ fn direction(
     // as fio writes for psync.
     // N: the samples of each latency, the I/O count where every I/O was
     // timed (fio's file engines time their file operations only).
-    let lat = summary(
-        &d.lat_ns,
-        d.lat_recorder.as_ref().map_or(d.ops, |r| r.count()),
-    );
-    let slat = summary(
-        &d.slat_ns,
-        d.slat_recorder.as_ref().map_or(d.ops, |r| r.count()),
-    );
+    let timed = |r: &Option<LatencyRecorder>| r.as_ref().map_or(d.ops, |r| r.count());
+    let lat = summary(&d.lat_ns, timed(&d.lat_recorder));
+    let slat = summary(&d.slat_ns, timed(&d.slat_recorder));
     // A result read back from JSON written before clat was measured: lat.
     let (mut clat, clat_recorder) = match &d.clat_ns {
         Some(_) => (
-            summary(
-                &d.clat_ns,
-                d.clat_recorder.as_ref().map_or(d.ops, |r| r.count()),
-            ),
+            summary(&d.clat_ns, timed(&d.clat_recorder)),
             d.clat_recorder.as_ref(),
         ),
         None => (lat.clone(), d.lat_recorder.as_ref()),
