@@ -255,9 +255,16 @@ impl ResponseParser {
             self.head.extend_from_slice(&data[..data.len().min(room)]);
         }
         let buf: &[u8] = if carried > 0 { &self.head } else { data };
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut resp = httparse::Response::new(&mut headers);
-        let n = match resp.parse(buf) {
+        // Left uninitialised: httparse writes only the headers it finds, so
+        // the 64-entry array (2 KiB) is not cleared on every response.
+        let mut headers = [std::mem::MaybeUninit::<httparse::Header>::uninit(); MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut []);
+        let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+            &mut resp,
+            buf,
+            &mut headers,
+        );
+        let n = match parsed {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) => {
                 if buf.len() > MAX_HEAD_BYTES {
