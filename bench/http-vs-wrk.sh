@@ -11,8 +11,9 @@
 #   - client CPU microseconds per request: the client process's own user +
 #     system time (wait4's rusage of the child) over its request count;
 #   - ratios to wrk: requests/s, and requests per client CPU-second, as
-#     the ratio of the medians and as the median (min-max) of each
-#     repeat's ratio to wrk's run of the same repeat (pairwise).
+#     the ratio of the medians and as the median of each repeat's ratio
+#     to wrk's run of the same repeat (pairwise), with a 95% interval for
+#     that median (bench/lib/pairs.py; 6 repeats or more) and the min-max.
 # Then the same with a wrk Lua script whose request() builds every request
 # (wrk.format with a new path each time), run by wrk -s and by ringlab -s
 # (BENCH_SCRIPT_IOS), at BENCH_SCRIPT_CONNS connections: the cost of a
@@ -190,15 +191,17 @@ for rep in $(seq "$repeats"); do
 done
 
 table() {
-python3 - "$1" "$2" <<'PY'
+python3 - "$1" "$2" "$repo/bench/lib" <<'PY'
 import statistics, sys
+sys.path.insert(0, sys.argv[3])
+import pairs as pairs_lib
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 tools = sys.argv[2].split()
 data = {}
 for c, tool, n, rps, cpu, rss in rows:
     n, rps, cpu = int(n), float(rps), float(cpu)
     data.setdefault((int(c), tool), []).append((rps, cpu * 1e6 / n if n else float("nan")))
-print(f"{'conns':>5} {'client':<18} {'req/s median (min-max)':>26} {'CPU us/req median (min-max)':>28} {'req/s vs wrk':>12} {'req/CPU-s vs wrk':>16} {'pairwise (min-max)':>22}")
+print(f"{'conns':>5} {'client':<18} {'req/s median (min-max)':>26} {'CPU us/req median (min-max)':>28} {'req/s vs wrk':>12} {'req/CPU-s vs wrk':>16}  {'req/CPU-s vs wrk, pairwise: median [95% interval] (min-max)'}")
 for c in sorted({k[0] for k in data}):
     base = data.get((c, "wrk"))
     b_rps = statistics.median(r for r, _ in base) if base else None
@@ -216,10 +219,11 @@ for c in sorted({k[0] for k in data}):
         # Each repeat's run against wrk's run of the same repeat (run
         # next to it): on a host whose speed drifts between repeats, the
         # median of these pairs is steadier than the ratio of medians.
+        # Their median has a 95% interval (bench/lib/pairs.py).
         pairs = sorted(bu / u for (_, u), (_, bu) in zip(v, base or []) if u == u and u > 0 and bu == bu)
-        r3 = f"{statistics.median(pairs):.2f}x ({pairs[0]:.2f}-{pairs[-1]:.2f})" if pairs and tool != "wrk" else "-"
+        r3 = pairs_lib.describe(pairs, 2) if pairs and tool != "wrk" else "-"
         name = tool.replace("@typed", " (as typed)")
-        print(f"{c:>5} {name:<18} {rr:>26} {cc:>28} {r1:>12} {r2:>16} {r3:>22}")
+        print(f"{c:>5} {name:<18} {rr:>26} {cc:>28} {r1:>12} {r2:>16}  {r3}")
 PY
 }
 echo "started $start_utc UTC with load average $load_start; tables at $(date -u +%H:%M) UTC, load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -42,8 +42,11 @@
 # ("uring iou", --mode iou) is shown against fio too, as the cost of
 # leaving those flags off.
 # Each repeat runs every tool once, in the same order, so drift on a noisy
-# machine hits all of them alike; the table shows medians (min-max) and the
-# ratio ringlab/peer of the medians.
+# machine hits all of them alike; the table shows medians (min-max), the
+# ratio ringlab/peer of the medians, and the ratio of each repeat's two
+# runs (run next to each other): their median, a 95% distribution-free
+# interval for that median (bench/lib/pairs.py; 6 repeats or more) and
+# the min-max.
 #
 # Environment:
 #   RINGLAB_BENCH_TARGET  file or block device (default: a 1 GiB file laid out
@@ -264,12 +267,14 @@ for ((r = 1; r <= repeats; r++)); do
     done
 done
 
-printf '%-40s %-28s %-20s %-28s %s\n' workload "ringlab median (min-max)" peer "peer median (min-max)" ratio
+printf '%-40s %-28s %-20s %-28s %-7s %s\n' workload "ringlab median (min-max)" peer "peer median (min-max)" ratio "pairwise: median [95% interval] (min-max)"
 for c in "${cases[@]}"; do
     IFS='|' read -r label depth rflags peer pflags <<<"$c"
-    python3 - "$label" "$depth" "$peer $pflags" "${res[$c|ringlab]}" "${res[$c|peer]}" <<'PY'
+    python3 - "$label" "$depth" "$peer $pflags" "${res[$c|ringlab]}" "${res[$c|peer]}" "$repo/bench/lib" <<'PY'
 import statistics, sys
-engine, depth, peer, a, b = sys.argv[1:]
+sys.path.insert(0, sys.argv[6])
+import pairs
+engine, depth, peer, a, b = sys.argv[1:6]
 peer = peer.replace("--ioengine=", "").replace("--iodepth_batch_submit=32 --iodepth_batch_complete_max=32", "batch 32").replace("--direct=0 --invalidate=0", "cached").strip()
 a = [int(x) for x in a.split()]
 if "NA" in b.split():
@@ -279,6 +284,7 @@ b = [int(x) for x in b.split()]
 ma, mb = statistics.median(a), statistics.median(b)
 k = lambda v: f"{v/1000:.1f}k"
 print(f"{'randread qd' + depth + ' ' + engine:<40} {k(ma) + ' (' + k(min(a)) + '-' + k(max(a)) + ')':<28} "
-      f"{peer:<20} {k(mb) + ' (' + k(min(b)) + '-' + k(max(b)) + ')':<28} {ma / mb if mb else float('nan'):.3f}")
+      f"{peer:<20} {k(mb) + ' (' + k(min(b)) + '-' + k(max(b)) + ')':<28} {ma / mb if mb else float('nan'):<7.3f} "
+      f"{pairs.describe([x / y for x, y in zip(a, b) if y])}")
 PY
 done

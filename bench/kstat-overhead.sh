@@ -338,8 +338,10 @@ else
     peers="t/io_uring unavailable (T_IO_URING not set)"
 fi
 echo "peers: $peers; wrk $(wrk -v 2>&1 | head -1 | cut -d' ' -f2 || true)"
-python3 - "$results" "$cpu" <<'PY'
+python3 - "$results" "$cpu" "$repo/bench/lib" <<'PY'
 import statistics, sys
+sys.path.insert(0, sys.argv[3])
+import pairs as pairs_lib
 rows = {}
 order = []
 for line in open(sys.argv[1]):
@@ -372,22 +374,6 @@ label = {
     "full": "--evidence full",
 }
 
-def median_ci(xs):
-    """95% distribution-free interval for the median of xs (sorted): the
-    order statistics x(k), x(n-k+1) with P(Binomial(n, 1/2) < k) <= 2.5%.
-    None below 6 values, where no such interval exists."""
-    n = len(xs)
-    from math import comb
-    k, below = 0, 0.0
-    while True:
-        nxt = below + comb(n, k) / 2**n
-        if nxt > 0.025:
-            break
-        below, k = nxt, k + 1
-    if k == 0:
-        return None
-    return xs[k - 1], xs[n - k]
-
 def pairs_of(d, a, b):
     A, B = d.get(a, {}), d.get(b, {})
     return sorted(A[r][0] / B[r][0] for r in A if r in B and A[r][0] and B[r][0])
@@ -399,23 +385,10 @@ def ratio(d, a, b):
     if not pairs:
         why = next((B[r][1] for r in B if B[r][0] is None), None) or next((A[r][1] for r in A if A[r][0] is None), "no pair")
         return f"unavailable ({why})"
-    ci = median_ci(pairs)
-    ci = f"[{ci[0]:.3f}-{ci[1]:.3f}]" if ci else "[n<6]"
-    return f"{statistics.median(pairs):.3f} {ci} ({pairs[0]:.3f}-{pairs[-1]:.3f})"
+    return pairs_lib.describe(pairs)
 
 def verdict(d, a, b, bar):
-    """Against issue 25's bar: met when the whole 95% interval of the median
-    pairwise ratio is at or above it, missed when all of it is below,
-    otherwise undecided at this spread."""
-    pairs = pairs_of(d, a, b)
-    ci = median_ci(pairs) if pairs else None
-    if ci is None:
-        return f">= {bar}: too few pairs"
-    if ci[0] >= bar:
-        return f">= {bar}: met"
-    if ci[1] < bar:
-        return f">= {bar}: missed"
-    return f">= {bar}: undecided (the interval spans it)"
+    return pairs_lib.verdict(pairs_of(d, a, b), bar)
 
 for row in order:
     title, unit, peer = names[row]

@@ -1,0 +1,60 @@
+"""How sure a bench script is of a ratio between two tools.
+
+Each repeat of a bench script runs both tools seconds apart, so the ratio
+of the two runs of one repeat (a pair) cancels the host's slow drift. The
+scripts report the median of those pairwise ratios with a 95%
+distribution-free interval for it (order statistics of the binomial: no
+assumption about how the host's noise is shaped), and judge a bar met or
+missed only when that whole interval is on one side of it.
+"""
+from math import comb
+import statistics
+
+
+def median_ci(xs):
+    """95% interval (lo, hi) for the median of the sorted list xs: the order
+    statistics x(k), x(n-k+1) with P(Binomial(n, 1/2) < k) <= 2.5%. None
+    below 6 values, where no such interval exists."""
+    n = len(xs)
+    k, below = 0, 0.0
+    while k < n:
+        nxt = below + comb(n, k) / 2**n
+        if nxt > 0.025:
+            break
+        below, k = nxt, k + 1
+    if k == 0:
+        return None
+    return xs[k - 1], xs[n - k]
+
+
+def describe(pairs, digits=3):
+    """'median [lo-hi] (min-max)' of the pairwise ratios, '[n<6]' when too
+    few for an interval; pairs need not be sorted."""
+    xs = sorted(pairs)
+    if not xs:
+        return "no pairs"
+    f = f"{{:.{digits}f}}"
+    ci = median_ci(xs)
+    band = f"[{f.format(ci[0])}-{f.format(ci[1])}]" if ci else "[n<6]"
+    return f"{f.format(statistics.median(xs))} {band} ({f.format(xs[0])}-{f.format(xs[-1])})"
+
+
+def verdict(pairs, bar):
+    """Against a bar of at least `bar`: met, missed or undecided."""
+    xs = sorted(pairs)
+    ci = median_ci(xs) if xs else None
+    if ci is None:
+        return f">= {bar}: too few pairs for an interval"
+    if ci[0] >= bar:
+        return f">= {bar}: met"
+    if ci[1] < bar:
+        return f">= {bar}: missed"
+    return f">= {bar}: undecided (the interval spans it)"
+
+
+if __name__ == "__main__":
+    # Self-check: the interval's order statistics for a few sizes.
+    for n, want in ((5, None), (6, (1, 6)), (10, (2, 9)), (20, (6, 15))):
+        got = median_ci(list(range(1, n + 1)))
+        assert got == want, (n, got, want)
+    print("ok")
