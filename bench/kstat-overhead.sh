@@ -49,6 +49,20 @@
 #    setup and teardown included; a run of one queue's worth of I/O
 #    (--io-size) counts that fixed part, and (calls_full - calls_tiny) /
 #    (ops_full - ops_tiny) is perf's figure for the full run's steady state.
+# 3. The observer by profile. On a shared host the pairs of part 1 move by
+#    +-30% from run to run, too much to tell a 2% cost; a profile measures
+#    the observer directly. For each row, the as-typed run and the
+#    --no-kstat run are sampled (perf record -e cpu-clock on the client's
+#    CPU only), BENCH_PROFILE_REPEATS times each, alternating. The evidence's
+#    share of that CPU's busy samples in an as-typed run is the samples of
+#    (a) the evidence's own threads (ringlab-windows, ringlab-stages), (b)
+#    the kernel's BPF and tracepoint-call path (bpf_prog_*, bpf_trace_run*,
+#    __bpf_trace_*, trace_call_bpf, the syscall slow path that an attached
+#    sys_enter program forces: syscall_trace_enter, trace_sys_enter), and
+#    (c) the main thread's samples beyond its median share in the
+#    --no-kstat runs (it reads /proc for the context switches and the
+#    counters at the end). On a CPU-bound row the IOPS lost to the observer
+#    is at most that share, so "as typed / --no-kstat >= 1 - share".
 #
 # Needs root (zram setup, BPF) and 2 CPUs. Sets up /dev/zram0 if its
 # disksize is 0 (1 GiB) and fills it once from /dev/urandom (a page never
@@ -65,6 +79,8 @@
 #   BENCH_SERVE_IO (epoll)   `ringlab serve --io`
 #   BENCH_PORT (18090)       the server's port on 127.0.0.1
 #   BENCH_CROSSCHECK (1)     0 skips the perf cross-check
+#   BENCH_PROFILE (1)        0 skips the observer's profile (part 3)
+#   BENCH_PROFILE_REPEATS (3) profiled runs of each variant per row
 #   T_IO_URING               path of fio's t/io_uring, built outside this
 #                            repo; unset: its columns say "unavailable"
 #   BENCH_TIOURING_EXTRA     more t/io_uring flags (override the above)
@@ -82,6 +98,8 @@ conns_list=${BENCH_CONNS-"10 50"}
 serve_io=${BENCH_SERVE_IO:-epoll}
 port=${BENCH_PORT:-18090}
 crosscheck=${BENCH_CROSSCHECK:-1}
+profile=${BENCH_PROFILE:-1}
+profile_repeats=${BENCH_PROFILE_REPEATS:-3}
 tiou_extra=${BENCH_TIOURING_EXTRA:-}
 target=/dev/zram0
 
@@ -108,7 +126,7 @@ fi
 
 need=()
 if [[ -n $conns_list ]] && ! command -v wrk >/dev/null; then need+=(wrk); fi
-if [[ $crosscheck == 1 ]] && ! command -v perf >/dev/null; then need+=(linux-perf); fi
+if [[ $crosscheck == 1 || $profile == 1 ]] && ! command -v perf >/dev/null; then need+=(linux-perf); fi
 if ((${#need[@]})); then
     echo "installing ${need[*]} (apt-get)" >&2
     apt-get update -qq
@@ -436,6 +454,84 @@ for row in order:
     peer = verdict(d, "typed", "peer", 1.33 if row.startswith("c") else peer_bar[row])
     print(f"  {names[row][0]:<{w}}  as typed / --no-kstat {own}; as typed / peer {peer}")
 PY
+
+# 3. The observer by profile (see the head of this file).
+# prof_run: output file, row, variant: one sampled run on the client CPU.
+prof_run() {
+    local out=$1 row=$2 v=$3 cmd
+    # shellcheck disable=SC2046 # the flag strings are word lists
+    case $row in
+        c*) cmd=("$ringlab" http --io uring -t1 -c"${row#c}" -d"${runtime}s" $(flags_of "$v") "$url") ;;
+        *) cmd=("$ringlab" io "$target" --direct $(io_flags "$row") --rw randread --bs 4k \
+            --cpus "$cpu" --runtime "${runtime}s" $(flags_of "$v")) ;;
+    esac
+    perf record -q -C "$cpu" -e cpu-clock -o "$out" -- taskset -c "$cpu" "${cmd[@]}" >/dev/null 2>"$work/prof.err" ||
+        { echo "  (perf record failed: $(tail -1 "$work/prof.err"))" >&2; return 1; }
+    perf script -i "$out" -F comm,ip,sym 2>/dev/null >"$out.txt"
+}
+if [[ $profile == 1 ]]; then
+    echo
+    if ! command -v perf >/dev/null; then
+        echo "profile: skipped (perf is not installed)"
+    else
+        echo "the observer by profile: the evidence's share of the client CPU's busy samples in the as-typed runs"
+        echo "(median of $profile_repeats runs per variant; threads ringlab-windows/-stages, BPF and tracepoint-call path, main thread beyond --no-kstat's)"
+        main_comm=$(basename "$ringlab" | cut -c1-15)
+        prof_rows=()
+        for r in $io_rows; do prof_rows+=("$r"); done
+        for c in $conns_list; do prof_rows+=("c$c"); done
+        for row in "${prof_rows[@]}"; do
+            files=()
+            for ((i = 1; i <= profile_repeats; i++)); do
+                for v in typed nokstat; do
+                    f="$work/prof-$row-$v-$i"
+                    if prof_run "$f" "$row" "$v"; then files+=("$v=$f.txt"); fi
+                done
+            done
+            python3 - "$row" "$main_comm" "$repo/bench/lib" "${files[@]}" <<'PY'
+import re, statistics, sys
+row, main_comm = sys.argv[1], sys.argv[2]
+name = f"http --io uring -t1 -c{row[1:]}" if row.startswith("c") else f"zram randread 4k {row}"
+BPF = re.compile(r"^(bpf_prog_|bpf_trace_run|__bpf_trace_|trace_call_bpf|bpf_get_current_pid_tgid|"
+                 r"percpu_array_map_lookup|syscall_trace_enter|trace_sys_enter|__traceiter_)")
+runs = {"typed": [], "nokstat": []}
+for arg in sys.argv[4:]:
+    v, path = arg.split("=", 1)
+    busy = threads = bpf = main = 0
+    for line in open(path):
+        t = line.split()
+        if not t:
+            continue
+        comm, sym = t[0], (t[2] if len(t) > 2 else "")
+        if comm.startswith("swapper"):
+            continue
+        busy += 1
+        if comm in ("ringlab-windows", "ringlab-stages"):
+            threads += 1
+        elif BPF.match(sym):
+            bpf += 1
+        elif comm == main_comm:
+            main += 1
+    if busy:
+        runs[v].append((busy, threads / busy, bpf / busy, main / busy))
+if not runs["typed"] or not runs["nokstat"]:
+    print(f"  {name}: no profile (perf record failed)")
+    sys.exit()
+med = lambda xs: statistics.median(xs)
+base_main = med([r[3] for r in runs["nokstat"]])
+base_bpf = med([r[2] for r in runs["nokstat"]])
+th = med([r[1] for r in runs["typed"]])
+bp = med([r[2] for r in runs["typed"]])
+mn = med([r[3] for r in runs["typed"]])
+shares = sorted(r[1] + r[2] + max(0.0, r[3] - base_main) for r in runs["typed"])
+share = med(shares)
+print(f"  {name:<36} {100*share:5.2f}% ({100*shares[0]:.2f}-{100*shares[-1]:.2f}) of {med([r[0] for r in runs['typed']]):.0f} busy samples: "
+      f"threads {100*th:.2f}%, BPF/tracepoint path {100*bp:.2f}% (--no-kstat {100*base_bpf:.2f}%), "
+      f"main thread {100*mn:.2f}% (--no-kstat {100*base_main:.2f}%); as typed / --no-kstat >= {1-share:.3f} by this measure")
+PY
+        done
+    fi
+fi
 
 # Cross-check of ringlab's system-call count against perf's.
 # perf_run: engine, then extra ringlab flags -> "calls ops ringlab_per_op".
