@@ -84,6 +84,9 @@
 #   T_IO_URING               path of fio's t/io_uring, built outside this
 #                            repo; unset: its columns say "unavailable"
 #   BENCH_TIOURING_EXTRA     more t/io_uring flags (override the above)
+#   BENCH_RINGLAB_EXTRA      more flags for every ringlab run (e.g.
+#                            "--gtod-reduce": no I/O timed, as t/io_uring -t0);
+#                            printed with the peers
 #   RINGLAB_BIN              a ringlab binary to measure instead of building
 #                            this tree's
 # Numbers are measured, not asserted; nothing here is a test.
@@ -101,6 +104,7 @@ crosscheck=${BENCH_CROSSCHECK:-1}
 profile=${BENCH_PROFILE:-1}
 profile_repeats=${BENCH_PROFILE_REPEATS:-3}
 tiou_extra=${BENCH_TIOURING_EXTRA:-}
+ringlab_extra=${BENCH_RINGLAB_EXTRA:-}
 target=/dev/zram0
 
 if [[ $EUID -ne 0 ]]; then
@@ -311,11 +315,11 @@ start_server() {
 }
 
 variants=(typed nokstat full peer)
-flags_of() { # variant -> extra ringlab flags
+flags_of() { # variant -> extra ringlab flags (BENCH_RINGLAB_EXTRA after them)
     case $1 in
-        typed) echo "" ;;
-        nokstat) echo "--no-kstat" ;;
-        full) echo "--evidence full" ;;
+        typed) echo "$ringlab_extra" ;;
+        nokstat) echo "--no-kstat $ringlab_extra" ;;
+        full) echo "--evidence full $ringlab_extra" ;;
     esac
 }
 
@@ -355,7 +359,7 @@ if [[ -n $tiou ]]; then
 else
     peers="t/io_uring unavailable (T_IO_URING not set)"
 fi
-echo "peers: $peers; wrk $(wrk -v 2>&1 | head -1 | cut -d' ' -f2 || true)"
+echo "peers: $peers; wrk $(wrk -v 2>&1 | head -1 | cut -d' ' -f2 || true)${ringlab_extra:+; every ringlab run with $ringlab_extra}"
 python3 - "$results" "$cpu" "$repo/bench/lib" <<'PY'
 import statistics, sys
 sys.path.insert(0, sys.argv[3])
