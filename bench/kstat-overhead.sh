@@ -492,14 +492,14 @@ if [[ $profile == 1 ]]; then
                     if prof_run "$f" "$row" "$v"; then files+=("$v=$f.txt"); fi
                 done
             done
-            python3 - "$row" "$main_comm" "$repo/bench/lib" "${files[@]}" <<'PY'
+            python3 - "$row" "$main_comm" "${files[@]}" <<'PY'
 import re, statistics, sys
 row, main_comm = sys.argv[1], sys.argv[2]
 name = f"http --io uring -t1 -c{row[1:]}" if row.startswith("c") else f"zram randread 4k {row}"
 BPF = re.compile(r"^(bpf_prog_|bpf_trace_run|__bpf_trace_|trace_call_bpf|bpf_get_current_pid_tgid|"
                  r"percpu_array_map_lookup|syscall_trace_enter|trace_sys_enter|__traceiter_)")
 runs = {"typed": [], "nokstat": []}
-for arg in sys.argv[4:]:
+for arg in sys.argv[3:]:
     v, path = arg.split("=", 1)
     busy = threads = bpf = main = 0
     for line in open(path):
