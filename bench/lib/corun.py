@@ -1,0 +1,78 @@
+"""Runs two commands at once on one CPU, each in a cgroup of its own with
+equal CPU weight, and prints each one's figure: the co-run of
+bench/kstat-overhead.sh (part 4).
+
+Two runs made one after the other on a shared host differ by up to 30%;
+two runs made at the same moment on the same CPU meet the same host, and
+with equal weights each gets half of the CPU, so the ratio of their
+figures is the ratio of their costs per operation. Two identical ringlab
+runs measured this way came out at 1.000 (0.999-1.000).
+
+usage: corun.py CGROUP_A CGROUP_B CPU KIND_A KIND_B -- CMD_A... -- CMD_B...
+KIND: rl-io (IOPS from ringlab's JSON), tiou (t/io_uring's per-second
+IOPS lines, the first and last dropped so only the overlap counts),
+rl-http and wrk (responses per CPU-second of the whole process, from
+wait4's rusage). Prints "A B" (the two figures) or "NA reason".
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+
+def figure(kind, out, cpu, code):
+    if code != 0:
+        return None, f"exit {code}"
+    if kind == "rl-io":
+        return json.loads(out)["total"]["iops"], None
+    if kind == "rl-http":
+        n = json.loads(out)["http"]["responses"]
+        return (n / cpu, None) if cpu > 0 else (None, "no CPU time")
+    if kind == "wrk":
+        m = re.search(r"(\d+) requests in", out)
+        if not m or cpu <= 0:
+            return None, "no request count"
+        return int(m.group(1)) / cpu, None
+    if kind == "tiou":
+        unit = {"K": 1e3, "M": 1e6, "": 1}
+        v = [float(x) * unit[k] for x, k in re.findall(r"IOPS=([0-9.]+)([KM]?),", out)]
+        v = v[1:-1] if len(v) > 2 else []
+        return (sum(v) / len(v), None) if v else (None, "t/io_uring printed under 3 IOPS lines")
+    raise SystemExit(f"unknown kind {kind}")
+
+
+def main():
+    a_cg, b_cg, cpu, kind_a, kind_b = sys.argv[1:6]
+    rest = sys.argv[6:]
+    assert rest[0] == "--"
+    cut = rest.index("--", 1)
+    cmds = [rest[1:cut], rest[cut + 1:]]
+    procs = []
+    for cg, cmd in zip((a_cg, b_cg), cmds):
+        out = tempfile.TemporaryFile()
+        p = subprocess.Popen(
+            ["taskset", "-c", cpu] + cmd,
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+            # The child joins its cgroup before taskset execs the command,
+            # so every thread it makes (io-wq workers too) is counted there.
+            preexec_fn=lambda cg=cg: open(os.path.join(cg, "cgroup.procs"), "w").write(str(os.getpid())),
+        )
+        procs.append((p, out))
+    got = []
+    for (p, out), kind in zip(procs, (kind_a, kind_b)):
+        _, status, ru = os.wait4(p.pid, 0)
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+        code = os.waitstatus_to_exitcode(status)
+        got.append(figure(kind, text, ru.ru_utime + ru.ru_stime, code))
+    if any(v is None for v, _ in got):
+        print("NA", next(why for v, why in got if v is None))
+    else:
+        print(got[0][0], got[1][0])
+
+
+if __name__ == "__main__":
+    main()
