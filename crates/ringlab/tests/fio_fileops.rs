@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{assert_ok, fio, skip};
+use common::{assert_ok, fio, first_json, skip};
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -17,17 +17,6 @@ const EXAMPLES: &str = "/usr/share/doc/fio/examples";
 
 fn tmp(name: &str) -> PathBuf {
     common::fresh_dir("fileops", name)
-}
-
-/// The JSON document of an output (fio's, after any text before it).
-fn json(out: &Output) -> Value {
-    let t = String::from_utf8_lossy(&out.stdout);
-    let t = &t[t.find('{').expect("json")..];
-    serde_json::Deserializer::from_str(t)
-        .into_iter::<Value>()
-        .next()
-        .unwrap()
-        .unwrap()
 }
 
 /// `job.fio` holding `text`, run in `dir` by ringlab fio or by fio 3.33.
@@ -98,12 +87,12 @@ fn both(name: &str, text: &str) -> (Counts, Vec<(String, u64, u32)>) {
     let d = tmp(name);
     let out = run("ringlab", &d, text);
     assert_ok(&out);
-    let got = (counts(&json(&out)), files(&d));
+    let got = (counts(&first_json(&out)), files(&d));
     if common::real_fio() {
         let f = tmp(&format!("{name}-fio"));
         let out = run("fio", &f, text);
         assert!(out.status.success(), "fio: {out:?}");
-        let want = (counts(&json(&out)), files(&f));
+        let want = (counts(&first_json(&out)), files(&f));
         assert_eq!(got, want, "ringlab fio (left) against fio 3.33 (right)");
         let _ = std::fs::remove_dir_all(&f);
     }
@@ -141,7 +130,7 @@ fn filecreate_creates_every_file_again_on_each_pass() {
         "[t]\nioengine=filecreate\nnrfiles=3\nfilesize=8k\nruntime=200ms\ntime_based\n",
     );
     assert_ok(&out);
-    let v = json(&out);
+    let v = first_json(&out);
     let r = &v["jobs"][0]["read"];
     let ios = u(&r["total_ios"]);
     assert!(ios > 6, "{ios} I/Os in 200 ms");
@@ -267,7 +256,7 @@ fn a_file_another_run_left_short_is_laid_out_again_as_fio() {
         "[w]\nioengine=ftruncate\nsize=64k\nfilename=t\nrw=write\n",
     );
     assert_ok(&out);
-    assert_eq!(u(&json(&out)["jobs"][0]["write"]["total_ios"]), 16);
+    assert_eq!(u(&first_json(&out)["jobs"][0]["write"]["total_ios"]), 16);
     assert_eq!(std::fs::metadata(d.join("t")).unwrap().len(), 61440);
     std::fs::write(d.join("t"), vec![7u8; 4096]).unwrap();
     let out = common::ringlab(&format!(
@@ -288,7 +277,7 @@ fn ftruncate_fails_a_read_with_einval_as_fio() {
     );
     // fio 3.33: exit 1, the job's error 22, the failed read counted.
     assert_eq!(out.status.code(), Some(1), "{out:?}");
-    let v = json(&out);
+    let v = first_json(&out);
     assert_eq!(u(&v["jobs"][0]["error"]), 22);
     assert_eq!(u(&v["jobs"][0]["read"]["total_ios"]), 1);
     assert_eq!(u(&v["jobs"][0]["read"]["io_bytes"]), 0);
@@ -325,7 +314,7 @@ fn the_example_job_files_run_unchanged() {
     ] {
         let out = fio(&d, &["--output-format=json", dir.join(f).to_str().unwrap()]);
         assert_ok(&out);
-        let c = counts(&json(&out));
+        let c = counts(&first_json(&out));
         assert_eq!(c.len(), 6, "{f}: {c:?}");
         for x in &c {
             assert_eq!((x.2, x.3, x.4, x.5), (200, 819200, 200, 0), "{f}: {x:?}");

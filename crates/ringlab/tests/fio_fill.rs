@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{assert_ok, fio, is_root, skip, skip_root_only};
+use common::{assert_ok, fio, first_json, is_root, skip, skip_root_only};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,18 +16,6 @@ const EXAMPLES: &str = "/usr/share/doc/fio/examples";
 
 fn tmp(name: &str) -> PathBuf {
     common::fresh_dir("fill", name)
-}
-
-/// The first JSON document of the output (fio's json, then the normal
-/// text when both are asked).
-fn json(out: &std::process::Output) -> Value {
-    let t = String::from_utf8_lossy(&out.stdout);
-    let t = &t[t.find('{').expect("json")..];
-    serde_json::Deserializer::from_str(t)
-        .into_iter::<Value>()
-        .next()
-        .unwrap()
-        .unwrap()
 }
 
 fn job<'a>(v: &'a Value, name: &str) -> &'a Value {
@@ -97,7 +85,7 @@ fn fill_device_writes_the_free_space_and_ends_at_enospc_without_an_error() {
     let free = free_bytes(&d) + (64 << 10);
     let out = fio(&d, &["--output-format=json,normal", "job.fio"]);
     assert_ok(&out);
-    let v = json(&out);
+    let v = first_json(&out);
     let w = job(&v, "write-phase");
     let r = job(&v, "verify-phase");
     assert_eq!(
@@ -166,7 +154,7 @@ fn fill_counts(tool: &str, taken: usize) -> Option<(u64, u64, u64)> {
         fio(&fs, &args)
     };
     assert_ok(&out);
-    let v = json(&out);
+    let v = first_json(&out);
     let w = &job(&v, "write-phase")["write"];
     let counts = (u(&w["total_ios"]), u(&w["short_ios"]), u(&w["io_bytes"]));
     drop(mounted);
@@ -210,7 +198,7 @@ fn fill_device_with_a_size_recreates_the_file_and_verify_meta_finds_a_damaged_bl
     std::fs::write(d.join("job.fio"), surface_scan("fill_device=1\nsize=1m\n")).unwrap();
     let out = fio(&d, &["--output-format=json", "job.fio"]);
     assert_ok(&out);
-    let v = json(&out);
+    let v = first_json(&out);
     assert_eq!(u(&job(&v, "write-phase")["write"]["io_bytes"]), 1 << 20);
     assert_eq!(u(&job(&v, "verify-phase")["read"]["io_bytes"]), 1 << 20);
     // fio removes the file and writes it anew: the old 3 MiB are gone.
@@ -295,7 +283,7 @@ fn offset_increment_starts_each_clone_where_fio_does() {
     std::fs::write(d.join("job.fio"), CROSS_STRIPE.replace("PREFIX", "rl")).unwrap();
     let out = fio(&d, &["--output-format=json", "job.fio"]);
     assert_ok(&out);
-    let v = json(&out);
+    let v = first_json(&out);
     let j = job(&v, "write-verify");
     // 128k per loop, two loops, four clones; each write read back once.
     assert_eq!(u(&j["write"]["total_ios"]), 4 * 2 * 8);

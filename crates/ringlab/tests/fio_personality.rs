@@ -102,11 +102,7 @@ fn io_depths_are_counted_as_fio_counts_them() {
     );
     assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
-    let j: serde_json::Value = serde_json::Deserializer::from_str(&text)
-        .into_iter::<serde_json::Value>()
-        .next()
-        .unwrap()
-        .unwrap();
+    let j = common::first_json(&out);
     let job = &j["jobs"][0];
     let pct = |key: &str, bucket: &str| job[key][bucket].as_f64().unwrap();
     let sum = |key: &str| -> f64 {

@@ -411,3 +411,15 @@ pub fn real_fio() -> bool {
         .output()
         .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with("fio-3"))
 }
+
+/// The first JSON document of an output's stdout, after any text before it
+/// (fio's json; with `--output-format json,normal` the text follows it).
+pub fn first_json(out: &Output) -> Value {
+    let t = String::from_utf8_lossy(&out.stdout);
+    let t = &t[t.find('{').expect("json")..];
+    serde_json::Deserializer::from_str(t)
+        .into_iter::<Value>()
+        .next()
+        .unwrap()
+        .unwrap()
+}
