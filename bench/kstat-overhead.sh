@@ -253,12 +253,23 @@ tiou_flags() { # row -> t/io_uring flags
         qd8cb8) echo "-d8 -s8 -c8" ;;
     esac
 }
-ringlab_io() { # row, then extra ringlab flags
-    local row=$1
-    shift
-    # shellcheck disable=SC2046 # the flag string is a word list
-    pinned "$cpu" "$ringlab" io "$target" --direct $(io_flags "$row") --rw randread --bs 4k \
-        --cpus "$cpu" --runtime "${runtime}s" --output-format json "$@" |
+# The command of a row's variant, in the array cmd, SECONDS long: ringlab
+# as the variant says (flags_of), t/io_uring or wrk for "peer". Every part
+# (turns, profile, co-runs) runs these, so they compare the same commands.
+row_cmd() { # row variant seconds
+    local row=$1 v=$2 s=$3
+    # shellcheck disable=SC2046,SC2086 # the flag strings are word lists
+    case $row:$v in
+        c*:peer) cmd=(wrk -t1 -c"${row#c}" -d"${s}s" "$url") ;;
+        c*) cmd=("$ringlab" http --io uring -t1 -c"${row#c}" -d"${s}s" --output-format json $(flags_of "$v") "$url") ;;
+        *:peer) cmd=("$tiou" $(tiou_flags "$row") -b4096 -p0 -B0 -F0 -n1 -O1 -X0 -R1 -t0 -P0 $tiou_extra -r"$s" "$target") ;;
+        *) cmd=("$ringlab" io "$target" --direct $(io_flags "$row") --rw randread --bs 4k \
+            --cpus "$cpu" --runtime "${s}s" --output-format json $(flags_of "$v")) ;;
+    esac
+}
+ringlab_io() { # row variant
+    row_cmd "$1" "$2" "$runtime"
+    pinned "$cpu" "${cmd[@]}" |
         python3 -c '
 import json, sys
 code, _ = sys.stdin.readline().split()
@@ -271,9 +282,8 @@ peer_io() { # row
         echo "NA T_IO_URING not set"
         return
     fi
-    # shellcheck disable=SC2046,SC2086
-    pinned "$cpu" "$tiou" $(tiou_flags "$1") -b4096 -p0 -B0 -F0 -n1 -O1 -X0 -R1 -t0 -P0 \
-        $tiou_extra -r"$runtime" "$target" |
+    row_cmd "$1" peer "$runtime"
+    pinned "$cpu" "${cmd[@]}" |
         python3 -c '
 import re, sys
 code, _ = sys.stdin.readline().split()
@@ -292,10 +302,9 @@ else:
 
 # HTTP: "req_per_client_cpu_s req_per_s in_run_thread_figure".
 url="http://127.0.0.1:$port/"
-ringlab_http() { # connections, then extra ringlab flags
-    local c=$1
-    shift
-    pinned "$cpu" "$ringlab" http --io uring -t1 -c"$c" -d"${runtime}s" --output-format json "$@" "$url" |
+ringlab_http() { # row variant
+    row_cmd "$1" "$2" "$runtime"
+    pinned "$cpu" "${cmd[@]}" |
         python3 -c '
 import json, sys
 code, cpu = sys.stdin.readline().split()
@@ -309,8 +318,9 @@ if float(cpu) <= 0:
     print("NA no CPU time in the rusage"); sys.exit()
 print(round(n / float(cpu)), round(t["iops"]), round(n / (ns / 1e9)) if ns else "-")'
 }
-peer_http() { # connections
-    pinned "$cpu" wrk -t1 -c"$1" -d"${runtime}s" "$url" |
+peer_http() { # row
+    row_cmd "$1" peer "$runtime"
+    pinned "$cpu" "${cmd[@]}" |
         python3 -c '
 import re, sys
 code, cpu = sys.stdin.readline().split()
@@ -364,10 +374,10 @@ for ((rep = 0; rep < repeats; rep++)); do
             v=${variants[$(((i + rep) % ${#variants[@]}))]}
             # shellcheck disable=SC2046 # flag strings are word lists
             case "$row:$v" in
-                c*:peer) line=$(peer_http "${row#c}") ;;
-                c*) line=$(ringlab_http "${row#c}" $(flags_of "$v")) ;;
+                c*:peer) line=$(peer_http "$row") ;;
+                c*) line=$(ringlab_http "$row" "$v") ;;
                 *:peer) line=$(peer_io "$row") ;;
-                *) line=$(ringlab_io "$row" $(flags_of "$v")) ;;
+                *) line=$(ringlab_io "$row" "$v") ;;
             esac
             echo "$row $v $rep $line" >>"$results"
             echo "  repeat $((rep + 1))/$repeats, $row, $v: $line" >&2
@@ -470,29 +480,20 @@ for row in order:
     d = rows[row]
     print(f"  {names[row][0]:<{w}}  {ratio(d, 'typed', 'nokstat'):<36} {ratio(d, 'typed', 'peer'):<36} {ratio(d, 'full', 'nokstat')}")
 
-# Issue 25's bars: as typed at least 0.98 of --no-kstat; at least 0.97 of
-# t/io_uring at qd1 and qd32 and 1.0 with --complete-batch 8; HTTP at least
-# 1.33 of wrk per client CPU-second.
 print()
 print("against issue 25's bars (met or missed only when the 95% interval is wholly on one side)")
-peer_bar = {"qd1": 0.97, "qd32": 0.97, "qd8cb8": 1.0}
 for row in order:
     d = rows[row]
-    own = verdict(d, "typed", "nokstat", 0.98)
-    peer = verdict(d, "typed", "peer", 1.33 if row.startswith("c") else peer_bar[row])
+    own = verdict(d, "typed", "nokstat", pairs_lib.EVIDENCE_BAR)
+    peer = verdict(d, "typed", "peer", pairs_lib.peer_bar(row))
     print(f"  {names[row][0]:<{w}}  as typed / --no-kstat {own}; as typed / peer {peer}")
 PY
 
 # 3. The observer by profile (see the head of this file).
 # prof_run: output file, row, variant: one sampled run on the client CPU.
 prof_run() {
-    local out=$1 row=$2 v=$3 cmd
-    # shellcheck disable=SC2046 # the flag strings are word lists
-    case $row in
-        c*) cmd=("$ringlab" http --io uring -t1 -c"${row#c}" -d"${runtime}s" $(flags_of "$v") "$url") ;;
-        *) cmd=("$ringlab" io "$target" --direct $(io_flags "$row") --rw randread --bs 4k \
-            --cpus "$cpu" --runtime "${runtime}s" $(flags_of "$v")) ;;
-    esac
+    local out=$1
+    row_cmd "$2" "$3" "$runtime"
     perf record -q -C "$cpu" -e cpu-clock -o "$out" -- taskset -c "$cpu" "${cmd[@]}" >/dev/null 2>"$work/prof.err" ||
         { echo "  (perf record failed: $(tail -1 "$work/prof.err"))" >&2; return 1; }
     perf script -i "$out" -F comm,ip,sym 2>/dev/null >"$out.txt"
@@ -575,16 +576,6 @@ corun_setup() { # -> the two cgroup directories, or a reason on stderr
     fi
     mkdir -p "$corun_base/ringlab-corun-a" "$corun_base/ringlab-corun-b"
 }
-corun_side() { # row variant -> "KIND cmd..." for corun.py
-    local row=$1 v=$2
-    # shellcheck disable=SC2046 # the flag strings are word lists
-    case $row:$v in
-        c*:peer) echo "wrk wrk -t1 -c${row#c} -d${corun_runtime}s $url" ;;
-        c*) echo "rl-http $ringlab http --io uring -t1 -c${row#c} -d${corun_runtime}s --output-format json $(flags_of "$v") $url" ;;
-        *:peer) echo "tiou $tiou $(tiou_flags "$row") -b4096 -p0 -B0 -F0 -n1 -O1 -X0 -R1 -t0 -P0 $tiou_extra -r$corun_runtime $target" ;;
-        *) echo "rl-io $ringlab io $target --direct $(io_flags "$row") --rw randread --bs 4k --cpus $cpu --runtime ${corun_runtime}s --output-format json $(flags_of "$v")" ;;
-    esac
-}
 if [[ $corun == 1 ]]; then
     echo
     corun_runtime=$((runtime > 4 ? runtime : 4))
@@ -597,40 +588,38 @@ if [[ $corun == 1 ]]; then
         for r in $io_rows; do co_rows+=("$r"); done
         for c in $conns_list; do co_rows+=("c$c"); done
         for row in "${co_rows[@]}"; do
-            for other in peer; do
-                if [[ $row != c* && -z $tiou ]]; then
-                    echo "  zram randread 4k $row: no co-run (T_IO_URING not set)"
-                    continue
-                fi
-                ratios=()
-                for ((i = 1; i <= corun_repeats; i++)); do
-                    read -r ka ca <<<"$(corun_side "$row" typed)"
-                    read -r kb cb <<<"$(corun_side "$row" "$other")"
-                    ga=$corun_base/ringlab-corun-a
-                    gb=$corun_base/ringlab-corun-b
-                    if ((i % 2 == 0)); then g=$ga; ga=$gb; gb=$g; fi
-                    # shellcheck disable=SC2086 # the commands are word lists
-                    line=$(python3 "$repo/bench/lib/corun.py" "$ga" "$gb" "$cpu" "$ka" "$kb" -- $ca -- $cb)
-                    echo "  co-run $i/$corun_repeats, $row, typed vs $other: $line" >&2
-                    if [[ $line != NA* ]]; then ratios+=("$line"); fi
-                done
-                python3 - "$row" "$repo/bench/lib" "${ratios[@]}" <<'PY'
+            if [[ $row != c* && -z $tiou ]]; then
+                echo "  zram randread 4k $row: no co-run (T_IO_URING not set)"
+                continue
+            fi
+            row_cmd "$row" typed "$corun_runtime"
+            typed_cmd=("${cmd[@]}")
+            row_cmd "$row" peer "$corun_runtime"
+            peer_cmd=("${cmd[@]}")
+            if [[ $row == c* ]]; then kinds=(rl-http wrk); else kinds=(rl-io tiou); fi
+            ratios=()
+            for ((i = 1; i <= corun_repeats; i++)); do
+                ga=$corun_base/ringlab-corun-a
+                gb=$corun_base/ringlab-corun-b
+                if ((i % 2 == 0)); then g=$ga; ga=$gb; gb=$g; fi
+                line=$(python3 "$repo/bench/lib/corun.py" "$ga" "$gb" "$cpu" "${kinds[@]}" \
+                    -- "${typed_cmd[@]}" -- "${peer_cmd[@]}")
+                echo "  co-run $i/$corun_repeats, $row, typed vs peer: $line" >&2
+                if [[ $line != NA* ]]; then ratios+=("$line"); fi
+            done
+            python3 - "$row" "$repo/bench/lib" "${ratios[@]}" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[2])
 import pairs
 row = sys.argv[1]
 name = f"http --io uring -t1 -c{row[1:]}" if row.startswith("c") else f"zram randread 4k {row}"
 r = [float(a) / float(b) for a, b in (x.split() for x in sys.argv[3:]) if float(b) > 0]
-if row.startswith("c"):
-    bar, what = 1.33, "as typed / wrk, per CPU-second"
-else:
-    bar, what = {"qd1": 0.97, "qd32": 0.97, "qd8cb8": 1.0}[row], "as typed / t/io_uring"
+what = "as typed / wrk, per CPU-second" if row.startswith("c") else "as typed / t/io_uring"
 if not r:
     print(f"  {name:<36} {what:<32} no co-run succeeded (see stderr)")
 else:
-    print(f"  {name:<36} {what:<32} {pairs.describe(r):<36} {pairs.verdict(r, bar)}")
+    print(f"  {name:<36} {what:<32} {pairs.describe(r):<36} {pairs.verdict(r, pairs.peer_bar(row))}")
 PY
-            done
         done
         rmdir "$corun_base/ringlab-corun-a" "$corun_base/ringlab-corun-b" 2>/dev/null || true
     fi

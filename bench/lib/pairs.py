@@ -11,6 +11,19 @@ from math import comb
 import statistics
 
 
+# Issue 25's bars: ringlab as typed at least 0.98 of --no-kstat; at least
+# 0.97 of t/io_uring at zram depth 1 and 32 and 1.0 with --complete-batch 8;
+# `ringlab http --io uring` at least 1.33 of wrk per client CPU-second.
+EVIDENCE_BAR = 0.98
+PEER_BARS = {"qd1": 0.97, "qd32": 0.97, "qd8cb8": 1.0}
+HTTP_BAR = 1.33
+
+
+def peer_bar(row):
+    """The bar against the peer of a kstat-overhead row (cN: HTTP)."""
+    return HTTP_BAR if row.startswith("c") else PEER_BARS[row]
+
+
 def median_ci(xs):
     """95% interval (lo, hi) for the median of the sorted list xs: the order
     statistics x(k), x(n-k+1) with P(Binomial(n, 1/2) < k) <= 2.5%. None
