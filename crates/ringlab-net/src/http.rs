@@ -7,6 +7,9 @@
 /// request heads is 8 KiB; 64 KiB leaves room for fat cookies).
 pub const MAX_HEAD_BYTES: usize = 64 * 1024;
 const MAX_HEADERS: usize = 64;
+/// The longest head the parser remembers (see `ResponseParser::memo`): a
+/// connection keeps at most this much, however large the heads it reads.
+const MEMO_HEAD_BYTES: usize = 1024;
 /// A chunk-size line or trailer line longer than this is garbage.
 const MAX_LINE_BYTES: usize = 4096;
 
@@ -334,7 +337,9 @@ impl ResponseParser {
         // a final response.
         self.memo_state = None;
         self.memo.clear();
-        self.memo.extend_from_slice(&buf[..n]);
+        if n <= MEMO_HEAD_BYTES {
+            self.memo.extend_from_slice(&buf[..n]);
+        }
         self.head.clear();
         // Interim responses (100 Continue) are not the answer: skip them.
         if (100..200).contains(&status) && status != 101 {
@@ -361,7 +366,9 @@ impl ResponseParser {
             close: conn_close,
             body,
         };
-        self.memo_state = Some((head_request, self.state));
+        if !self.memo.is_empty() {
+            self.memo_state = Some((head_request, self.state));
+        }
         Ok(Some(used))
     }
 }
@@ -640,6 +647,21 @@ HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nfoo\r\n4\r\nbar!\
         assert_eq!(p.feed(b"abc", false, |x| got.push(x)), Ok(Flow::Continue));
         assert_eq!(p.feed(r, true, |x| got.push(x)), Ok(Flow::Continue));
         assert_eq!(got.len(), 3);
+        // A head longer than MEMO_HEAD_BYTES is parsed every time, and
+        // not kept.
+        let long = format!(
+            "HTTP/1.1 200 OK\r\nX-Pad: {}\r\nContent-Length: 0\r\n\r\n",
+            "a".repeat(MEMO_HEAD_BYTES)
+        );
+        let mut p = ResponseParser::new();
+        for _ in 0..2 {
+            assert_eq!(
+                p.feed(long.as_bytes(), false, |x| got.push(x)),
+                Ok(Flow::Continue)
+            );
+            assert!(p.memo.is_empty() && p.memo_state.is_none());
+        }
+        assert_eq!(got.len(), 5);
     }
 
     #[test]
