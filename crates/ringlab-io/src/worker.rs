@@ -1434,8 +1434,11 @@ impl<E: Engine> Job<'_, E> {
     /// Whether the run uses none of the options that act per request
     /// (pacing, flow, syncs, think time, verify, buffer contents,
     /// priorities, latency target, logs, stages, intervals, live bytes,
-    /// --gtod-reduce, think cycles): then the loop is compiled without
-    /// their checks ([`Job::run_loop`] with `PLAIN`).
+    /// think cycles): then the loop is compiled without their checks
+    /// ([`Job::run_loop`] with `PLAIN`). --gtod-reduce (the coarse clock)
+    /// is checked in both loops: in the general one its savings were
+    /// eaten by the other options' checks, and a --gtod-reduce run at
+    /// depth 1 on zram was no faster than a timed one.
     fn is_plain(&self) -> bool {
         self.pace.is_none()
             && self.flow.is_none()
@@ -1450,7 +1453,6 @@ impl<E: Engine> Job<'_, E> {
             && self.stage_log.is_none()
             && self.intervals.is_none()
             && self.live_bytes.is_none()
-            && self.coarse.is_none()
             && self.plan.thinkcycles == 0
     }
 
@@ -1487,7 +1489,7 @@ impl<E: Engine> Job<'_, E> {
                 // also waits, inside reap(): this stamp is taken right
                 // before that call. One clock read per loop turn; none
                 // under --gtod-reduce.
-                if PLAIN || self.coarse.is_none() {
+                if self.coarse.is_none() {
                     let now = self.now_ns();
                     for &slot in &self.just_queued {
                         self.slots[slot as usize].submit_ns = now;
@@ -1509,11 +1511,7 @@ impl<E: Engine> Job<'_, E> {
                 completions.clear();
                 self.engine.reap(1, &mut completions)?;
                 self.io_depths.completed(completions.len() as u32);
-                let now = if PLAIN {
-                    self.now_ns()
-                } else {
-                    self.completed_at(completions.len() as u32)
-                };
+                let now = self.completed_at(completions.len() as u32);
                 for c in &completions {
                     // A completion thread stamps the moment it saw the
                     // completion; the latency ends there, not here.
@@ -1779,8 +1777,7 @@ impl<E: Engine> Job<'_, E> {
                     v.numberio = v.numberio.wrapping_add(1);
                 }
             }
-            let coarse = if PLAIN { &None } else { &self.coarse };
-            let start_ns = match (due_start.or(stamp), coarse) {
+            let start_ns = match (due_start.or(stamp), &self.coarse) {
                 (Some(t), _) => t,
                 // Not timed: the start only tells the ramp from the run.
                 (None, Some(c)) => c.now_ns,
@@ -1832,11 +1829,7 @@ impl<E: Engine> Job<'_, E> {
                     if !PLAIN {
                         self.count_think();
                     }
-                    let now = if PLAIN {
-                        self.now_ns()
-                    } else {
-                        self.completed_at(1)
-                    };
+                    let now = self.completed_at(1);
                     if let Err(e) = self.complete::<PLAIN>(slot, result, now) {
                         self.release(slot);
                         self.failure = Some(e);
@@ -1859,7 +1852,7 @@ impl<E: Engine> Job<'_, E> {
                     }
                     self.inflight += 1;
                     queued += 1;
-                    if self.stamp_each && (PLAIN || self.coarse.is_none()) {
+                    if self.stamp_each && self.coarse.is_none() {
                         let now = self.now_ns();
                         self.slots[slot as usize].submit_ns = now;
                         // Not the next request's start: see Completed.
@@ -2011,7 +2004,7 @@ impl<E: Engine> Job<'_, E> {
                     log.full = true;
                 }
             }
-            if !PLAIN && self.coarse.is_some() {
+            if self.coarse.is_some() {
                 self.count_untimed(&s, now_ns)?;
             } else {
                 self.record_timed::<PLAIN>(&s, now_ns)?;
