@@ -590,7 +590,9 @@ if [[ $corun == 1 ]]; then
         echo "co-runs: skipped ($(cat "$work/corun.err"))"
     else
         echo "co-runs against the peer: both at once on CPU $cpu, each in a CPU cgroup of equal weight, ${corun_runtime}s, $corun_repeats repeats;"
-        echo "I/O rows: both figures over seconds 1-$((corun_runtime - 2)) (ringlab --ramp-time 1s --runtime $((corun_runtime - 3))s, t/io_uring's per-second lines);"
+        if [[ -n $io_rows ]]; then
+            echo "I/O rows: both figures over seconds 1-$((corun_runtime - 2)) (ringlab --ramp-time 1s --runtime $((corun_runtime - 3))s, t/io_uring's per-second lines);"
+        fi
         echo "ratio of the two sides' figures: median [95% interval of that median] (min-max), and against issue 25's bars"
         co_rows=()
         for r in $io_rows; do co_rows+=("$r"); done
