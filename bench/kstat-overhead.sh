@@ -605,14 +605,15 @@ if [[ $corun == 1 ]]; then
             if [[ $row == c* ]]; then
                 row_cmd "$row" typed "$corun_runtime"
                 typed_cmd=("${cmd[@]}")
+                kinds=(rl-http wrk)
             else
                 # The seconds t/io_uring's kept lines cover (see part 4).
                 row_cmd "$row" typed "$((corun_runtime - 3))"
                 typed_cmd=("${cmd[@]}" --ramp-time 1s)
+                kinds=(rl-io tiou)
             fi
             row_cmd "$row" peer "$corun_runtime"
             peer_cmd=("${cmd[@]}")
-            if [[ $row == c* ]]; then kinds=(rl-http wrk); else kinds=(rl-io tiou); fi
             ratios=()
             for ((i = 1; i <= corun_repeats; i++)); do
                 ga=$corun_base/ringlab-corun-a

@@ -10,7 +10,9 @@ runs measured this way came out at 1.000 (0.999-1.000).
 
 usage: corun.py CGROUP_A CGROUP_B CPU KIND_A KIND_B -- CMD_A... -- CMD_B...
 KIND: rl-io (IOPS from ringlab's JSON), tiou (t/io_uring's per-second
-IOPS lines, the first and last dropped so only the overlap counts),
+IOPS lines, the first and last dropped: with N s, seconds 1 to N-2, which
+the caller makes ringlab's measured seconds too, --ramp-time 1s --runtime
+N-3 s, so both figures cover the same time),
 rl-http and wrk (responses per CPU-second of the whole process, from
 wait4's rusage). Prints "A B" (the two figures) or "NA reason".
 """
