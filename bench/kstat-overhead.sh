@@ -15,6 +15,12 @@
 #      zram qd8cb8 --iodepth 8 --complete-batch 8  vs  t/io_uring -d8 -s8 -c8
 #      http cN     ringlab http --io uring -t1 -cN  vs  wrk -t1 -cN, both
 #                  against `ringlab serve` pinned to the other CPU
+#      nop-ROW     (not run unless named in BENCH_IO_ROWS) ROW's batching
+#                  with no device: ringlab io --rw nop  vs  t/io_uring -N1,
+#                  IORING_OP_NOP requests, which the kernel completes at
+#                  once, so the ratio is what each tool's own loop costs
+#                  per request. A diagnostic row, with no bar: on zram the
+#                  same loops run beside 4 us of the kernel's work.
 #    t/io_uring always runs with -b4096 -p0 -B0 -F0 -n1 -O1 -X0 -R1 -t0 -P0:
 #    4 KiB random O_DIRECT reads, one thread, no polling, no fixed buffers
 #    or files and no registered ring fd (t/io_uring's defaults are -p1 -B1
@@ -101,7 +107,8 @@
 #   BENCH_SERVER_CPU         the CPU of `ringlab serve` (the other of 0/1)
 #   BENCH_RUNTIME (5)        seconds per run
 #   BENCH_REPEATS (5)        repeats (each runs every variant of every row)
-#   BENCH_IO_ROWS ("qd1 qd32 qd8cb8")   I/O rows; empty skips them
+#   BENCH_IO_ROWS ("qd1 qd32 qd8cb8")   I/O rows; empty skips them; add
+#                            nop-qd1 nop-qd32 nop-qd8cb8 for the NOP rows
 #   BENCH_CONNS ("10 50")    HTTP rows' connection counts; empty skips them
 #   BENCH_SERVE_IO (epoll)   `ringlab serve --io`
 #   BENCH_PORT (18090)       the server's port on 127.0.0.1
@@ -245,16 +252,16 @@ PY
 
 # Each measurement prints one line: "figure extra..." or "NA reason".
 # I/O: IOPS.
-io_flags() { # row -> ringlab io flags
-    case $1 in
+io_flags() { # row -> ringlab io flags (a nop- row: its device row's)
+    case ${1#nop-} in
         qd1) echo "--iodepth 1" ;;
         qd32) echo "--iodepth 32" ;;
         qd8cb8) echo "--iodepth 8 --complete-batch 8" ;;
-        *) echo "unknown I/O row '$1' (BENCH_IO_ROWS: qd1 qd32 qd8cb8)" >&2; exit 2 ;;
+        *) echo "unknown I/O row '$1' (BENCH_IO_ROWS: qd1 qd32 qd8cb8, and nop-qd1 nop-qd32 nop-qd8cb8)" >&2; exit 2 ;;
     esac
 }
 tiou_flags() { # row -> t/io_uring flags
-    case $1 in
+    case ${1#nop-} in
         qd1) echo "-d1 -s1 -c1" ;;
         qd32) echo "-d32 -s32 -c1" ;;
         qd8cb8) echo "-d8 -s8 -c8" ;;
@@ -269,7 +276,10 @@ row_cmd() { # row variant seconds
     case $row:$v in
         c*:peer) cmd=(wrk -t1 -c"${row#c}" -d"${s}s" "$url") ;;
         c*) cmd=("$ringlab" http --io uring -t1 -c"${row#c}" -d"${s}s" --output-format json $(flags_of "$v") "$url") ;;
+        nop-*:peer) cmd=("$tiou" -N1 $(tiou_flags "$row") -b4096 -p0 -B0 -F0 -n1 -O1 -X0 -R1 -t0 -P0 $tiou_extra -r"$s" "$target") ;;
         *:peer) cmd=("$tiou" $(tiou_flags "$row") -b4096 -p0 -B0 -F0 -n1 -O1 -X0 -R1 -t0 -P0 $tiou_extra -r"$s" "$target") ;;
+        nop-*) cmd=("$ringlab" io --rw nop $(io_flags "$row") \
+            --cpus "$cpu" --runtime "${s}s" --output-format json $(flags_of "$v")) ;;
         *) cmd=("$ringlab" io "$target" --direct $(io_flags "$row") --rw randread --bs 4k \
             --cpus "$cpu" --runtime "${s}s" --output-format json $(flags_of "$v")) ;;
     esac
@@ -423,14 +433,13 @@ def summary(vals):
     return f"{k(m)} ({k(min(vals))}-{k(max(vals))})"
 
 cpu = sys.argv[2]
-names = {
-    "qd1": ("zram randread 4k qd1", "IOPS", "-d1 -s1 -c1"),
-    "qd32": ("zram randread 4k qd32", "IOPS", "-d32 -s32 -c1"),
-    "qd8cb8": ("zram randread 4k qd8 --complete-batch 8", "IOPS", "-d8 -s8 -c8"),
-}
+names = {}
 for row in order:
     if row.startswith("c"):
-        names[row] = (f"http --io uring -t1 -c{row[1:]}", "requests per client CPU-second", f"wrk -t1 -c{row[1:]}")
+        names[row] = (pairs_lib.row_title(row), "requests per client CPU-second", f"wrk -t1 -c{row[1:]}")
+    else:
+        tiou = pairs_lib.IO_ROWS[row.removeprefix("nop-")][1]
+        names[row] = (pairs_lib.row_title(row), "IOPS", tiou if row == row.removeprefix("nop-") else f"-N1 {tiou}")
 label = {
     "typed": "as typed (evidence default)",
     "nokstat": "--no-kstat",
@@ -524,14 +533,16 @@ if [[ $profile == 1 ]]; then
                     if prof_run "$f" "$row" "$v"; then files+=("$v=$f.txt"); fi
                 done
             done
-            python3 - "$row" "$main_comm" "${files[@]}" <<'PY'
+            python3 - "$row" "$main_comm" "$repo/bench/lib" "${files[@]}" <<'PY'
 import re, statistics, sys
 row, main_comm = sys.argv[1], sys.argv[2]
-name = f"http --io uring -t1 -c{row[1:]}" if row.startswith("c") else f"zram randread 4k {row}"
+sys.path.insert(0, sys.argv[3])
+import pairs
+name = pairs.row_title(row)
 BPF = re.compile(r"^(bpf_prog_|bpf_trace_run|__bpf_trace_|trace_call_bpf|bpf_get_current_pid_tgid|"
                  r"percpu_array_map_lookup|syscall_trace_enter|trace_sys_enter|__traceiter_)")
 runs = {"typed": [], "nokstat": []}
-for arg in sys.argv[3:]:
+for arg in sys.argv[4:]:
     v, path = arg.split("=", 1)
     busy = threads = bpf = main = 0
     for line in open(path):
@@ -561,7 +572,7 @@ bp = med([r[2] for r in runs["typed"]])
 mn = med([r[3] for r in runs["typed"]])
 shares = sorted(r[1] + r[2] + max(0.0, r[3] - base_main) for r in runs["typed"])
 share = med(shares)
-print(f"  {name:<36} {100*share:5.2f}% ({100*shares[0]:.2f}-{100*shares[-1]:.2f}) of {med([r[0] for r in runs['typed']]):.0f} busy samples: "
+print(f"  {name:<40} {100*share:5.2f}% ({100*shares[0]:.2f}-{100*shares[-1]:.2f}) of {med([r[0] for r in runs['typed']]):.0f} busy samples: "
       f"threads {100*th:.2f}%, BPF/tracepoint path {100*bp:.2f}% (--no-kstat {100*base_bpf:.2f}%), "
       f"main thread {100*mn:.2f}% (--no-kstat {100*base_main:.2f}%); as typed / --no-kstat >= {1-share:.3f} by this measure")
 PY
@@ -599,7 +610,7 @@ if [[ $corun == 1 ]]; then
         for c in $conns_list; do co_rows+=("c$c"); done
         for row in "${co_rows[@]}"; do
             if [[ $row != c* && -z $tiou ]]; then
-                echo "  zram randread 4k $row: no co-run (T_IO_URING not set)"
+                echo "  I/O row $row: no co-run (T_IO_URING not set)"
                 continue
             fi
             if [[ $row == c* ]]; then
@@ -629,13 +640,13 @@ import sys
 sys.path.insert(0, sys.argv[2])
 import pairs
 row = sys.argv[1]
-name = f"http --io uring -t1 -c{row[1:]}" if row.startswith("c") else f"zram randread 4k {row}"
+name = pairs.row_title(row)
 r = [float(a) / float(b) for a, b in (x.split() for x in sys.argv[3:]) if float(b) > 0]
 what = "as typed / wrk, per CPU-second" if row.startswith("c") else "as typed / t/io_uring"
 if not r:
-    print(f"  {name:<36} {what:<32} no co-run succeeded (see stderr)")
+    print(f"  {name:<40} {what:<32} no co-run succeeded (see stderr)")
 else:
-    print(f"  {name:<36} {what:<32} {pairs.describe(r):<36} {pairs.verdict(r, pairs.peer_bar(row))}")
+    print(f"  {name:<40} {what:<32} {pairs.describe(r):<36} {pairs.verdict(r, pairs.peer_bar(row))}")
 PY
         done
         rmdir "$corun_base/ringlab-corun-a" "$corun_base/ringlab-corun-b" 2>/dev/null || true

@@ -19,9 +19,33 @@ PEER_BARS = {"qd1": 0.97, "qd32": 0.97, "qd8cb8": 1.0}
 HTTP_BAR = 1.33
 
 
+# kstat-overhead's I/O rows: the part of the title after the target, and
+# t/io_uring's batching flags. A "nop-" row is the same without a device
+# (ringlab --rw nop against t/io_uring -N1): what each tool's own loop costs
+# per request, with no bar.
+IO_ROWS = {
+    "qd1": ("qd1", "-d1 -s1 -c1"),
+    "qd32": ("qd32", "-d32 -s32 -c1"),
+    "qd8cb8": ("qd8 --complete-batch 8", "-d8 -s8 -c8"),
+}
+
+
+def row_title(row):
+    """The printed name of a kstat-overhead row (cN: HTTP at N connections,
+    nop-ROW: ROW's batching on IORING_OP_NOP)."""
+    if row.startswith("c"):
+        return f"http --io uring -t1 -c{row[1:]}"
+    if row.startswith("nop-"):
+        return f"io_uring NOP {IO_ROWS[row[4:]][0]}"
+    return f"zram randread 4k {IO_ROWS[row][0]}"
+
+
 def peer_bar(row):
-    """The bar against the peer of a kstat-overhead row (cN: HTTP)."""
-    return HTTP_BAR if row.startswith("c") else PEER_BARS[row]
+    """The bar against the peer of a kstat-overhead row (cN: HTTP); None
+    for a diagnostic row (nop-*)."""
+    if row.startswith("c"):
+        return HTTP_BAR
+    return PEER_BARS.get(row)
 
 
 def median_ci(xs):
@@ -53,7 +77,10 @@ def describe(pairs, digits=3):
 
 
 def verdict(pairs, bar):
-    """Against a bar of at least `bar`: met, missed or undecided."""
+    """Against a bar of at least `bar`: met, missed or undecided (no bar:
+    a diagnostic row)."""
+    if bar is None:
+        return "no bar (a diagnostic row)"
     xs = sorted(pairs)
     ci = median_ci(xs) if xs else None
     if ci is None:
