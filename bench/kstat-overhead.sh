@@ -123,6 +123,17 @@
 #   BENCH_RINGLAB_EXTRA      more flags for every ringlab run (e.g.
 #                            "--gtod-reduce": no I/O timed, as t/io_uring -t0);
 #                            printed with the peers
+#   BENCH_BASELINE_BIN       a second ringlab build (say, before a change):
+#                            each co-run repeat (part 4) co-runs it with the
+#                            peer too, and each row adds "baseline / peer"
+#                            and "as typed / baseline, paired" (the ratio of
+#                            the two builds' ratios within each repeat). Two
+#                            builds are compared through the peer because
+#                            co-running one against the other hides what
+#                            they differ by: a build that records no
+#                            latency co-ran at 1.008 against the head, and
+#                            at 1.021 [1.017-1.027] through t/io_uring
+#                            (docs/benchmarks.md, 2026-11-27 23:16 UTC)
 #   RINGLAB_BIN              a ringlab binary to measure instead of building
 #                            this tree's
 # Numbers are measured, not asserted; nothing here is a test.
@@ -143,6 +154,11 @@ corun=${BENCH_CORUN:-1}
 corun_repeats=${BENCH_CORUN_REPEATS:-8}
 tiou_extra=${BENCH_TIOURING_EXTRA:-}
 ringlab_extra=${BENCH_RINGLAB_EXTRA:-}
+baseline_bin=${BENCH_BASELINE_BIN:-}
+if [[ -n $baseline_bin && ! -x $baseline_bin ]]; then
+    echo "kstat-overhead.sh: BENCH_BASELINE_BIN=$baseline_bin is not an executable" >&2
+    exit 2
+fi
 target=/dev/zram0
 
 if [[ $EUID -ne 0 ]]; then
@@ -410,7 +426,7 @@ if [[ -n $tiou ]]; then
 else
     peers="t/io_uring unavailable (T_IO_URING not set)"
 fi
-echo "peers: $peers; wrk $(wrk -v 2>&1 | head -1 | cut -d' ' -f2 || true)${ringlab_extra:+; every ringlab run with $ringlab_extra}"
+echo "peers: $peers; wrk $(wrk -v 2>&1 | head -1 | cut -d' ' -f2 || true)${ringlab_extra:+; every ringlab run with $ringlab_extra}${baseline_bin:+; baseline build (co-runs) $baseline_bin}"
 python3 - "$results" "$cpu" "$repo/bench/lib" <<'PY'
 import statistics, sys
 sys.path.insert(0, sys.argv[3])
@@ -625,28 +641,59 @@ if [[ $corun == 1 ]]; then
             fi
             row_cmd "$row" peer "$corun_runtime"
             peer_cmd=("${cmd[@]}")
+            base_cmd=("$baseline_bin" "${typed_cmd[@]:1}")
             ratios=()
+            base_ratios=()
             for ((i = 1; i <= corun_repeats; i++)); do
                 ga=$corun_base/ringlab-corun-a
                 gb=$corun_base/ringlab-corun-b
                 if ((i % 2 == 0)); then g=$ga; ga=$gb; gb=$g; fi
-                line=$(python3 "$repo/bench/lib/corun.py" "$ga" "$gb" "$cpu" "${kinds[@]}" \
-                    -- "${typed_cmd[@]}" -- "${peer_cmd[@]}")
-                echo "  co-run $i/$corun_repeats, $row, typed vs peer: $line" >&2
-                if [[ $line != NA* ]]; then ratios+=("$line"); fi
+                # With a baseline build, each repeat co-runs both builds
+                # with the peer, one after the other, which one first
+                # alternating every two repeats.
+                sides=(typed)
+                if [[ -n $baseline_bin ]]; then
+                    if ((i % 4 < 2)); then sides=(typed baseline); else sides=(baseline typed); fi
+                fi
+                for side in "${sides[@]}"; do
+                    if [[ $side == typed ]]; then mine=("${typed_cmd[@]}"); else mine=("${base_cmd[@]}"); fi
+                    line=$(python3 "$repo/bench/lib/corun.py" "$ga" "$gb" "$cpu" "${kinds[@]}" \
+                        -- "${mine[@]}" -- "${peer_cmd[@]}")
+                    echo "  co-run $i/$corun_repeats, $row, $side vs peer: $line" >&2
+                    # A failed side leaves a gap; the pairs below need both.
+                    [[ $line == NA* ]] && line="NA"
+                    if [[ $side == typed ]]; then ratios+=("$line"); else base_ratios+=("$line"); fi
+                done
             done
-            python3 - "$row" "$repo/bench/lib" "${ratios[@]}" <<'PY'
+            python3 - "$row" "$repo/bench/lib" "${ratios[@]}" -- "${base_ratios[@]}" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[2])
 import pairs
 row = sys.argv[1]
 name = pairs.row_title(row)
-r = [float(a) / float(b) for a, b in (x.split() for x in sys.argv[3:]) if float(b) > 0]
-what = "as typed / wrk, per CPU-second" if row.startswith("c") else "as typed / t/io_uring"
+args = sys.argv[3:]
+cut = args.index("--")
+
+def ratios(lines):
+    out = []
+    for x in lines:
+        f = x.split()
+        out.append(float(f[0]) / float(f[1]) if len(f) == 2 and float(f[1]) > 0 else None)
+    return out
+
+mine, base = ratios(args[:cut]), ratios(args[cut + 1:])
+r = [x for x in mine if x is not None]
+peer = "wrk, per CPU-second" if row.startswith("c") else "t/io_uring"
+what = f"as typed / {peer}"
 if not r:
     print(f"  {name:<40} {what:<32} no co-run succeeded (see stderr)")
 else:
     print(f"  {name:<40} {what:<32} {pairs.describe(r):<36} {pairs.verdict(r, pairs.peer_bar(row))}")
+if base:
+    b = [x for x in base if x is not None]
+    paired = [m / x for m, x in zip(mine, base) if m is not None and x is not None]
+    print(f"  {'':<40} {'baseline / ' + peer:<32} {pairs.describe(b)}")
+    print(f"  {'':<40} {'as typed / baseline, paired':<32} {pairs.describe(paired)}")
 PY
         done
         rmdir "$corun_base/ringlab-corun-a" "$corun_base/ringlab-corun-b" 2>/dev/null || true
