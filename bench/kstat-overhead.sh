@@ -454,8 +454,8 @@ for row in order:
     if row.startswith("c"):
         names[row] = (pairs_lib.row_title(row), "requests per client CPU-second", f"wrk -t1 -c{row[1:]}")
     else:
-        tiou = pairs_lib.IO_ROWS[row.removeprefix("nop-")][1]
-        names[row] = (pairs_lib.row_title(row), "IOPS", tiou if row == row.removeprefix("nop-") else f"-N1 {tiou}")
+        nop = "-N1 " if row.startswith("nop-") else ""
+        names[row] = (pairs_lib.row_title(row), "IOPS", nop + pairs_lib.IO_ROWS[row.removeprefix("nop-")][1])
 label = {
     "typed": "as typed (evidence default)",
     "nokstat": "--no-kstat",
