@@ -374,6 +374,7 @@ pub fn run_job<E: Engine>(
         job_failed: None,
         measurements: ThreadMeasurements::default(),
         unrecorded: Vec::with_capacity(UNRECORDED_RUNS),
+        flat: Default::default(),
         ops: 0,
         live_bytes: plan.regulation.live.as_ref().map(|_| 0),
         lat_target: plan.regulation.lat_target.as_ref().map(|p| {
@@ -606,7 +607,9 @@ struct Unrecorded {
 }
 
 /// How many runs of [`Unrecorded`] completions wait before they go into
-/// the histograms together. Recorded one by one, between two system calls,
+/// the histograms together (their hot-path form, `ringlab_stats::FlatLatency`:
+/// a flat count array with HdrHistogram's buckets, moved into the HDR
+/// histograms when the job ends). Recorded one by one, between two system calls,
 /// the histograms' counters were out of the cache each time (a profile at
 /// depth 1 on zram had 14% of ringlab's user samples on the add into the
 /// count array); in a loop the loads can overlap. Measured on zram at depth
@@ -1141,6 +1144,10 @@ struct Job<'a, E: Engine> {
     /// Completions measured but not yet in `measurements` (runs of equal
     /// latencies, at most [`UNRECORDED_RUNS`]).
     unrecorded: Vec<Unrecorded>,
+    /// Where the runs go when `unrecorded` is full: per direction (as
+    /// [`recorder`] indexes them), the histograms' hot-path form, moved
+    /// into `measurements` when the loop ends ([`Job::record_all`]).
+    flat: [ringlab_stats::FlatDirection; 4],
     /// fio's "IO depths" counts, moved into `measurements` when the job
     /// ends.
     io_depths: IoDepths,
@@ -1240,6 +1247,7 @@ impl<E: Engine> Job<'_, E> {
         let syncs = self.measurements.syncs.map(|_| 0);
         // Latencies not yet recorded belong to the ramp too.
         self.unrecorded.clear();
+        self.flat = Default::default();
         self.measurements = ThreadMeasurements::default();
         self.measurements.syncs = syncs;
         self.io_depths = IoDepths::default();
@@ -1423,7 +1431,7 @@ impl<E: Engine> Job<'_, E> {
         if let Some(v) = &self.fio_verify {
             self.measurements.verified_blocks = Some(v.verified);
         }
-        self.flush_recorded();
+        self.record_all();
         if let Some(c) = self.engine.take_submit_counts() {
             self.io_depths.add_submits(&c);
         }
@@ -2224,11 +2232,20 @@ impl<E: Engine> Job<'_, E> {
         Ok(())
     }
 
-    /// Moves the completions counted in `unrecorded` to `measurements`.
+    /// Moves the completions counted in `unrecorded` to `flat`.
     #[inline(never)]
     fn flush_recorded(&mut self) {
         for u in self.unrecorded.drain(..) {
-            recorder(&mut self.measurements, u.dir).record_split(u.bytes, u.slat, u.clat, u.n);
+            self.flat[dir_index(u.dir)].record_split(u.bytes, u.slat, u.clat, u.n);
+        }
+    }
+
+    /// Moves every completion measured to `measurements` (once the loop
+    /// is over: nothing reads them before).
+    fn record_all(&mut self) {
+        self.flush_recorded();
+        for dir in [Dir::Read, Dir::Write, Dir::Nop, Dir::Trim] {
+            self.flat[dir_index(dir)].drain_into(recorder(&mut self.measurements, dir));
         }
     }
 
@@ -2245,6 +2262,17 @@ impl<E: Engine> Job<'_, E> {
             self.inflight = self.inflight.saturating_sub(out.len() as u32);
         }
         Ok(Drain::Done)
+    }
+}
+
+/// A direction's place in per-direction arrays.
+#[inline]
+fn dir_index(dir: Dir) -> usize {
+    match dir {
+        Dir::Read => 0,
+        Dir::Write => 1,
+        Dir::Nop => 2,
+        Dir::Trim => 3,
     }
 }
 

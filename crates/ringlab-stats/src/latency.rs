@@ -74,6 +74,23 @@ impl LatencyRecorder {
         self.count
     }
 
+    /// [`crate::FlatLatency::drain_into`]: `n` values of the bucket whose
+    /// lowest value is `v`, into the histogram only; the moments come
+    /// apart ([`LatencyRecorder::add_moments`]).
+    pub(crate) fn record_bucket(&mut self, v: u64, n: u64) {
+        self.hist.saturating_record_n(v, n);
+    }
+
+    /// [`crate::FlatLatency::drain_into`]: the exact moments of values
+    /// whose buckets were added with [`LatencyRecorder::record_bucket`].
+    pub(crate) fn add_moments(&mut self, n: u64, min: u64, max: u64, sum: u128, sum_sq: u128) {
+        self.count += n;
+        self.min_ns = self.min_ns.min(min);
+        self.max_ns = self.max_ns.max(max);
+        self.sum_ns += sum;
+        self.sum_sq_ns += sum_sq;
+    }
+
     /// Adds another recorder's samples to this one.
     pub fn merge(&mut self, other: &LatencyRecorder) {
         if other.count == 0 {

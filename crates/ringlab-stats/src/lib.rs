@@ -11,11 +11,13 @@
 //!   `schema/result.schema.json`.
 
 pub mod effect;
+pub mod flat;
 pub mod latency;
 pub mod result;
 pub mod spread;
 pub mod units;
 
+pub use flat::{FlatDirection, FlatLatency};
 pub use latency::{
     EncodedLatency, HistogramError, LatencyRecorder, LatencySummary, HISTOGRAM_ENCODING,
 };

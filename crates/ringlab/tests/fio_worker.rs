@@ -121,6 +121,17 @@ fn rate_iops_paces_each_job_and_ramp_time_is_not_counted() {
     assert!(ops < 140, "{ops}: the ramp was measured");
     eprintln!("rate-iops 200, ramp 300 ms, runtime 500 ms: {ops} I/Os");
     assert_eq!(r["config"]["ramp-time"], 0.3);
+    // A ramp long enough that its latencies leave the job's run buffer
+    // (256 runs) for the histograms before it ends: they are dropped too
+    // (about 1200 if they were kept).
+    let r = json_run(&format!(
+        "io {f} --rw randread --rate-iops 2000 --ramp-time 300ms --runtime 300ms --engine uring --iodepth 1 --no-kstat"
+    ));
+    let ops = r["total"]["ops"].as_u64().unwrap();
+    assert!(
+        ops >= 1 && ops <= paced_bound(&r, 2000.0),
+        "{ops} I/Os measured after a 600-I/O ramp"
+    );
     // Writes only paced: reads go unpaced.
     let r = json_run(&format!(
         "io {f} --rw randrw --rate-iops ,100 --number-ios 400 --engine sync --no-kstat"
