@@ -364,6 +364,24 @@ pub struct Workload {
     /// they ended the job.
     fio: Option<Box<fio_map::FioRules>>,
     ended: bool,
+    /// The common case's figures ([`Simple`]), or `Some(None)` when the
+    /// job is not that case; found at the first [`Workload::next_io`]
+    /// (every option is set before it, by the `with_*` builders).
+    simple: Option<Option<Simple>>,
+}
+
+/// Uniform random I/O of one direction and one size over the whole
+/// region, with no placement, map, run or fio rule: [`Workload::next_io`]
+/// then draws the offset and nothing else (the same draw, so the same
+/// offsets, as the general path). The profile at depth 8 on zram had
+/// next_io and its draw at 31 ns per request against t/io_uring's 13.
+#[derive(Clone, Copy)]
+struct Simple {
+    dir: Dir,
+    len: u64,
+    span: u64,
+    /// The places an I/O can start at: count - span + 1.
+    places: u64,
 }
 
 /// fio's options that place random and sequential offsets beyond the
@@ -646,6 +664,7 @@ impl Workload {
             then_write: None,
             fio: None,
             ended: false,
+            simple: None,
         }
     }
 
@@ -841,8 +860,50 @@ impl Workload {
         self.pass_issued += len;
     }
 
+    /// [`Simple`]'s figures, when the job is that case.
+    #[cold]
+    fn simple_case(&self) -> Option<Simple> {
+        let dir = match self.rw {
+            Rw::Randread => Dir::Read,
+            Rw::Randwrite => Dir::Write,
+            _ => return None,
+        };
+        let d = dir.size_index();
+        let BlockSizes::Fixed(len) = self.sizes[d] else {
+            return None;
+        };
+        let span = self.fixed_span[d];
+        let plain = self.rand_run <= 1
+            && self.place.is_none()
+            && self.map.is_none()
+            && self.fio.is_none()
+            && self.dist == Distribution::Uniform
+            && span > 0
+            && span <= self.count;
+        plain.then_some(Simple {
+            dir,
+            len,
+            span,
+            places: self.count - span + 1,
+        })
+    }
+
     #[inline]
     pub fn next_io(&mut self) -> NextIo {
+        let simple = match self.simple {
+            Some(s) => s,
+            None => *self.simple.insert(self.simple_case()),
+        };
+        if let Some(s) = simple {
+            let rel = self.rng.random_range(0..s.places);
+            self.count_pass(s.len);
+            self.last_end = rel + s.span;
+            return NextIo {
+                dir: s.dir,
+                block: self.first + rel,
+                len: s.len as u32,
+            };
+        }
         let dir = match self.rw {
             Rw::Read | Rw::Randread => Dir::Read,
             Rw::Write | Rw::Randwrite => Dir::Write,
@@ -987,6 +1048,48 @@ mod tests {
 
     fn take(w: &mut Workload, n: usize) -> Vec<NextIo> {
         (0..n).map(|_| w.next_io()).collect()
+    }
+
+    #[test]
+    fn the_simple_case_draws_what_the_general_path_draws() {
+        for rw in [Rw::Randread, Rw::Randwrite] {
+            let make = || {
+                Workload::with_sizes(
+                    rw,
+                    50,
+                    (7, 1000),
+                    [BlockSizes::Fixed(8192), BlockSizes::Fixed(16384)],
+                    4096,
+                    42,
+                    3,
+                )
+                .with_passes(true)
+            };
+            let (mut fast, mut general) = (make(), make());
+            general.simple = Some(None);
+            let mut passes = 0;
+            for _ in 0..5000 {
+                let io = fast.next_io();
+                assert_eq!(io, general.next_io(), "{rw:?}");
+                assert!(io.block >= 7 && io.block + io.len as u64 / 4096 <= 1007);
+                let new_pass = fast.take_new_pass();
+                assert_eq!(new_pass, general.take_new_pass());
+                passes += new_pass as u32;
+            }
+            assert!(matches!(fast.simple, Some(Some(_))), "{rw:?}");
+            assert!(passes > 5, "{passes} passes");
+        }
+        // Not the simple case: a mix, a distribution, a run, a map.
+        for w in [
+            Workload::new(Rw::Randrw, 50, 0, 100, 1, 0),
+            Workload::new(Rw::Read, 50, 0, 100, 1, 0),
+            Workload::new(Rw::Randread, 50, 0, 100, 1, 0)
+                .with_distribution(Distribution::Zipf(1.2)),
+            Workload::new(Rw::Randread, 50, 0, 100, 1, 0).with_modifier(0, 4),
+            Workload::new(Rw::Randread, 50, 0, 100, 1, 0).with_random_map(true),
+        ] {
+            assert!(w.simple_case().is_none());
+        }
     }
 
     #[test]
