@@ -374,7 +374,7 @@ pub fn run_job<E: Engine>(
         job_failed: None,
         measurements: ThreadMeasurements::default(),
         unrecorded: Vec::with_capacity(UNRECORDED_RUNS),
-        flat: Default::default(),
+        flat: Box::default(),
         ops: 0,
         live_bytes: plan.regulation.live.as_ref().map(|_| 0),
         lat_target: plan.regulation.lat_target.as_ref().map(|p| {
@@ -1147,7 +1147,7 @@ struct Job<'a, E: Engine> {
     /// Where the runs go when `unrecorded` is full: per direction (as
     /// [`recorder`] indexes them), the histograms' hot-path form, moved
     /// into `measurements` when the loop ends ([`Job::record_all`]).
-    flat: [ringlab_stats::FlatDirection; 4],
+    flat: Box<[ringlab_stats::FlatDirection; 4]>,
     /// fio's "IO depths" counts, moved into `measurements` when the job
     /// ends.
     io_depths: IoDepths,
@@ -1247,7 +1247,7 @@ impl<E: Engine> Job<'_, E> {
         let syncs = self.measurements.syncs.map(|_| 0);
         // Latencies not yet recorded belong to the ramp too.
         self.unrecorded.clear();
-        self.flat = Default::default();
+        self.flat = Box::default();
         self.measurements = ThreadMeasurements::default();
         self.measurements.syncs = syncs;
         self.io_depths = IoDepths::default();
