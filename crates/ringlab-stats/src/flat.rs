@@ -80,13 +80,7 @@ impl FlatLatency {
     pub fn new() -> FlatLatency {
         FlatLatency {
             counts: vec![0; index_of((1 << TRACKED_BITS) - 1) + 1],
-            lo: usize::MAX,
-            hi: 0,
-            count: 0,
-            min_ns: u64::MAX,
-            max_ns: 0,
-            sum_ns: 0,
-            sum_sq_ns: 0,
+            ..FlatLatency::empty_moments()
         }
     }
 
@@ -145,6 +139,7 @@ impl FlatLatency {
         };
     }
 
+    /// Nothing recorded, and no counts array (the caller gives one).
     fn empty_moments() -> FlatLatency {
         FlatLatency {
             counts: Vec::new(),
