@@ -1247,7 +1247,7 @@ impl<E: Engine> Job<'_, E> {
         let syncs = self.measurements.syncs.map(|_| 0);
         // Latencies not yet recorded belong to the ramp too.
         self.unrecorded.clear();
-        self.flat = Box::default();
+        *self.flat = Default::default();
         self.measurements = ThreadMeasurements::default();
         self.measurements.syncs = syncs;
         self.io_depths = IoDepths::default();
