@@ -243,6 +243,9 @@ mod tests {
             flat.record_n(v, n);
             direct.record_n(v, n);
         }
+        // Above every value, 0 times: the max stays.
+        flat.record_n(1 << 51, 0);
+        direct.record_n(1 << 51, 0);
         let mut drained = LatencyRecorder::new();
         flat.drain_into(&mut drained);
         assert_eq!(drained.count(), direct.count());
