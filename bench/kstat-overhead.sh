@@ -122,7 +122,9 @@
 #   BENCH_TIOURING_EXTRA     more t/io_uring flags (override the above)
 #   BENCH_RINGLAB_EXTRA      more flags for every ringlab run (e.g.
 #                            "--gtod-reduce": no I/O timed, as t/io_uring -t0);
-#                            printed with the peers
+#                            printed with the peers; the co-run lines then
+#                            say "with FLAGS" for "as typed" and give no
+#                            verdict against the bars (set for as typed)
 #   BENCH_BASELINE_BIN       a second ringlab build (say, before a change):
 #                            each co-run repeat (part 4) co-runs it with the
 #                            peer too, and each row adds "baseline / peer"
@@ -665,11 +667,16 @@ if [[ $corun == 1 ]]; then
                     if [[ $side == typed ]]; then ratios+=("$line"); else base_ratios+=("$line"); fi
                 done
             done
-            python3 - "$row" "$repo/bench/lib" "${ratios[@]}" -- "${base_ratios[@]}" <<'PY'
-import sys
+            RINGLAB_EXTRA="$ringlab_extra" python3 - "$row" "$repo/bench/lib" "${ratios[@]}" -- "${base_ratios[@]}" <<'PY'
+import os, sys
 sys.path.insert(0, sys.argv[2])
 import pairs
 row = sys.argv[1]
+# With BENCH_RINGLAB_EXTRA the runs are not ringlab as typed: the lines
+# name the flags, and issue 25's bars (set for ringlab as typed) give no
+# verdict on them.
+extra = os.environ.get("RINGLAB_EXTRA", "")
+side = f"with {extra}" if extra else "as typed"
 name = pairs.row_title(row)
 args = sys.argv[3:]
 cut = args.index("--")
@@ -684,16 +691,17 @@ def ratios(lines):
 mine, base = ratios(args[:cut]), ratios(args[cut + 1:])
 r = [x for x in mine if x is not None]
 peer = "wrk, per CPU-second" if row.startswith("c") else "t/io_uring"
-what = f"as typed / {peer}"
+what = f"{side} / {peer}"
 if not r:
     print(f"  {name:<40} {what:<32} no co-run succeeded (see stderr)")
 else:
-    print(f"  {name:<40} {what:<32} {pairs.describe(r):<36} {pairs.verdict(r, pairs.peer_bar(row))}")
+    verdict = "" if extra else pairs.verdict(r, pairs.peer_bar(row))
+    print(f"  {name:<40} {what:<32} {pairs.describe(r):<36} {verdict}".rstrip())
 if base:
     b = [x for x in base if x is not None]
     paired = [m / x for m, x in zip(mine, base) if m is not None and x is not None]
     print(f"  {'':<40} {'baseline / ' + peer:<32} {pairs.describe(b)}")
-    print(f"  {'':<40} {'as typed / baseline, paired':<32} {pairs.describe(paired)}")
+    print(f"  {'':<40} {side + ' / baseline, paired':<32} {pairs.describe(paired)}")
 PY
         done
         rmdir "$corun_base/ringlab-corun-a" "$corun_base/ringlab-corun-b" 2>/dev/null || true
