@@ -216,8 +216,10 @@ struct Filter {
 }
 
 impl Ring {
-    /// Moves every record written so far into `out`.
-    fn drain(&mut self, filter: Filter, out: &mut Collected) {
+    /// Moves every record written so far into `out`. Records are read in
+    /// place; only one that wraps past the end of the data area is copied
+    /// (records are 8-byte aligned, so a header never wraps).
+    fn drain(&mut self, filter: Filter, out: &mut Collected, wrapped: &mut Vec<u8>) {
         let page = page_size();
         // SAFETY: the first page is the perf_event_mmap_page header.
         let meta = self.base.cast::<bindings::perf_event_mmap_page>();
@@ -227,24 +229,36 @@ impl Ring {
         std::sync::atomic::fence(Ordering::Acquire);
         // SAFETY: as above.
         let mut tail = unsafe { (*meta).data_tail };
+        let size = RING_PAGES * page;
+        // SAFETY: the data area follows the header page.
         let data = unsafe { self.base.add(page) };
-        let size = (RING_PAGES * page) as u64;
-        let mut record = Vec::with_capacity(256);
+        // Bytes `at..at + len` of the data area, all between tail and head,
+        // which the kernel does not write until data_tail moves past them.
+        let bytes = |at: usize, len: usize| -> &[u8] {
+            debug_assert!(at + len <= size);
+            // SAFETY: in bounds, and stable as said above.
+            unsafe { std::slice::from_raw_parts(data.add(at), len) }
+        };
         while tail < head {
-            let at = |i: u64| (tail + i) % size;
-            record.clear();
-            // SAFETY: indices are taken modulo the data area's size.
-            let byte = |i: u64| unsafe { *data.add(at(i) as usize) };
-            let hdr: Vec<u8> = (0..8).map(byte).collect();
+            let at = (tail % size as u64) as usize;
+            let hdr = bytes(at, 8);
             let rtype = u32::from_ne_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
-            let rsize = u16::from_ne_bytes([hdr[6], hdr[7]]) as u64;
-            if rsize < 8 {
+            let rsize = u16::from_ne_bytes([hdr[6], hdr[7]]) as usize;
+            if rsize < 8 || (tail + rsize as u64) > head {
                 break;
             }
-            record.extend((8..rsize).map(byte));
-            tail += rsize;
+            tail += rsize as u64;
+            let (from, to) = (at + 8, at + rsize);
+            let record: &[u8] = if to <= size {
+                bytes(from, to - from)
+            } else {
+                wrapped.clear();
+                wrapped.extend_from_slice(bytes(from.min(size), size - from.min(size)));
+                wrapped.extend_from_slice(bytes(0, to - size));
+                wrapped
+            };
             match rtype {
-                bindings::PERF_RECORD_SAMPLE => self.parse_sample(&record, filter, out),
+                bindings::PERF_RECORD_SAMPLE => self.parse_sample(record, filter, out),
                 bindings::PERF_RECORD_LOST if record.len() >= 16 => {
                     out.lost += u64::from_ne_bytes(record[8..16].try_into().unwrap_or([0; 8]));
                 }
@@ -335,10 +349,11 @@ impl Tracer {
             .name("ringlab-stages".into())
             .spawn(move || {
                 let mut got = Collected::default();
+                let mut wrapped = Vec::with_capacity(256);
                 loop {
                     let last = stop2.load(Ordering::Acquire);
                     for r in &mut rings {
-                        r.drain(filter, &mut got);
+                        r.drain(filter, &mut got, &mut wrapped);
                     }
                     if last {
                         break;

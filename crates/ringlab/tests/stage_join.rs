@@ -1,15 +1,12 @@
 //! The block stages of `--evidence stages` on a disk nothing else reads,
-//! in a test binary of its own. Among the other kstat tests (cargo runs a
-//! binary's tests two at a time here) the join fell to 86-95% in 3 of 9
-//! runs of that binary on 2026-11-28, with the code before that day's
-//! changes and after alike (once with 13537 events lost to a full ring
-//! buffer, twice with none lost). Alone it joined 99.99% when it was
-//! written; that day it failed 2 of 14 runs alone (4 by name, 10 as its
-//! own binary, 2 of those in CI, which passed), one of them with 8432
-//! events lost (the reader thread did not get the CPU for over 100 ms on
-//! the shared host; the other's output was not kept). Why the join misses
-//! under load without losing events is not known yet.
-
+//! in a test binary of its own. It failed in CI on 2026-11-28 (stop 39)
+//! and alone in 2 of 14 runs: the join fell to 75-95% on a fresh loop
+//! device, with up to 62,000 events lost to full ring buffers (6 of 10
+//! runs lost events). The cause was the reader thread: in a debug build it
+//! copied every record byte by byte through closures and a fresh Vec, so
+//! it fell behind 4 tracepoints at 120k requests/s. It now reads records
+//! in place; 12 fresh-device runs alone and 15 beside two CPU hogs lost
+//! nothing and joined 99.97-100%.
 mod common;
 
 use common::*;
