@@ -6,7 +6,7 @@
 //! context switch of a counted thread switch perf contexts as well and took
 //! 34-45% of a CPU-bound run. IPIs come from `/proc/interrupts`, context
 //! switches and CPU time of the kernel helper threads from `/proc`, read
-//! by the runner's thread (see [`FULL_LOOK_EVERY`] for what that costs).
+//! by the runner's thread (see `FULL_LOOK_EVERY` for what that costs).
 
 use crate::bpf::NamedCounters;
 use crate::device::{irq_deltas, read_interrupts, IrqLine};
