@@ -12,6 +12,7 @@ use crate::bpf::NamedCounters;
 use crate::device::{irq_deltas, read_interrupts, IrqLine};
 use crate::windows::{Totals, Windows, WINDOW};
 use ringlab_stats::{HelperThread, KstatReport, UnavailableCounter};
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::fs;
 
@@ -317,25 +318,25 @@ impl Collector {
                 continue;
             };
             let base = entry.path();
-            if let std::collections::btree_map::Entry::Vacant(slot) = self.helpers.entry(tid) {
-                // A new io-wq worker carries its creator's name until it
-                // names itself: looked at again next time until then.
-                let Ok(comm) = fs::read_to_string(base.join("comm")) else {
-                    continue;
-                };
-                let comm = comm.trim();
-                if !comm.starts_with("iou-") {
-                    continue;
+            let h = match self.helpers.entry(tid) {
+                Entry::Occupied(known) => known.into_mut(),
+                Entry::Vacant(slot) => {
+                    // A new io-wq worker carries its creator's name until
+                    // it names itself: looked at again next time until then.
+                    let Ok(comm) = fs::read_to_string(base.join("comm")) else {
+                        continue;
+                    };
+                    let comm = comm.trim();
+                    if !comm.starts_with("iou-") {
+                        continue;
+                    }
+                    slot.insert(HelperState {
+                        name: comm.to_string(),
+                        baseline: ThreadSample::default(),
+                        last: ThreadSample::default(),
+                        schedstat: fs::File::open(base.join("schedstat")).ok(),
+                    })
                 }
-                slot.insert(HelperState {
-                    name: comm.to_string(),
-                    baseline: ThreadSample::default(),
-                    last: ThreadSample::default(),
-                    schedstat: fs::File::open(base.join("schedstat")).ok(),
-                });
-            }
-            let Some(h) = self.helpers.get_mut(&tid) else {
-                continue;
             };
             let (voluntary, involuntary) = switches(&base);
             let cpu_ns = h.schedstat.as_ref().and_then(read_schedstat);

@@ -248,12 +248,14 @@ impl Ring {
                 break;
             }
             tail += rsize as u64;
+            // `at` is 8-aligned and below `size` (a multiple of 8), so the
+            // record's body starts at most at the end of the data area.
             let (from, to) = (at + 8, at + rsize);
             let record: &[u8] = if to <= size {
                 bytes(from, to - from)
             } else {
                 wrapped.clear();
-                wrapped.extend_from_slice(bytes(from.min(size), size - from.min(size)));
+                wrapped.extend_from_slice(bytes(from, size - from));
                 wrapped.extend_from_slice(bytes(0, to - size));
                 wrapped
             };
