@@ -14,7 +14,7 @@ use ringlab_core::usage;
 
 /// The knobs that also apply to the libaio engine: how many requests go to
 /// the kernel per submission, and how many completions a reap waits for.
-const BATCH_KNOBS: &[&str] = &["submit-batch", "complete-batch"];
+const BATCH_KNOBS: &[&str] = &["submit-batch", "complete-batch", "complete-max"];
 
 /// What the knob rules need to know about the rest of the plan.
 pub struct PlanFacts {
@@ -126,6 +126,9 @@ pub fn resolve(a: &UringArgs, facts: &PlanFacts) -> Result<Resolved> {
             );
         }
     }
+    if o.completion_thread.is_some() && o.complete_max != 0 {
+        usage!("--complete-max applies to the job thread's own reaping; with --completion-thread that thread hands over what it reaped: drop --complete-max");
+    }
     if o.completion_thread.is_some() && a.has("reap") {
         usage!("--reap applies to the job thread's own reaping; with --completion-thread that thread waits in io_uring_enter: drop --reap");
     }
@@ -150,7 +153,7 @@ fn resolve_other_engine(a: &UringArgs, facts: &PlanFacts) -> Result<UringOptions
         .find(|k| !(batches && BATCH_KNOBS.contains(k)));
     if let Some(first) = refused {
         let also = if batches {
-            " (libaio takes --submit-batch and --complete-batch)"
+            " (libaio takes --submit-batch, --complete-batch and --complete-max)"
         } else {
             ""
         };
@@ -190,6 +193,13 @@ fn check_batches(o: &UringOptions, iodepth: u32) -> Result<()> {
     if o.complete_batch == 0 || o.complete_batch > iodepth {
         usage!(
             "--complete-batch {} must be between 1 and --iodepth {iodepth}",
+            o.complete_batch
+        );
+    }
+    if o.complete_max != 0 && (o.complete_max < o.complete_batch || o.complete_max > iodepth) {
+        usage!(
+            "--complete-max {} must be between --complete-batch ({}) and --iodepth {iodepth}: a reap waits for --complete-batch completions and takes at most --complete-max",
+            o.complete_max,
             o.complete_batch
         );
     }

@@ -809,3 +809,51 @@ fn the_clock_that_timed_the_run_is_named_and_can_be_chosen() {
         "{err}"
     );
 }
+
+/// fio takes at most iodepth_batch_complete_max completions per reap, and
+/// unset that is iodepth_batch_complete_min (1): it reaps one, refills,
+/// reaps the next. Cached reads complete inside the submission, so a reap
+/// that takes every ready completion takes several at once.
+#[test]
+fn reaps_take_at_most_complete_max_and_fio_jobs_one() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let f = small_target(&dir);
+    let complete = |line: &str| -> Vec<u64> {
+        let r = json_run(line);
+        r["total"]["io_depths"]["complete"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect()
+    };
+    let io = format!("io {f} --rw randread --bs 4k --iodepth 8 --number-ios 2000 --no-kstat");
+    // Buckets: 0, 1-4, 5-8, 9-16, ...
+    let all = complete(&io);
+    assert!(all[2] > 0, "a reap of every ready completion: {all:?}");
+    for engine in ["uring", "libaio"] {
+        let one = complete(&format!("{io} --engine {engine} --complete-max 1"));
+        assert_eq!(one[1], 2000, "--engine {engine} --complete-max 1: {one:?}");
+        assert_eq!(one.iter().sum::<u64>(), 2000, "{one:?}");
+    }
+    let two = complete(&format!("{io} --complete-max 2"));
+    assert!(
+        two[1] >= 1000 && two[2..].iter().all(|&n| n == 0),
+        "{two:?}"
+    );
+    // A fio job line: fio's default, one per reap.
+    let out = ringlab(&format!(
+        "fio --name=j --filename={f} --ioengine=io_uring --iodepth=8 --rw=randread --bs=4k --number_ios=2000 --output-format=json"
+    ));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        r["jobs"][0]["iodepth_complete"]["4"], 100.0,
+        "{}",
+        r["jobs"][0]
+    );
+}

@@ -91,7 +91,7 @@ fn knob_combinations_the_kernel_rejects_are_refused_before_the_run() {
             "--engine libaio --direct --sqpoll",
             &[
                 "--sqpoll is an io_uring knob",
-                "libaio takes --submit-batch and --complete-batch",
+                "libaio takes --submit-batch, --complete-batch and --complete-max",
             ],
         ),
         (

@@ -529,6 +529,13 @@ knob_table! {
         evidence: "io_uring_enter per op", refused: "",
         proof: None,
     }
+    complete_max: u32 = "complete-max" {
+        kernel_name: "", since: "-",
+        kind: Kind::Ringlab, arg: Arg::Value("N"), offered: Offered::Io, needs: &[],
+        help: "Take at most N completions per reap, and refill before reaping more (fio's iodepth_batch_complete_max) [default: every completion that is ready].",
+        evidence: "completions per reap (IO depths, complete)", refused: "",
+        proof: None,
+    }
     reap: Option<ReapMode> = "reap" {
         kernel_name: "", since: "-",
         kind: Kind::Ringlab, arg: Arg::Choice("REAP", ReapMode::NAMES), offered: Offered::Io, needs: &[],

@@ -105,6 +105,9 @@ pub struct LibaioEngine {
     submit_batch: u32,
     /// `--complete-batch`: completions each reap waits for (at least 1).
     complete_batch: u32,
+    /// `--complete-max`: at most this many events per io_getevents (0: as
+    /// many as there are slots).
+    complete_max: u32,
     /// Requests the kernel has taken and not yet completed.
     in_kernel: u32,
 }
@@ -123,6 +126,7 @@ impl LibaioEngine {
             events: vec![IoEvent::default(); depth as usize].into_boxed_slice(),
             submit_batch: setup.plan.uring.submit_batch,
             complete_batch: setup.plan.uring.complete_batch.max(1),
+            complete_max: setup.plan.uring.complete_max,
             in_kernel: 0,
         })
     }
@@ -208,14 +212,20 @@ impl Engine for LibaioEngine {
         // Never wait for more than the kernel holds: at the end of a run
         // fewer than --complete-batch may be left.
         let min = min.max(self.complete_batch).min(self.in_kernel);
+        // --complete-max is at least --complete-batch, so at least min.
+        let nr = match self.complete_max {
+            0 => self.events.len(),
+            n => (n as usize).min(self.events.len()),
+        };
         loop {
-            // SAFETY: `events` holds room for `len` events; no timeout.
+            // SAFETY: `events` holds room for `nr` (at most its length)
+            // events; no timeout.
             let rc = unsafe {
                 libc::syscall(
                     libc::SYS_io_getevents,
                     self.ctx,
                     min as libc::c_long,
-                    self.events.len() as libc::c_long,
+                    nr as libc::c_long,
                     self.events.as_mut_ptr(),
                     std::ptr::null::<libc::timespec>(),
                 )

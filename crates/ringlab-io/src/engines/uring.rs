@@ -56,6 +56,9 @@ pub struct UringEngine {
     force_async: u32,
     submit_batch: u32,
     complete_batch: u32,
+    /// `--complete-max`: at most this many completions per reap
+    /// (`u32::MAX` without it).
+    complete_max: u32,
     reap: ReapMode,
     /// Pushed to the submission ring, not yet handed to the kernel.
     unsubmitted: u32,
@@ -234,6 +237,11 @@ impl UringEngine {
             force_async: o.force_async,
             submit_batch: o.submit_batch,
             complete_batch: o.complete_batch.max(1),
+            complete_max: if o.complete_max == 0 {
+                u32::MAX
+            } else {
+                o.complete_max
+            },
             reap: o.reap.unwrap_or(ReapMode::Wait),
             unsubmitted: 0,
             inflight: 0,
@@ -313,13 +321,17 @@ impl UringEngine {
         unsafe { self.ring.completion_shared() }.len()
     }
 
-    /// Moves every completion in the ring to `out`; returns how many.
-    fn drain_cq(&mut self, out: &mut Vec<Completion>) -> u32 {
+    /// Moves the completions in the ring to `out`, at most `max`; returns
+    /// how many. What is left stays in the ring for the next reap.
+    fn drain_cq(&mut self, out: &mut Vec<Completion>, max: u32) -> u32 {
         // SAFETY: without a completion thread only the job thread touches
         // the completion ring.
         let cq = unsafe { self.ring.completion_shared() };
         let before = out.len();
-        out.extend(cq.map(|cqe| Completion::new(cqe.user_data() as u32, cqe.result() as i64)));
+        out.extend(
+            cq.take(max as usize)
+                .map(|cqe| Completion::new(cqe.user_data() as u32, cqe.result() as i64)),
+        );
         let n = (out.len() - before) as u32;
         self.inflight -= n;
         n
@@ -444,7 +456,9 @@ impl Engine for UringEngine {
             return Ok(());
         }
         let min = min.max(self.complete_batch).min(self.inflight);
-        let mut got = self.drain_cq(out);
+        // --complete-max (at least --complete-batch, so at least min).
+        let max = self.complete_max;
+        let mut got = self.drain_cq(out, max);
         match self.reap {
             ReapMode::Wait => {
                 if got >= min && self.unsubmitted > 0 {
@@ -452,7 +466,7 @@ impl Engine for UringEngine {
                 }
                 while got < min {
                     self.submit(min - got)?;
-                    got += self.drain_cq(out);
+                    got += self.drain_cq(out, max - got);
                 }
             }
             ReapMode::Peek => {
@@ -462,7 +476,7 @@ impl Engine for UringEngine {
                         Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
                         Err(e) => return Err(e).context("io_uring_enter (peek) failed"),
                     }
-                    got += self.drain_cq(out);
+                    got += self.drain_cq(out, max - got);
                 }
             }
             ReapMode::Spin => {
@@ -475,7 +489,7 @@ impl Engine for UringEngine {
                         }
                     }
                     std::hint::spin_loop();
-                    got += self.drain_cq(out);
+                    got += self.drain_cq(out, max - got);
                 }
             }
         }

@@ -994,9 +994,22 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
                 .extend(["--complete-batch".to_string(), n.to_string()]);
         }
     }
-    if let Some((o, n)) = &g.complete_max {
-        if *n != 0 && *n != depth {
-            return Err(refuse(o, "ringlab has no equivalent: a reap takes every completion available (fio's default, iodepth_batch_complete_max=iodepth)"));
+    // fio's iodepth_batch_complete_max: each getevents takes at most that
+    // many completions, and fio refills before it reaps again. Unset (or
+    // below the minimum) it is iodepth_batch_complete_min, 1 by default
+    // (fio's init.c), so fio reaps one completion per call: a job file gets
+    // that. On ringlab's own command line a reap takes every completion
+    // that is ready unless the option is given.
+    if batches {
+        let min = g.complete_min.as_ref().map_or(1, |(_, n)| *n).max(1);
+        let max = match &g.complete_max {
+            Some((_, n)) => Some((*n).max(min)),
+            None if in_file && matches!(g.engine.as_deref(), Some("uring" | "libaio")) => Some(min),
+            None => None,
+        };
+        // Past the depth a limit never bites: leave it out.
+        if let Some(n) = max.filter(|&n| n < depth) {
+            t.args.extend(["--complete-max".to_string(), n.to_string()]);
         }
     }
     Ok(())
@@ -1342,7 +1355,7 @@ pub fn help_text() -> String {
                 "--complete-batch N (0: --reap peek)".to_string()
             }
             (Kind::Special, "iodepth_batch_complete_max") => {
-                "only =iodepth (a reap takes every completion available)".to_string()
+                "--complete-max N (unset: iodepth_batch_complete_min, as fio)".to_string()
             }
             (Kind::Special, "bsrange") => "--bsrange LO-HI[,LO-HI] (LO-LO: --bs LO)".to_string(),
             (Kind::Special, "group_reporting") => {
@@ -1449,7 +1462,7 @@ mod tests {
                 "size=1m runtime=5 time_based=1 ioengine=libaio iodepth=4",
                 true
             ),
-            "--runtime 5 --engine libaio --iodepth 4 --size 1m --rw read --submit-batch 1"
+            "--runtime 5 --engine libaio --iodepth 4 --size 1m --rw read --submit-batch 1 --complete-max 1"
         );
         let t = translate(&w("size=1m runtime=5 thread"), false, None).unwrap();
         assert!(t.notes[0].contains("--io-size 1m"), "{:?}", t.notes);
@@ -1483,6 +1496,47 @@ mod tests {
             "--iodepth 8 --submit-batch 8 --complete-batch 2"
         );
         assert_eq!(args("iodepth_batch_complete_min=0", false), "--reap peek");
+    }
+
+    /// fio reaps at most iodepth_batch_complete_max completions per call,
+    /// and that is iodepth_batch_complete_min (1) when unset.
+    #[test]
+    fn reaps_are_capped_as_fio_caps_them() {
+        let tail = |line: &str, in_file: bool| {
+            let a = args(line, in_file);
+            a.find("--complete-max").map(|i| a[i..].to_string())
+        };
+        let e = "ioengine=libaio iodepth=8";
+        assert_eq!(tail(e, true).as_deref(), Some("--complete-max 1"));
+        assert_eq!(
+            tail(&format!("{e} iodepth_batch_complete_min=2"), true).as_deref(),
+            Some("--complete-max 2")
+        );
+        assert_eq!(
+            tail(&format!("{e} iodepth_batch_complete_max=4"), true).as_deref(),
+            Some("--complete-max 4")
+        );
+        // Below the minimum fio raises it to the minimum.
+        assert_eq!(
+            tail(
+                &format!("{e} iodepth_batch_complete_min=4 iodepth_batch_complete_max=2"),
+                true
+            )
+            .as_deref(),
+            Some("--complete-max 4")
+        );
+        // At the depth the cap never bites; synchronous engines have none.
+        assert_eq!(
+            tail(&format!("{e} iodepth_batch_complete_max=8"), true),
+            None
+        );
+        assert_eq!(tail("ioengine=psync iodepth=8", true), None);
+        // ringlab's own command line keeps its default unless told.
+        assert_eq!(tail(e, false), None);
+        assert_eq!(
+            tail(&format!("{e} iodepth_batch_complete_max=3"), false).as_deref(),
+            Some("--complete-max 3")
+        );
         assert!(err("direct=yes2").contains("1 or 0"));
     }
 
