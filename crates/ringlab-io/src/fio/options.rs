@@ -963,7 +963,12 @@ fn finish(t: &mut Translated, mut g: Gathered, in_file: bool) -> Result<()> {
         .unwrap_or(1);
     // fio's synchronous engines (psync, sync, posixaio's one call per
     // request, null) take the batch options and ignore them: so does this.
-    let batches = matches!(g.engine.as_deref(), None | Some("uring" | "libaio"));
+    // Without ioengine a job file runs fio's default, psync; ringlab's own
+    // command line runs ringlab's, uring.
+    let batches = match g.engine.as_deref() {
+        None => !in_file,
+        Some(e) => matches!(e, "uring" | "libaio"),
+    };
     if !batches {
         g.submit_batch = None;
         g.complete_min = None;
@@ -1531,6 +1536,14 @@ mod tests {
             None
         );
         assert_eq!(tail("ioengine=psync iodepth=8", true), None);
+        // A job file without ioengine runs fio's psync, which ignores them.
+        assert_eq!(
+            args(
+                "iodepth=8 iodepth_batch_submit=2 iodepth_batch_complete_max=2",
+                true
+            ),
+            "--iodepth 8 --engine sync --rw read"
+        );
         // ringlab's own command line keeps its default unless told.
         assert_eq!(tail(e, false), None);
         assert_eq!(
