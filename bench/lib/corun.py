@@ -12,7 +12,13 @@ usage: corun.py CGROUP_A CGROUP_B CPU KIND_A KIND_B -- CMD_A... -- CMD_B...
 KIND: rl-io (IOPS from ringlab's JSON), tiou (t/io_uring's per-second
 IOPS lines, the first and last dropped: with N s, seconds 1 to N-2, which
 the caller makes ringlab's measured seconds too, --ramp-time 1s --runtime
-N-3 s, so both figures cover the same time),
+N-3 s, so both figures cover the same time; each starts its clock at
+its own start, so the two windows are offset by the difference of their
+start-up times, which is harmless only because each window lies inside
+the other's whole run: t/io_uring runs a second past its window and past
+ringlab's. A peer whose window could end after ringlab has left would
+have the CPU or device to itself for the rest of it: bench/libaio-corun.sh
+counts at the block layer over one window for that reason),
 rl-http and wrk (responses per CPU-second of the whole process, from
 wait4's rusage). Prints "A B" (the two figures) or "NA reason".
 """
