@@ -15,7 +15,7 @@ the caller makes ringlab's measured seconds too, --ramp-time 1s --runtime
 N-3 s, so both figures cover the same time; each starts its clock at
 its own start, so the two windows are offset by the difference of their
 start-up times, which is harmless only because each window lies inside
-the other's whole run: t/io_uring runs a second past its window and past
+the other's whole run: t/io_uring runs two seconds past its window and past
 ringlab's. A peer whose window could end after ringlab has left would
 have the CPU or device to itself for the rest of it: bench/libaio-corun.sh
 counts at the block layer over one window for that reason),
