@@ -338,7 +338,7 @@ impl Collector {
                     })
                 }
             };
-            let (voluntary, involuntary) = switches(&base);
+            let (voluntary, involuntary) = thread_switches(&base);
             let cpu_ns = h.schedstat.as_ref().and_then(read_schedstat);
             // A thread gone since the directory was read keeps its last
             // figures.
@@ -511,8 +511,8 @@ fn sub(a: Option<u64>, b: Option<u64>) -> Option<u64> {
 }
 
 /// A thread's voluntary and involuntary context switches, from one read
-/// of its `status`.
-fn switches(task: &std::path::Path) -> (Option<u64>, Option<u64>) {
+/// of its `status` (`task`: a `/proc/PID/task/TID` directory).
+pub fn thread_switches(task: &std::path::Path) -> (Option<u64>, Option<u64>) {
     let Ok(text) = fs::read_to_string(task.join("status")) else {
         return (None, None);
     };
@@ -531,17 +531,23 @@ fn switches(task: &std::path::Path) -> (Option<u64>, Option<u64>) {
     )
 }
 
-/// The CPU time in a `schedstat` file kept open (its first figure, ns).
+/// A thread's CPU time in ns, from its `schedstat` (`task`: a
+/// `/proc/PID/task/TID` directory).
+pub fn thread_cpu_ns(task: &std::path::Path) -> Option<u64> {
+    schedstat_ns(&fs::read_to_string(task.join("schedstat")).ok()?)
+}
+
+/// The CPU time in a `schedstat` file kept open.
 fn read_schedstat(f: &fs::File) -> Option<u64> {
     use std::os::unix::fs::FileExt;
     let mut buf = [0u8; 96];
     let n = f.read_at(&mut buf, 0).ok()?;
-    std::str::from_utf8(&buf[..n])
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    schedstat_ns(std::str::from_utf8(&buf[..n]).ok()?)
+}
+
+/// The first figure of a `schedstat` line: time spent on the CPU, ns.
+fn schedstat_ns(text: &str) -> Option<u64> {
+    text.split_whitespace().next()?.parse().ok()
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 
 use ringlab_core::uring::knobs::{knob, Arg, UringOptions};
 use ringlab_kstat::bpf::NamedCounters;
-use ringlab_kstat::collector::per_op_name;
+use ringlab_kstat::collector::{per_op_name, thread_cpu_ns, thread_switches};
 use ringlab_kstat::device::{irq_deltas, read_interrupts, IrqLine};
 use ringlab_kstat::Level;
 use ringlab_stats::{HelperThread, KstatReport, UnavailableCounter};
@@ -140,34 +140,22 @@ impl Samples {
             let Some(tid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
                 continue;
             };
-            let base = format!("/proc/{pid}/task/{tid}");
-            let Ok(comm) = std::fs::read_to_string(format!("{base}/comm")) else {
+            let base = e.path();
+            let Ok(comm) = std::fs::read_to_string(base.join("comm")) else {
                 continue;
             };
             let name = comm.trim().to_string();
             if !name.starts_with("iou-sqp") && !name.starts_with("iou-wrk") {
                 continue;
             }
-            let cpu_ns = std::fs::read_to_string(format!("{base}/schedstat"))
-                .ok()
-                .and_then(|s| s.split_whitespace().next()?.parse().ok());
-            let status = std::fs::read_to_string(format!("{base}/status")).unwrap_or_default();
-            let ctx = |key: &str| -> Option<u64> {
-                status
-                    .lines()
-                    .find(|l| l.starts_with(key))?
-                    .split_whitespace()
-                    .nth(1)?
-                    .parse()
-                    .ok()
-            };
+            let (voluntary, involuntary) = thread_switches(&base);
             self.helpers.insert(
                 tid,
                 Helper {
                     name,
-                    cpu_ns,
-                    voluntary: ctx("voluntary_ctxt_switches:"),
-                    involuntary: ctx("nonvoluntary_ctxt_switches:"),
+                    cpu_ns: thread_cpu_ns(&base),
+                    voluntary,
+                    involuntary,
                 },
             );
         }
