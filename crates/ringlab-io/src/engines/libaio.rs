@@ -105,9 +105,9 @@ pub struct LibaioEngine {
     submit_batch: u32,
     /// `--complete-batch`: completions each reap waits for (at least 1).
     complete_batch: u32,
-    /// `--complete-max`: at most this many events per io_getevents (0: as
-    /// many as there are slots).
-    complete_max: u32,
+    /// `--complete-max`: at most this many events per io_getevents (without
+    /// it, as many as there are slots).
+    complete_max: usize,
     /// Requests the kernel has taken and not yet completed.
     in_kernel: u32,
 }
@@ -126,7 +126,11 @@ impl LibaioEngine {
             events: vec![IoEvent::default(); depth as usize].into_boxed_slice(),
             submit_batch: setup.plan.uring.submit_batch,
             complete_batch: setup.plan.uring.complete_batch.max(1),
-            complete_max: setup.plan.uring.complete_max,
+            // Never above the depth (the knob rules refuse more).
+            complete_max: match setup.plan.uring.complete_max {
+                0 => depth as usize,
+                n => n as usize,
+            },
             in_kernel: 0,
         })
     }
@@ -213,10 +217,7 @@ impl Engine for LibaioEngine {
         // fewer than --complete-batch may be left.
         let min = min.max(self.complete_batch).min(self.in_kernel);
         // --complete-max is at least --complete-batch, so at least min.
-        let nr = match self.complete_max {
-            0 => self.events.len(),
-            n => (n as usize).min(self.events.len()),
-        };
+        let nr = self.complete_max.min(self.events.len());
         loop {
             // SAFETY: `events` holds room for `nr` (at most its length)
             // events; no timeout.
