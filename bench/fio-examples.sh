@@ -45,16 +45,12 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/bench/lib/common.sh"
 dir=${FIO_EXAMPLES:-/usr/share/doc/fio/examples}
 if [[ ! -d $dir ]]; then
-    apt-get update -qq && apt-get install -y -qq fio fio-examples >/dev/null
+    bench_install fio fio-examples
 fi
-if [[ -n "${RINGLAB_BIN:-}" ]]; then
-    ringlab=$(realpath "$RINGLAB_BIN")
-else
-    (cd "$repo" && cargo build --release -q -p ringlab)
-    ringlab="$repo/target/release/ringlab"
-fi
+bench_ringlab
 run=${RUN:-1}
 size=${SIZE:-16m}
 scratch=${SCRATCH:-$(mktemp -d /tmp/fio-examples.XXXXXX)}

@@ -18,10 +18,12 @@
 #   bench/jobs/bssplit-end-fsync.fio mixes block sizes and ends with fsync)
 # Environment: BENCH_DIR (a directory for the data file; default a new one
 #   under the current directory), BENCH_SIZE (256m), BENCH_RUNTIME (3),
-#   BENCH_REPEATS (3), BENCH_CPU (1).
+#   BENCH_REPEATS (3), BENCH_CPU (1), RINGLAB_BIN (a ringlab binary to
+#   measure instead of building this tree's).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/bench/lib/common.sh"
 job=${1:-$repo/bench/jobs/side-by-side.fio}
 repeats=${BENCH_REPEATS:-3}
 cpu=${BENCH_CPU:-1}
@@ -33,13 +35,8 @@ if [ -z "${BENCH_DIR:-}" ]; then
 fi
 export BENCH_DIR=$(cd "$BENCH_DIR" && pwd)
 
-if ! command -v fio >/dev/null; then
-    echo "installing fio (apt-get)" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio >/dev/null
-fi
-cargo build --release -q --manifest-path "$repo/Cargo.toml" -p ringlab
-ringlab=$repo/target/release/ringlab
+bench_need fio fio
+bench_ringlab
 out=$(mktemp -d)
 
 echo "job file: $job; $(fio --version) and ringlab $($ringlab --version | cut -d' ' -f2); CPU $cpu; size $BENCH_SIZE; runtime ${BENCH_RUNTIME}s; $repeats repeats" >&2

@@ -6,11 +6,15 @@
 # logs in completion order), and the totals side by side.
 #
 # Usage: bench/fio-streams.sh [CASE...]   (default: every case below)
-# Environment: RINGLAB_BIN (default: this tree's target/debug/ringlab),
+# Environment: RINGLAB_BIN (default: this tree's release build, built),
 # SCRATCH (default: a new directory under /tmp; removed at the end).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-rl=${RINGLAB_BIN:-$repo/target/debug/ringlab}
+. "$repo/bench/lib/common.sh"
+bench_need fio fio
+[[ -d /usr/share/doc/fio/examples ]] || bench_install fio-examples
+bench_ringlab
+rl=$ringlab
 scratch=${SCRATCH:-$(mktemp -d /tmp/fio-streams.XXXXXX)}
 ex=/usr/share/doc/fio/examples
 F=$scratch/f16

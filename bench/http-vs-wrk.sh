@@ -45,6 +45,7 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/bench/lib/common.sh"
 dur=${BENCH_DURATION:-3}
 repeats=${BENCH_REPEATS:-3}
 conns_list=${BENCH_CONNS-"1 10 50 100 400"}
@@ -54,23 +55,14 @@ big=${BENCH_BIG_CONNS:-10000}
 script_conns=${BENCH_SCRIPT_CONNS-"10 100"}
 script_ios=${BENCH_SCRIPT_IOS:-"epoll uring uring@typed"}
 
-if ! command -v wrk >/dev/null || ! command -v nginx >/dev/null; then
-    echo "installing wrk and nginx (apt-get)" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx-light >/dev/null 2>&1 ||
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk nginx >/dev/null
-fi
+# Debian's lighter nginx where it has one.
+bench_need wrk wrk nginx nginx-light || bench_need wrk wrk nginx nginx
 if [ "$(nproc)" -lt 2 ]; then
     echo "needs 2 CPUs (server on CPU 0, client on CPU 1)" >&2
     exit 2
 fi
 
-if [ -n "${RINGLAB_BIN:-}" ]; then
-    ringlab=$RINGLAB_BIN
-else
-    (cd "$repo" && cargo build --release -q -p ringlab)
-    ringlab="$repo/target/release/ringlab"
-fi
+bench_ringlab
 
 work=$(mktemp -d)
 nginx_pid=""

@@ -73,19 +73,13 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/bench/lib/common.sh"
 cpu=${BENCH_CPU:-1}
 runtime=${BENCH_RUNTIME:-5}
 repeats=${BENCH_REPEATS:-5}
 
-if ! command -v fio >/dev/null; then
-    apt-get update -qq && apt-get install -y -qq fio >/dev/null
-fi
-if [[ -n "${RINGLAB_BIN:-}" ]]; then
-    ringlab=$RINGLAB_BIN
-else
-    (cd "$repo" && cargo build --release -q -p ringlab)
-    ringlab="$repo/target/release/ringlab"
-fi
+bench_need fio fio
+bench_ringlab
 
 cleanup=()
 mkdir -p "$repo/target"

@@ -142,6 +142,7 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/bench/lib/common.sh"
 cpu=${BENCH_CPU:-1}
 runtime=${BENCH_RUNTIME:-5}
 repeats=${BENCH_REPEATS:-5}
@@ -185,25 +186,16 @@ elif [[ -n $io_rows ]]; then
 fi
 
 need=()
-if [[ -n $conns_list ]] && ! command -v wrk >/dev/null; then need+=(wrk); fi
-if [[ $crosscheck == 1 || $profile == 1 ]] && ! command -v perf >/dev/null; then need+=(linux-perf); fi
-if ((${#need[@]})); then
-    echo "installing ${need[*]} (apt-get)" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null ||
-        echo "note: could not install ${need[*]}; what needs it is skipped" >&2
-fi
+if [[ -n $conns_list ]]; then need+=(wrk wrk); fi
+if [[ $crosscheck == 1 || $profile == 1 ]]; then need+=(perf linux-perf); fi
+bench_need "${need[@]}" ||
+    echo "note: apt-get could not install what is missing; what needs it is skipped" >&2
 if [[ -n $conns_list ]] && ! command -v wrk >/dev/null; then
     echo "kstat-overhead.sh: wrk is missing and apt-get could not install it" >&2
     exit 1
 fi
 
-if [[ -n ${RINGLAB_BIN:-} ]]; then
-    ringlab=$RINGLAB_BIN
-else
-    (cd "$repo" && cargo build --release -q -p ringlab)
-    ringlab="$repo/target/release/ringlab"
-fi
+bench_ringlab
 
 work=$(mktemp -d)
 server_pid=""

@@ -37,6 +37,7 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/bench/lib/common.sh"
 cpu=${BENCH_CPU:-0}
 window=${BENCH_RUNTIME:-3}
 repeats=${BENCH_REPEATS:-8}
@@ -45,18 +46,8 @@ read -r -a extra <<<"${BENCH_RINGLAB_EXTRA:-}"
 # going 2 s past its end.
 total=$((window + 4))
 
-need=()
-command -v fio >/dev/null || need+=(fio)
-command -v perf >/dev/null || need+=(linux-perf)
-if ((${#need[@]})); then
-    apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
-fi
-if [[ -n "${RINGLAB_BIN:-}" ]]; then
-    ringlab=$RINGLAB_BIN
-else
-    (cd "$repo" && cargo build --release -q -p ringlab)
-    ringlab="$repo/target/release/ringlab"
-fi
+bench_need fio fio perf linux-perf
+bench_ringlab
 cleanup=()
 groups=()
 out=$(mktemp -d)

@@ -19,22 +19,16 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/bench/lib/common.sh"
 dur=${BENCH_DURATION:-3}
 io=${BENCH_IO:-epoll}
 port=${BENCH_PORT:-18090}
 scripts=${BENCH_SCRIPTS:-/usr/share/doc/wrk/examples/scripts}
 
 if ! command -v wrk >/dev/null || [ ! -d "$scripts" ]; then
-    echo "installing wrk (apt-get)" >&2
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+    bench_install wrk
 fi
-if [ -n "${RINGLAB_BIN:-}" ]; then
-    ringlab=$RINGLAB_BIN
-else
-    (cd "$repo" && cargo build --release -q -p ringlab)
-    ringlab="$repo/target/release/ringlab"
-fi
+bench_ringlab
 
 server_cpu="" client_cpu=""
 if [ "$(nproc)" -ge 2 ]; then server_cpu="taskset -c 0"; client_cpu="taskset -c 1"; fi
