@@ -502,10 +502,14 @@ fn join(requests: &[Request], events: &[Event], block: bool) -> StageReport {
                 block_matched += 1;
                 stages.record(1, sub, i);
             }
-            // Linux 6.18 fires block_rq_complete for only some completions
-            // of a virtio disk (11-14% of a run's requests in `perf record
-            // -e block:block_rq_complete`, whoever traces): the device's
-            // stages are timed for those, the issue for every request.
+            // Linux 6.18 fires block_rq_complete for every completion
+            // (`perf stat` counts as many as block_rq_issue), but a sample
+            // record of one raised on an idle CPU does not reach the ring
+            // (the virtio disk's interrupt lands on the CPU the job leaves
+            // idle: 35-166 of 15k records arrived in `perf record`, all of
+            // them with that CPU kept busy): the device's stages are timed
+            // over the completions that arrived, the issue for every
+            // request.
             if let (Some(i), Some(c)) = (issue, dev_done) {
                 block_completed += 1;
                 stages.record(2, i, c);

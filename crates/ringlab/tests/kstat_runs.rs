@@ -406,9 +406,11 @@ fn stage_evidence_times_each_request_through_its_stages() {
     // The file is on a disk with a request queue (not tmpfs or zram): the
     // block layer's stages are joined by sector. Each request's
     // block_rq_issue is found (99.98% on the virtio disk, with other
-    // readers too); Linux 6.18 fires block_rq_complete for only 11-14% of
-    // a virtio disk's completions (`perf record -e block:block_rq_complete`
-    // shows the same), so the device's stages are timed over those, and
+    // readers too); Linux 6.18 counts every block_rq_complete but delivers
+    // no sample record of one raised on an idle CPU, where the virtio
+    // disk's interrupt lands (`perf record -e block:block_rq_complete`
+    // shows the same), so the device's stages are timed over those that
+    // arrived, and
     // the result says how many (requests_block_completed). This was the
     // "11-17% joined while another process read the disk" of earlier
     // sessions: the join asked for both events.
