@@ -22,12 +22,12 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// `bpf(2)` commands (linux/bpf.h).
-const BPF_MAP_CREATE: libc::c_long = 0;
+pub(crate) const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
 const BPF_PROG_LOAD: libc::c_long = 5;
 const BPF_RAW_TRACEPOINT_OPEN: libc::c_long = 17;
 
-const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
+pub(crate) const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
 const BPF_PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
 
 /// Helper function ids.
@@ -41,14 +41,14 @@ const NR_IO_URING_ENTER: i32 = 426;
 /// immediate.
 #[derive(Clone, Copy)]
 #[repr(C)]
-struct Insn {
-    code: u8,
+pub(crate) struct Insn {
+    pub(crate) code: u8,
     regs: u8,
-    off: i16,
+    pub(crate) off: i16,
     imm: i32,
 }
 
-fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+pub(crate) fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
     Insn {
         code,
         regs: dst | (src << 4),
@@ -58,19 +58,20 @@ fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
 }
 
 // Opcodes (class | op | source).
-const MOV64_REG: u8 = 0xbf;
-const MOV64_IMM: u8 = 0xb7;
+pub(crate) const MOV64_REG: u8 = 0xbf;
+pub(crate) const MOV64_IMM: u8 = 0xb7;
 const RSH64_IMM: u8 = 0x77;
-const ADD64_IMM: u8 = 0x07;
-const JNE_IMM: u8 = 0x55;
-const CALL: u8 = 0x85;
-const EXIT: u8 = 0x95;
-const LDX_DW: u8 = 0x79;
-const STX_DW: u8 = 0x7b;
+pub(crate) const ADD64_IMM: u8 = 0x07;
+pub(crate) const JNE_IMM: u8 = 0x55;
+pub(crate) const CALL: u8 = 0x85;
+pub(crate) const EXIT: u8 = 0x95;
+pub(crate) const LDX_DW: u8 = 0x79;
+pub(crate) const LDX_W: u8 = 0x61;
+pub(crate) const STX_DW: u8 = 0x7b;
 const ST_W: u8 = 0x62;
-const LD_IMM64: u8 = 0x18;
-const PSEUDO_MAP_FD: u8 = 1;
-const JEQ_IMM: u8 = 0x15;
+pub(crate) const LD_IMM64: u8 = 0x18;
+pub(crate) const PSEUDO_MAP_FD: u8 = 1;
+pub(crate) const JEQ_IMM: u8 = 0x15;
 
 /// Where a counted hit adds one.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -87,7 +88,7 @@ struct Program {
 
 /// Instructions (ten slots) that add one to `slot` of map `map_fd` and
 /// fall through. Uses r1-r3 and r0; the stack word at r10-4 holds the key.
-fn add_one(out: &mut Vec<Insn>, map_fd: i32, slot: Slot) {
+pub(crate) fn add_one(out: &mut Vec<Insn>, map_fd: i32, slot: Slot) {
     out.push(insn(ST_W, 10, 0, -4, slot.0 as i32));
     out.push(insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, map_fd));
     out.push(insn(0, 0, 0, 0, 0));
@@ -125,7 +126,7 @@ fn assemble(p: &Program, map_fd: i32, tgid: u32) -> Vec<Insn> {
     out
 }
 
-fn sys_bpf(cmd: libc::c_long, attr: &mut [u64; 16]) -> io::Result<i64> {
+pub(crate) fn sys_bpf(cmd: libc::c_long, attr: &mut [u64; 16]) -> io::Result<i64> {
     let mut tries = 0;
     loop {
         // SAFETY: attr is a zero-padded bpf_attr of 128 bytes, larger than
@@ -145,7 +146,7 @@ fn sys_bpf(cmd: libc::c_long, attr: &mut [u64; 16]) -> io::Result<i64> {
     }
 }
 
-fn own_fd(fd: i64) -> OwnedFd {
+pub(crate) fn own_fd(fd: i64) -> OwnedFd {
     // SAFETY: a new descriptor returned by bpf(2), owned by nobody else.
     unsafe { OwnedFd::from_raw_fd(fd as i32) }
 }
@@ -160,7 +161,7 @@ fn open_link(name: &CString, prog: &OwnedFd) -> Result<OwnedFd, String> {
 }
 
 /// Why BPF refused, in words a user can act on.
-fn bpf_error(what: &str, e: io::Error) -> String {
+pub(crate) fn bpf_error(what: &str, e: io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::EPERM) | Some(libc::EACCES) => format!(
             "{what}: no permission ({e}): counting with BPF needs root (CAP_BPF and CAP_PERFMON)"
@@ -173,8 +174,31 @@ fn bpf_error(what: &str, e: io::Error) -> String {
     }
 }
 
+/// Loads a GPL program of `prog_type`; `what` names it in the error.
+pub(crate) fn load_program(prog_type: u32, insns: &[Insn], what: &str) -> Result<OwnedFd, String> {
+    let license = c"GPL";
+    let mut attr = [0u64; 16];
+    attr[0] = u64::from(prog_type) | ((insns.len() as u64) << 32);
+    attr[1] = insns.as_ptr() as u64;
+    attr[2] = license.as_ptr() as u64;
+    Ok(own_fd(
+        sys_bpf(BPF_PROG_LOAD, &mut attr).map_err(|e| bpf_error(what, e))?,
+    ))
+}
+
+/// The sum over `cpus` CPUs of entry `key` of a per-CPU array of u64.
+pub(crate) fn percpu_sum(map: &OwnedFd, key: u32, cpus: usize) -> io::Result<u64> {
+    let mut values = vec![0u64; cpus];
+    let mut attr = [0u64; 16];
+    attr[0] = map.as_raw_fd() as u64;
+    attr[1] = &key as *const u32 as u64;
+    attr[2] = values.as_mut_ptr() as u64;
+    sys_bpf(BPF_MAP_LOOKUP_ELEM, &mut attr)?;
+    Ok(values.iter().sum())
+}
+
 /// The CPUs a per-CPU map has a value for.
-fn possible_cpus() -> usize {
+pub(crate) fn possible_cpus() -> usize {
     std::fs::read_to_string("/sys/devices/system/cpu/possible")
         .ok()
         .and_then(|s| {
@@ -263,15 +287,11 @@ impl TgidCounters {
 
     fn load_and_attach(&mut self, p: &Program, tgid: u32) -> Result<(), String> {
         let insns = assemble(p, self.map.as_raw_fd(), tgid);
-        let license = c"GPL";
-        let mut attr = [0u64; 16];
-        attr[0] = u64::from(BPF_PROG_TYPE_RAW_TRACEPOINT) | ((insns.len() as u64) << 32);
-        attr[1] = insns.as_ptr() as u64;
-        attr[2] = license.as_ptr() as u64;
-        let prog = own_fd(
-            sys_bpf(BPF_PROG_LOAD, &mut attr)
-                .map_err(|e| bpf_error(&format!("loading the counter for {}", p.tracepoint), e))?,
-        );
+        let prog = load_program(
+            BPF_PROG_TYPE_RAW_TRACEPOINT,
+            &insns,
+            &format!("loading the counter for {}", p.tracepoint),
+        )?;
         let name = CString::new(p.tracepoint).map_err(|e| e.to_string())?;
         self.links.push(open_link(&name, &prog)?);
         self.progs.push((name, prog));
@@ -296,14 +316,7 @@ impl TgidCounters {
         if slot >= self.slots {
             return Err(io::Error::other(format!("no counter slot {slot}")));
         }
-        let mut values = vec![0u64; self.cpus];
-        let key = slot;
-        let mut attr = [0u64; 16];
-        attr[0] = self.map.as_raw_fd() as u64;
-        attr[1] = &key as *const u32 as u64;
-        attr[2] = values.as_mut_ptr() as u64;
-        sys_bpf(BPF_MAP_LOOKUP_ELEM, &mut attr)?;
-        Ok(values.iter().sum())
+        percpu_sum(&self.map, slot, self.cpus)
     }
 
     /// Detaches every program; counts stay readable.

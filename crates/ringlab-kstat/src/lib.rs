@@ -6,6 +6,7 @@
 //! and diagnoses, for every command).
 
 pub mod bpf;
+pub mod bpf_events;
 pub mod collector;
 pub mod device;
 pub mod explain;

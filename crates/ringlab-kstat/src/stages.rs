@@ -8,9 +8,12 @@
 //! The events are sampled by `perf_event_open` on every CPU (one ring
 //! buffer per CPU and tracepoint, read by a thread of its own every few
 //! milliseconds), timestamped with CLOCK_MONOTONIC, the clock ringlab's
-//! `Instant` reads. Each event is copied into a buffer: this costs far
+//! `Instant` reads; the disk's `block_rq_complete`, which perf loses on an
+//! idle CPU, is copied by a BPF program instead ([`crate::bpf_events`]),
+//! with the same clock. Each event is copied into a buffer: this costs far
 //! more than counting, which is why it is not on by default.
 
+use crate::bpf_events::BlockCompletions;
 use crate::perf::{event_id, online_cpus};
 use hdrhistogram::Histogram;
 use perf_event_open_sys::{bindings, ioctls, perf_event_open};
@@ -77,7 +80,7 @@ pub struct Request {
     pub reap_ns: u64,
 }
 
-fn page_size() -> usize {
+pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if n > 0 {
@@ -88,7 +91,7 @@ fn page_size() -> usize {
 }
 
 /// A field's offset in a tracepoint's raw record, from its format file.
-fn field_offset(tracepoint: &str, field: &str) -> Result<usize, String> {
+pub(crate) fn field_offset(tracepoint: &str, field: &str) -> Result<usize, String> {
     let (system, event) = tracepoint.split_once(':').unwrap_or(("", tracepoint));
     let path = format!("/sys/kernel/tracing/events/{system}/{event}/format");
     let text = fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
@@ -298,11 +301,7 @@ impl Ring {
         if !keep {
             return;
         }
-        if out.events.len() >= MAX_EVENTS {
-            out.dropped += 1;
-            return;
-        }
-        out.events.push(Event {
+        out.push(Event {
             kind: self.kind,
             time_ns,
             key,
@@ -310,10 +309,25 @@ impl Ring {
     }
 }
 
+impl Collected {
+    /// Keeps `e`, or counts it dropped past [`MAX_EVENTS`].
+    fn push(&mut self, e: Event) {
+        if self.events.len() >= MAX_EVENTS {
+            self.dropped += 1;
+        } else {
+            self.events.push(e);
+        }
+    }
+}
+
+/// What the reader thread hands back when it ends: the rings and the
+/// copier (closed only after it stopped reading them) and the events.
+type ReaderOutcome = (Vec<Ring>, Option<BlockCompletions>, Collected);
+
 /// The running tracer: per-CPU rings and the thread that reads them.
 pub struct Tracer {
     stop: Arc<AtomicBool>,
-    reader: Option<JoinHandle<(Vec<Ring>, Collected)>>,
+    reader: Option<JoinHandle<ReaderOutcome>>,
     fds: Vec<i32>,
     pub block_traced: bool,
 }
@@ -335,16 +349,27 @@ impl Tracer {
             dev: disk.and_then(trace_dev_of_disk),
         };
         let block_traced = filter.dev.is_some();
+        // The disk's completions by BPF where it loads (see
+        // crate::bpf_events for why not by perf sample); otherwise by
+        // perf, with what arrives.
+        let mut completions = filter.dev.and_then(|dev| BlockCompletions::open(dev).ok());
         let mut rings = Vec::new();
         for cpu in online_cpus() {
             for kind in KINDS {
                 if !block_traced && matches!(kind, Kind::BlockIssue | Kind::BlockComplete) {
                     continue;
                 }
+                if kind == Kind::BlockComplete && completions.is_some() {
+                    continue;
+                }
                 rings.push(open_ring(kind, cpu)?);
             }
         }
-        let fds = rings.iter().map(|r| r.fd.as_raw_fd()).collect();
+        let mut fds: Vec<i32> = rings.iter().map(|r| r.fd.as_raw_fd()).collect();
+        // The copier's perf event is enabled and disabled with the rings
+        // (see BlockCompletions::event_fd); the reader thread keeps it
+        // open until it is joined.
+        fds.extend(completions.as_ref().map(BlockCompletions::event_fd));
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
         let reader = std::thread::Builder::new()
@@ -357,12 +382,24 @@ impl Tracer {
                     for r in &mut rings {
                         r.drain(filter, &mut got, &mut wrapped);
                     }
+                    if let Some(c) = &mut completions {
+                        c.drain(|time_ns, sector| {
+                            got.push(Event {
+                                kind: Kind::BlockComplete,
+                                time_ns,
+                                key: sector,
+                            })
+                        });
+                        if last {
+                            got.lost += c.lost().unwrap_or(0);
+                        }
+                    }
                     if last {
                         break;
                     }
                     std::thread::sleep(Duration::from_millis(2));
                 }
-                (rings, got)
+                (rings, completions, got)
             })
             .map_err(|e| format!("starting the stage reader thread: {e}"))?;
         Ok(Tracer {
@@ -390,11 +427,12 @@ impl Tracer {
     pub fn finish(mut self, requests: &[Request], truncated: bool) -> StageReport {
         self.each(ioctls::DISABLE);
         self.stop.store(true, Ordering::Release);
-        let (rings, got) = match self.reader.take().map(|h| h.join()) {
+        let (rings, completions, got) = match self.reader.take().map(|h| h.join()) {
             Some(Ok(x)) => x,
-            _ => (Vec::new(), Collected::default()),
+            _ => (Vec::new(), None, Collected::default()),
         };
         drop(rings);
+        drop(completions);
         let mut report = join(requests, &got.events, self.block_traced);
         report.events_lost = got.lost + got.dropped;
         report.requests_not_logged = truncated;
@@ -502,14 +540,11 @@ fn join(requests: &[Request], events: &[Event], block: bool) -> StageReport {
                 block_matched += 1;
                 stages.record(1, sub, i);
             }
-            // Linux 6.18 fires block_rq_complete for every completion
-            // (`perf stat` counts as many as block_rq_issue), but a sample
-            // record of one raised on an idle CPU does not reach the ring
-            // (the virtio disk's interrupt lands on the CPU the job leaves
-            // idle: 35-166 of 15k records arrived in `perf record`, all of
-            // them with that CPU kept busy): the device's stages are timed
-            // over the completions that arrived, the issue for every
-            // request.
+            // The completions come from BPF (crate::bpf_events); where it
+            // could not load, from perf samples, of which Linux 6.18
+            // delivers none raised on an idle CPU: the device's stages are
+            // then timed over the completions that arrived, the issue for
+            // every request.
             if let (Some(i), Some(c)) = (issue, dev_done) {
                 block_completed += 1;
                 stages.record(2, i, c);

@@ -478,10 +478,11 @@ pub struct StageReport {
     /// Of those, requests whose block request was found too (`null` where
     /// the disk has no request queue or was not traced).
     pub requests_matched_block: Option<u64>,
-    /// Of those, requests whose block_rq_complete record was found too:
-    /// the device's stages are timed over these (the kernel counts every
-    /// completion but delivers no record of one raised on an idle CPU;
-    /// absent in results written before 2026-11-25).
+    /// Of those, requests whose block_rq_complete was found too: the
+    /// device's stages are timed over these (all, where ringlab's BPF copy
+    /// of the completions loads; by perf sample, Linux 6.18 delivers none
+    /// raised on an idle CPU; absent in results written before
+    /// 2026-11-25).
     #[serde(default)]
     pub requests_block_completed: Option<u64>,
     /// Kernel events lost (ring buffer full) or dropped (over the cap).

@@ -1,0 +1,305 @@
+//! One disk's `block:block_rq_complete` events, copied out by BPF into a
+//! ring buffer map: (CLOCK_MONOTONIC time, first sector) per completion.
+//!
+//! Why not the perf ring of `--evidence stages`' other tracepoints: on
+//! Linux 6.18 a perf sample of a tracepoint raised on an idle CPU does not
+//! reach the ring, although the event is counted (`perf stat` counts as
+//! many `block_rq_complete` as `block_rq_issue`; `perf record` got 35-166
+//! of 15k while the CPU the virtio disk interrupts idled, and every one
+//! with a process spinning on it; ftrace's own buffer got all 15749). The
+//! BPF program runs where the tracepoint is hit, before perf's sample
+//! path, and writes to a BPF ring buffer, which does not go through it.
+//!
+//! The program is a `BPF_PROG_TYPE_TRACEPOINT` one, attached through a
+//! perf event of the tracepoint (`PERF_EVENT_IOC_SET_BPF`): it reads the
+//! tracepoint's own record, whose field offsets the format file gives, so
+//! no kernel structure layout (BTF) is needed. Assembled by hand as the
+//! counters of [`crate::bpf`] are, for the same reason.
+
+use crate::bpf::{
+    add_one, bpf_error, insn, load_program, own_fd, percpu_sum, possible_cpus, sys_bpf, Insn, Slot,
+    BPF_MAP_CREATE, BPF_MAP_TYPE_PERCPU_ARRAY, CALL, EXIT, JEQ_IMM, JNE_IMM, LDX_DW, LDX_W,
+    LD_IMM64, MOV64_IMM, MOV64_REG, PSEUDO_MAP_FD, STX_DW,
+};
+use crate::perf::event_id;
+use perf_event_open_sys::{bindings, ioctls, perf_event_open};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{fence, Ordering};
+
+const BPF_MAP_TYPE_RINGBUF: u32 = 27;
+const BPF_PROG_TYPE_TRACEPOINT: u32 = 5;
+const FN_KTIME_GET_NS: i32 = 5;
+const FN_RINGBUF_OUTPUT: i32 = 130;
+
+/// A record's header: its length, with these two bits (linux/bpf.h).
+const RINGBUF_BUSY_BIT: u32 = 1 << 31;
+const RINGBUF_DISCARD_BIT: u32 = 1 << 30;
+const RINGBUF_HDR: usize = 8;
+
+/// Bytes of the ring (a power of two, pages): 24 bytes a completion, so
+/// about 700,000 of them, several seconds of the fastest disk here for a
+/// reader that drains every few milliseconds.
+const RING_BYTES: usize = 16 << 20;
+
+const TRACEPOINT: &str = "block:block_rq_complete";
+
+/// The program: `if (rec->dev != DEV) return 0; out = {ktime_get_ns(),
+/// rec->sector}; if (bpf_ringbuf_output(ring, &out, 16, 0)) lost += 1;
+/// return 0` (0: no perf sample as well).
+fn assemble(ring_fd: i32, lost_fd: i32, dev: u32, dev_at: i16, sector_at: i16) -> Vec<Insn> {
+    let mut out = Vec::with_capacity(32);
+    // r6 = ctx: the tracepoint's record (its first 8 bytes are not
+    // readable; the fields after them are).
+    out.push(insn(MOV64_REG, 6, 1, 0, 0));
+    out.push(insn(LDX_W, 1, 6, dev_at, 0));
+    let skip_dev = out.len();
+    out.push(insn(JNE_IMM, 1, 0, 0, dev as i32));
+    out.push(insn(CALL, 0, 0, 0, FN_KTIME_GET_NS));
+    out.push(insn(STX_DW, 10, 0, -16, 0));
+    out.push(insn(LDX_DW, 1, 6, sector_at, 0));
+    out.push(insn(STX_DW, 10, 1, -8, 0));
+    out.push(insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, ring_fd));
+    out.push(insn(0, 0, 0, 0, 0));
+    out.push(insn(MOV64_REG, 2, 10, 0, 0));
+    out.push(insn(crate::bpf::ADD64_IMM, 2, 0, 0, -16));
+    out.push(insn(MOV64_IMM, 3, 0, 0, 16));
+    out.push(insn(MOV64_IMM, 4, 0, 0, 0));
+    out.push(insn(CALL, 0, 0, 0, FN_RINGBUF_OUTPUT));
+    let skip_ok = out.len();
+    out.push(insn(JEQ_IMM, 0, 0, 0, 0));
+    add_one(&mut out, lost_fd, Slot(0));
+    let exit_at = out.len();
+    out[skip_dev].off = (exit_at - skip_dev - 1) as i16;
+    out[skip_ok].off = (exit_at - skip_ok - 1) as i16;
+    out.push(insn(MOV64_IMM, 0, 0, 0, 0));
+    out.push(insn(EXIT, 0, 0, 0, 0));
+    out
+}
+
+/// The running copy of one disk's completions.
+pub struct BlockCompletions {
+    /// The perf event the program hangs on (closing it detaches it).
+    event: OwnedFd,
+    _prog: OwnedFd,
+    _ring: OwnedFd,
+    lost_map: OwnedFd,
+    /// The consumer page (read-write) and the producer page with the data
+    /// mapped twice after it (read-only), as the kernel lays them out.
+    consumer: *mut u8,
+    producer: *mut u8,
+    page: usize,
+}
+
+// SAFETY: the mappings belong to this value alone; one thread reads them
+// at a time (the stage reader, which owns it while tracing).
+unsafe impl Send for BlockCompletions {}
+
+impl BlockCompletions {
+    /// Loads and attaches the program for disk `dev` (as the block
+    /// tracepoints give it); see [`Self::event_fd`] for when it copies.
+    pub fn open(dev: u32) -> Result<BlockCompletions, String> {
+        let offset = |field: &str| -> Result<i16, String> {
+            let at = crate::stages::field_offset(TRACEPOINT, field)?;
+            i16::try_from(at).map_err(|_| format!("{TRACEPOINT}: {field} at offset {at}"))
+        };
+        let (dev_at, sector_at) = (offset("dev")?, offset("sector")?);
+        let mut attr = [0u64; 16];
+        attr[0] = u64::from(BPF_MAP_TYPE_RINGBUF);
+        attr[1] = (RING_BYTES as u64) << 32;
+        let ring = own_fd(
+            sys_bpf(BPF_MAP_CREATE, &mut attr).map_err(|e| bpf_error("BPF ring buffer", e))?,
+        );
+        let mut attr = [0u64; 16];
+        attr[0] = u64::from(BPF_MAP_TYPE_PERCPU_ARRAY) | (4u64 << 32);
+        attr[1] = 8 | (1u64 << 32);
+        let lost_map =
+            own_fd(sys_bpf(BPF_MAP_CREATE, &mut attr).map_err(|e| bpf_error("BPF map", e))?);
+        let insns = assemble(
+            ring.as_raw_fd(),
+            lost_map.as_raw_fd(),
+            dev,
+            dev_at,
+            sector_at,
+        );
+        let prog = load_program(
+            BPF_PROG_TYPE_TRACEPOINT,
+            &insns,
+            &format!("loading the copier of {TRACEPOINT}"),
+        )?;
+        // One perf event of the tracepoint, on any CPU: a program attached
+        // to it runs on every CPU's hits (the program list is the
+        // tracepoint's), so one attachment copies each completion once.
+        let mut pattr = bindings::perf_event_attr {
+            type_: bindings::PERF_TYPE_TRACEPOINT,
+            size: std::mem::size_of::<bindings::perf_event_attr>() as u32,
+            config: event_id(TRACEPOINT)?,
+            ..Default::default()
+        };
+        pattr.__bindgen_anon_1.sample_period = 1;
+        pattr.set_disabled(1);
+        let cpu = crate::perf::online_cpus().first().copied().unwrap_or(0);
+        // SAFETY: pattr is a fully initialised perf_event_attr.
+        let fd = unsafe {
+            perf_event_open(
+                &mut pattr,
+                -1,
+                cpu as i32,
+                -1,
+                bindings::PERF_FLAG_FD_CLOEXEC as _,
+            )
+        };
+        if fd < 0 {
+            return Err(format!("{TRACEPOINT}: {}", io::Error::last_os_error()));
+        }
+        // SAFETY: a new descriptor owned by nobody else.
+        let event = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: the perf event and program descriptors are open.
+        if unsafe { ioctls::SET_BPF(event.as_raw_fd(), prog.as_raw_fd() as u32) } < 0 {
+            return Err(bpf_error(
+                &format!("attaching the copier to {TRACEPOINT}"),
+                io::Error::last_os_error(),
+            ));
+        }
+        let page = crate::stages::page_size();
+        // SAFETY: mapping a BPF ring buffer as the kernel lays it out: the
+        // consumer page read-write at 0, the producer page and twice the
+        // data read-only after it.
+        let consumer = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                page,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                ring.as_raw_fd(),
+                0,
+            )
+        };
+        if consumer == libc::MAP_FAILED {
+            return Err(format!(
+                "mapping the BPF ring buffer: {}",
+                io::Error::last_os_error()
+            ));
+        }
+        // SAFETY: as above.
+        let producer = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                page + 2 * RING_BYTES,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                ring.as_raw_fd(),
+                page as libc::off_t,
+            )
+        };
+        if producer == libc::MAP_FAILED {
+            let err = io::Error::last_os_error();
+            // SAFETY: mapped just above with this length.
+            unsafe { libc::munmap(consumer, page) };
+            return Err(format!("mapping the BPF ring buffer: {err}"));
+        }
+        Ok(BlockCompletions {
+            event,
+            _prog: prog,
+            _ring: ring,
+            lost_map,
+            consumer: consumer.cast(),
+            producer: producer.cast(),
+            page,
+        })
+    }
+
+    /// The perf event the program hangs on, created disabled. The
+    /// program may run from its attachment until the descriptors close,
+    /// enabled or not (the kernel runs a tracepoint's programs once its
+    /// perf probe is registered): the stage join takes only a completion
+    /// that falls inside its own request's time, so one copied outside
+    /// the run is never used.
+    pub fn event_fd(&self) -> i32 {
+        self.event.as_raw_fd()
+    }
+
+    /// Hands every completion copied so far to `f(time_ns, sector)`.
+    pub fn drain(&mut self, mut f: impl FnMut(u64, u64)) {
+        let cons = self.consumer.cast::<u64>();
+        let prod = self.producer.cast::<u64>();
+        // SAFETY: the data area follows the producer page.
+        let data = unsafe { self.producer.add(self.page) };
+        let mask = RING_BYTES as u64 - 1;
+        // SAFETY: reading the positions the kernel and this reader keep in
+        // the mapped pages; the fences order them against the records.
+        let mut at = unsafe { std::ptr::read_volatile(cons) };
+        loop {
+            let head = unsafe { std::ptr::read_volatile(prod) };
+            fence(Ordering::Acquire);
+            if at >= head {
+                break;
+            }
+            while at < head {
+                // SAFETY: `at & mask` is inside the data area; the data is
+                // mapped twice, so a record never runs past the mapping.
+                let rec = unsafe { data.add((at & mask) as usize) };
+                // SAFETY: an aligned header the producer published.
+                let len = unsafe { std::ptr::read_volatile(rec.cast::<u32>()) };
+                fence(Ordering::Acquire);
+                if len & RINGBUF_BUSY_BIT != 0 {
+                    // Reserved, not yet written: the next drain takes it.
+                    // SAFETY: as above.
+                    unsafe { std::ptr::write_volatile(cons, at) };
+                    return;
+                }
+                let body = (len & !(RINGBUF_BUSY_BIT | RINGBUF_DISCARD_BIT)) as usize;
+                if len & RINGBUF_DISCARD_BIT == 0 && body >= 16 {
+                    // SAFETY: 16 bytes of the record's body, 8-aligned.
+                    let (t, s) = unsafe {
+                        (
+                            std::ptr::read_volatile(rec.add(RINGBUF_HDR).cast::<u64>()),
+                            std::ptr::read_volatile(rec.add(RINGBUF_HDR + 8).cast::<u64>()),
+                        )
+                    };
+                    f(t, s);
+                }
+                at += ((body + RINGBUF_HDR + 7) & !7) as u64;
+                fence(Ordering::Release);
+                // SAFETY: telling the kernel the space is free again.
+                unsafe { std::ptr::write_volatile(cons, at) };
+            }
+        }
+    }
+
+    /// Completions the ring had no room for.
+    pub fn lost(&self) -> io::Result<u64> {
+        percpu_sum(&self.lost_map, 0, possible_cpus())
+    }
+}
+
+impl Drop for BlockCompletions {
+    fn drop(&mut self) {
+        // SAFETY: mapped in open with these lengths.
+        unsafe {
+            libc::munmap(self.consumer.cast(), self.page);
+            libc::munmap(self.producer.cast(), self.page + 2 * RING_BYTES);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_skip_lands_on_the_exit() {
+        let code = assemble(3, 4, 0x0fe0_0000, 8, 16);
+        let exit = code.len() - 2;
+        let jumps: Vec<usize> = (0..code.len())
+            .filter(|&i| matches!(code[i].code, JNE_IMM | JEQ_IMM))
+            .collect();
+        // The device test, the ring's answer, and the lookup's test in the
+        // lost counter's add.
+        assert_eq!(jumps.len(), 3);
+        for i in jumps {
+            let to = i as i64 + 1 + i64::from(code[i].off);
+            assert_eq!(to, exit as i64, "insn {i} jumps to {to}, not the exit");
+        }
+    }
+}
