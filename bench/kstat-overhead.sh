@@ -209,17 +209,7 @@ cleanup() {
 trap cleanup EXIT
 
 if [[ -n $io_rows || $crosscheck == 1 ]]; then
-    [[ -e $target ]] || modprobe zram
-    if grep -q "^$target " /proc/swaps /proc/mounts 2>/dev/null; then
-        echo "kstat-overhead.sh: $target is in use (swap or mounted); free it first" >&2
-        exit 2
-    fi
-    if [[ $(cat /sys/block/zram0/disksize) == 0 ]]; then
-        echo 1G > /sys/block/zram0/disksize
-    fi
-    mib=$(($(cat /sys/block/zram0/disksize) >> 20))
-    echo "filling $target ($mib MiB) from /dev/urandom" >&2
-    dd if=/dev/urandom of=$target bs=1M count="$mib" oflag=direct status=none
+    bench_zram
 fi
 
 # Runs a command pinned to CPU $1; prints "exit_code cpu_seconds" on the

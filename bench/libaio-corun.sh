@@ -62,17 +62,7 @@ else
     sync
 fi
 
-if [[ -f /sys/fs/cgroup/cpu/cgroup.procs ]]; then
-    base=/sys/fs/cgroup/cpu # cgroup v1: cpu.shares 1024 each
-elif grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
-    base=/sys/fs/cgroup # cgroup v2: cpu.weight 100 each
-    grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu >/sys/fs/cgroup/cgroup.subtree_control
-else
-    echo "no CPU cgroup controller (neither /sys/fs/cgroup/cpu nor cgroup v2's cpu): run as root on a machine with one" >&2
-    exit 1
-fi
-groups=("$base/ringlab-libaio-corun-a" "$base/ringlab-libaio-corun-b")
-mkdir -p "${groups[@]}"
+bench_cpu_groups ringlab-libaio-corun
 
 echo "target $target, CPU $cpu, requests counted over ${window}s while both run, $repeats co-runs, ringlab: $ringlab ${extra[*]}" >&2
 ratios=()

@@ -12,6 +12,18 @@
 #       Sets `ringlab` to the binary to measure: RINGLAB_BIN when set (a
 #       path, or a command on PATH), otherwise this tree's release build,
 #       built now (cargo build --release -p ringlab).
+#
+#   bench_cpu_groups NAME
+#       Makes two CPU cgroups of equal weight, NAME-a and NAME-b, in the
+#       array `groups` (cgroup v1's cpu controller or v2's; root), for two
+#       commands that share a CPU at once. The caller removes them
+#       (rmdir "${groups[@]}") when done.
+#
+#   bench_zram
+#       Makes /dev/zram0 ready to read (root): loads the module, gives it
+#       1 GiB when it has no size, and fills it from /dev/urandom, so every
+#       page is stored (and read) whole. Refuses a zram0 in use as swap or
+#       mounted (exit 2).
 
 bench_install() {
     (($#)) || return 0
@@ -47,4 +59,35 @@ bench_ringlab() {
         cargo build --release -q --manifest-path "$repo/Cargo.toml" -p ringlab
         ringlab=$repo/target/release/ringlab
     fi
+}
+
+bench_zram() {
+    local z=/dev/zram0
+    [[ -e $z ]] || modprobe zram
+    if grep -q "^$z " /proc/swaps /proc/mounts 2>/dev/null; then
+        echo "$z is in use (swap or mounted); free it first" >&2
+        exit 2
+    fi
+    if [[ $(cat /sys/block/zram0/disksize) == 0 ]]; then
+        echo 1G >/sys/block/zram0/disksize
+    fi
+    local mib=$(($(cat /sys/block/zram0/disksize) >> 20))
+    echo "filling $z ($mib MiB) from /dev/urandom" >&2
+    dd if=/dev/urandom of=$z bs=1M count="$mib" oflag=direct status=none
+}
+
+bench_cpu_groups() {
+    local base
+    if [[ -f /sys/fs/cgroup/cpu/cgroup.procs ]]; then
+        base=/sys/fs/cgroup/cpu # cgroup v1: cpu.shares 1024 each
+    elif grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+        base=/sys/fs/cgroup # cgroup v2: cpu.weight 100 each
+        grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control ||
+            echo +cpu >/sys/fs/cgroup/cgroup.subtree_control
+    else
+        echo "no CPU cgroup controller (neither /sys/fs/cgroup/cpu nor cgroup v2's cpu): run as root on a machine with one" >&2
+        exit 1
+    fi
+    groups=("$base/$1-a" "$base/$1-b")
+    mkdir -p "${groups[@]}"
 }

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Where ringlab's CPU goes per read against t/io_uring's, thread by thread,
+# both reading /dev/zram0 at once on one CPU.
+#
+# On zram a read is CPU work (the copy out of zram), so with both tools on
+# one CPU, each in a CPU cgroup of equal weight, the ratio of the reads
+# they make over one window is the inverse ratio of what a read costs them.
+# This script measures that ratio as bench/libaio-corun.sh does (the block
+# layer's block_bio_queue events on that CPU over BENCH_RUNTIME seconds,
+# starting 2 s after both started, counted by the submitting thread) and,
+# over the same window, each thread's CPU time (the first field of
+# /proc/PID/task/TID/schedstat, nanoseconds on a CPU), so it says which
+# threads a difference comes from:
+#
+#   job    the thread that submits and reaps (ringlab-job0; t/io_uring's
+#          submitter thread)
+#   wrk    io_uring's io-wq workers (iou-wrk-*): zram cannot read without
+#          blocking, so each read is handed to one
+#   other  every other thread (ringlab's main thread and kernel-evidence
+#          sampler; t/io_uring's main thread)
+#
+# in nanoseconds per read, and the ratio of the two totals. The rows are
+# kstat-overhead.sh's: qd1 (-d1 -s1 -c1), qd32 (-d32 -s32 -c1), qd8cb8
+# (--complete-batch 8 against -d8 -s8 -c8). Each line is one co-run; the
+# last lines give, per row, the median read ratio with its 95%
+# distribution-free interval (bench/lib/pairs.py) and the median cost of
+# each role.
+#
+# Needs root (zram, cgroups, perf), perf (installed with apt-get when
+# missing) and fio's t/io_uring at T_IO_URING (built outside this tree).
+#
+# Environment:
+#   T_IO_URING (required), BENCH_ROWS ("qd8cb8"), BENCH_CPU (0),
+#   BENCH_RUNTIME seconds counted (3), BENCH_REPEATS (6), RINGLAB_BIN
+#   (default: this tree, built), BENCH_RINGLAB_EXTRA (more ringlab flags,
+#   e.g. "--no-kstat")
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/bench/lib/common.sh"
+cpu=${BENCH_CPU:-0}
+window=${BENCH_RUNTIME:-3}
+repeats=${BENCH_REPEATS:-6}
+read -r -a rows <<<"${BENCH_ROWS:-qd8cb8}"
+read -r -a extra <<<"${BENCH_RINGLAB_EXTRA:-}"
+total=$((window + 4))
+if [[ $EUID -ne 0 ]]; then
+    echo "zram-cost.sh: needs root (zram, cgroups, perf on every thread)" >&2
+    exit 2
+fi
+tiou=${T_IO_URING:-}
+if [[ -z $tiou || ! -x $tiou ]]; then
+    echo "zram-cost.sh: set T_IO_URING to fio's t/io_uring (build it outside this tree)" >&2
+    exit 2
+fi
+
+bench_need perf linux-perf
+bench_ringlab
+groups=()
+out=$(mktemp -d)
+trap 'rm -rf "$out"; rmdir "${groups[@]}" 2>/dev/null || true' EXIT
+bench_cpu_groups ringlab-zram-cost
+bench_zram
+
+row_flags() { # row -> "ringlab flags|t/io_uring flags"
+    case $1 in
+        qd1) echo "--iodepth 1|-d1 -s1 -c1" ;;
+        qd32) echo "--iodepth 32|-d32 -s32 -c1" ;;
+        qd8cb8) echo "--iodepth 8 --complete-batch 8|-d8 -s8 -c8" ;;
+        *) echo "unknown row '$1' (BENCH_ROWS: qd1 qd32 qd8cb8)" >&2; exit 2 ;;
+    esac
+}
+
+# Every thread of the two processes: "pid tid comm ns_on_cpu".
+threads() {
+    local p t
+    for p in "$@"; do
+        for t in /proc/"$p"/task/*; do
+            echo "$p ${t##*/} $(cat "$t/comm" 2>/dev/null) $(cut -d' ' -f1 "$t/schedstat" 2>/dev/null)"
+        done 2>/dev/null
+    done
+}
+
+echo "CPU $cpu, reads and CPU counted over ${window}s while both run, $repeats co-runs per row; ringlab: $ringlab ${extra[*]}; peer: $tiou" >&2
+for row in "${rows[@]}"; do
+    flags=$(row_flags "$row")
+    read -r -a rl_flags <<<"${flags%%|*}"
+    read -r -a t_flags <<<"${flags#*|}"
+    : >"$out/$row.lines"
+    for ((i = 1; i <= repeats; i++)); do
+        a=${groups[i % 2]} b=${groups[(i + 1) % 2]}
+        (echo $BASHPID >"$a/cgroup.procs"; exec taskset -c "$cpu" "$ringlab" io /dev/zram0 --direct \
+            "${rl_flags[@]}" --rw randread --bs 4k --cpus "$cpu" --runtime "${total}s" \
+            --output-format json "${extra[@]}" >/dev/null) &
+        rl_pid=$!
+        (echo $BASHPID >"$b/cgroup.procs"; exec taskset -c "$cpu" "$tiou" "${t_flags[@]}" -b4096 -p0 -B0 -F0 \
+            -n1 -O1 -X0 -R1 -t0 -P0 -r"$total" /dev/zram0 >/dev/null 2>&1) &
+        t_pid=$!
+        sleep 2
+        threads "$rl_pid" "$t_pid" >"$out/before"
+        perf record -q -m 8M -C "$cpu" -e block:block_bio_queue -o "$out/bio.data" -- sleep "$window" >/dev/null 2>&1
+        threads "$rl_pid" "$t_pid" >"$out/after"
+        if ! wait; then
+            echo "a co-run failed (run the two commands above by hand to see why)" >&2
+            exit 1
+        fi
+        perf script -i "$out/bio.data" -F tid 2>/dev/null >"$out/tids"
+        line=$(python3 - "$out" "$rl_pid" <<'PY'
+import collections, sys
+out, rl_pid = sys.argv[1], sys.argv[2]
+def load(name):
+    d = {}
+    for l in open(f"{out}/{name}"):
+        f = l.split()
+        if len(f) == 4:
+            d[f[1]] = (f[0], f[2], int(f[3]))
+    return d
+before, after = load("before"), load("after")
+side = lambda pid: "rl" if pid == rl_pid else "t"
+reads = collections.Counter()
+for l in open(f"{out}/tids"):
+    t = l.strip()
+    if t in after:
+        reads[side(after[t][0])] += 1
+cost = collections.defaultdict(int)
+for tid, (pid, comm, ns) in after.items():
+    if tid not in before:
+        continue
+    if comm.startswith("iou-wrk"):
+        role = "wrk"
+    elif comm == "ringlab-job0" or (comm == "io_uring" and tid != pid):
+        role = "job"
+    else:
+        role = "other"
+    cost[(side(pid), role)] += ns - before[tid][2]
+if not reads["rl"] or not reads["t"]:
+    print("NA no reads counted for one side:", dict(reads))
+    sys.exit()
+per = {s: {r: cost[(s, r)] / reads[s] for r in ("job", "wrk", "other")} for s in ("rl", "t")}
+tot = {s: sum(per[s].values()) for s in per}
+print(f"{reads['rl'] / reads['t']:.4f} {tot['t'] / tot['rl']:.4f} "
+      + " ".join(f"{per[s][r]:.0f}" for s in ("rl", "t") for r in ("job", "wrk", "other")))
+PY
+)
+        if [[ $line == NA* ]]; then
+            echo "  $row $i: $line" >&2
+            continue
+        fi
+        read -r ratio cost rj rw ro tj tw to <<<"$line"
+        echo "  $row $i: reads ringlab/t $ratio, cost t/ringlab $cost; ns per read: ringlab job $rj wrk $rw other $ro | t/io_uring job $tj wrk $tw other $to"
+        echo "$line" >>"$out/$row.lines"
+    done
+done
+python3 - "$repo/bench/lib" "$out" "${rows[@]}" <<'PY'
+import statistics, sys
+sys.path.insert(0, sys.argv[1])
+import pairs
+out = sys.argv[2]
+for row in sys.argv[3:]:
+    lines = [l.split() for l in open(f"{out}/{row}.lines")]
+    if not lines:
+        print(f"{row}: none measured")
+        continue
+    col = lambda i: [float(l[i]) for l in lines]
+    med = lambda i: f"{statistics.median(col(i)):.0f}"
+    print(f"{row}: reads ringlab/t/io_uring, median [95%] (min-max): {pairs.describe(col(0))}")
+    print(f"{row}: median ns per read, ringlab job {med(2)} wrk {med(3)} other {med(4)}; "
+          f"t/io_uring job {med(5)} wrk {med(6)} other {med(7)}")
+PY
