@@ -69,12 +69,18 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     });
     // --evidence stages: the kernel's timestamps of every request.
     let mut stage_note = None;
+    let mut completions_note = None;
     let mut tracer = None;
     if plan.kstat && plan.evidence == ringlab_kstat::Level::Stages {
         if plan.stage_latencies() {
             let disk = ringlab_kstat::device::disk_of_path(&target.access_path());
             match ringlab_kstat::stages::Tracer::open(disk.as_deref()) {
-                Ok(t) => tracer = Some(t),
+                Ok(t) => {
+                    if let Some(why) = &t.completions_by_perf {
+                        completions_note = Some(format!("could not be copied with BPF ({why}); perf samples it instead and loses those raised on an idle CPU, so the device's stages cover only the completions that arrived"));
+                    }
+                    tracer = Some(t);
+                }
                 Err(e) => stage_note = Some(format!("could not trace the requests' stages: {e}")),
             }
         } else {
@@ -234,6 +240,12 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         if let Some(why) = stage_note {
             report.unavailable.push(ringlab_stats::UnavailableCounter {
                 counter: "stage latencies".into(),
+                reason: why,
+            });
+        }
+        if let Some(why) = completions_note {
+            report.unavailable.push(ringlab_stats::UnavailableCounter {
+                counter: "block:block_rq_complete of every request".into(),
                 reason: why,
             });
         }

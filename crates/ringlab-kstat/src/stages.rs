@@ -330,6 +330,10 @@ pub struct Tracer {
     reader: Option<JoinHandle<ReaderOutcome>>,
     fds: Vec<i32>,
     pub block_traced: bool,
+    /// Why the disk's block_rq_complete could not be copied by BPF, when
+    /// it could not: then perf samples it, and loses those raised on an
+    /// idle CPU.
+    pub completions_by_perf: Option<String>,
 }
 
 /// A disk's device number as block tracepoints give it, from its
@@ -352,7 +356,11 @@ impl Tracer {
         // The disk's completions by BPF where it loads (see
         // crate::bpf_events for why not by perf sample); otherwise by
         // perf, with what arrives.
-        let mut completions = filter.dev.and_then(|dev| BlockCompletions::open(dev).ok());
+        let (mut completions, completions_by_perf) = match filter.dev.map(BlockCompletions::open) {
+            Some(Ok(c)) => (Some(c), None),
+            Some(Err(why)) => (None, Some(why)),
+            None => (None, None),
+        };
         let mut rings = Vec::new();
         for cpu in online_cpus() {
             for kind in KINDS {
@@ -391,6 +399,9 @@ impl Tracer {
                             })
                         });
                         if last {
+                            // Unreadable, the count is left out: what the
+                            // ring missed shows anyway, as requests
+                            // without their completion in the report.
                             got.lost += c.lost().unwrap_or(0);
                         }
                     }
@@ -407,6 +418,7 @@ impl Tracer {
             reader: Some(reader),
             fds,
             block_traced,
+            completions_by_perf,
         })
     }
 
