@@ -100,7 +100,7 @@ impl BlockCompletions {
     /// tracepoints give it); see [`Self::event_fd`] for when it copies.
     pub fn open(dev: u32) -> Result<BlockCompletions, String> {
         let offset = |field: &str| -> Result<i16, String> {
-            let at = crate::stages::field_offset(TRACEPOINT, field)?;
+            let at = crate::perf::field_offset(TRACEPOINT, field)?;
             i16::try_from(at).map_err(|_| format!("{TRACEPOINT}: {field} at offset {at}"))
         };
         let (dev_at, sector_at) = (offset("dev")?, offset("sector")?);
@@ -161,7 +161,7 @@ impl BlockCompletions {
                 io::Error::last_os_error(),
             ));
         }
-        let page = crate::stages::page_size();
+        let page = crate::perf::page_size();
         // SAFETY: mapping a BPF ring buffer as the kernel lays it out: the
         // consumer page read-write at 0, the producer page and twice the
         // data read-only after it.

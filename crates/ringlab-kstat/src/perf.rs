@@ -82,6 +82,39 @@ fn mount_failed(e: io::Error) -> String {
     }
 }
 
+pub(crate) fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 {
+        n as usize
+    } else {
+        4096
+    }
+}
+
+/// A field's offset in a tracepoint's raw record, from its format file
+/// (`/sys/kernel/tracing/events/SYSTEM/EVENT/format`).
+pub(crate) fn field_offset(tracepoint: &str, field: &str) -> Result<usize, String> {
+    let (system, event) = tracepoint.split_once(':').unwrap_or(("", tracepoint));
+    let path = format!("/sys/kernel/tracing/events/{system}/{event}/format");
+    let text = fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+    for line in text.lines() {
+        let mut parts = line.trim().split(';').map(str::trim);
+        let Some(decl) = parts.next().and_then(|d| d.strip_prefix("field:")) else {
+            continue;
+        };
+        if decl.split_whitespace().last() != Some(field) {
+            continue;
+        }
+        if let Some(off) = parts.find_map(|p| p.strip_prefix("offset:")) {
+            return off
+                .parse()
+                .map_err(|_| format!("{path}: offset of {field} is not a number"));
+        }
+    }
+    Err(format!("{path} has no field {field}"))
+}
+
 /// The id of tracepoint `system:event`, from tracefs.
 pub fn event_id(name: &str) -> Result<u64, String> {
     let (system, event) = name

@@ -14,7 +14,7 @@
 //! more than counting, which is why it is not on by default.
 
 use crate::bpf_events::BlockCompletions;
-use crate::perf::{event_id, online_cpus};
+use crate::perf::{event_id, field_offset, online_cpus, page_size};
 use hdrhistogram::Histogram;
 use perf_event_open_sys::{bindings, ioctls, perf_event_open};
 use ringlab_stats::{StageLatency, StageReport};
@@ -78,38 +78,6 @@ pub struct Request {
     pub start_ns: u64,
     /// When ringlab reaped its completion.
     pub reap_ns: u64,
-}
-
-pub(crate) fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if n > 0 {
-        n as usize
-    } else {
-        4096
-    }
-}
-
-/// A field's offset in a tracepoint's raw record, from its format file.
-pub(crate) fn field_offset(tracepoint: &str, field: &str) -> Result<usize, String> {
-    let (system, event) = tracepoint.split_once(':').unwrap_or(("", tracepoint));
-    let path = format!("/sys/kernel/tracing/events/{system}/{event}/format");
-    let text = fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
-    for line in text.lines() {
-        let mut parts = line.trim().split(';').map(str::trim);
-        let Some(decl) = parts.next().and_then(|d| d.strip_prefix("field:")) else {
-            continue;
-        };
-        if decl.split_whitespace().last() != Some(field) {
-            continue;
-        }
-        if let Some(off) = parts.find_map(|p| p.strip_prefix("offset:")) {
-            return off
-                .parse()
-                .map_err(|_| format!("{path}: offset of {field} is not a number"));
-        }
-    }
-    Err(format!("{path} has no field {field}"))
 }
 
 struct Ring {
