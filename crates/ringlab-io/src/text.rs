@@ -183,7 +183,7 @@ fn render_stages(out: &mut String, st: &ringlab_stats::StageReport) {
     let block = match st.requests_matched_block {
         Some(b) if b > 0 => match st.requests_block_completed {
             Some(c) if c < b => format!(
-                ", {b} with their block request ({c} with its block_rq_complete: the BPF copy of the completions could not be used and perf delivered no record of the others (Linux 6.18 delivers none raised on an idle CPU), so the device's stages are timed over these {c}, which may not stand for the rest)"
+                ", {b} with their block request ({c} with their block_rq_complete, over which the device's stages are timed)"
             ),
             _ => format!(", {b} with their block request"),
         },
