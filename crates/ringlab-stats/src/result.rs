@@ -479,8 +479,8 @@ pub struct StageReport {
     /// the disk has no request queue or was not traced).
     pub requests_matched_block: Option<u64>,
     /// Of those, requests whose block_rq_complete was found too: the
-    /// device's stages are timed over these (all, where ringlab's BPF copy
-    /// of the completions loads; by perf sample, Linux 6.18 delivers none
+    /// device's stages are timed over these (nearly all, where ringlab's BPF
+    /// copy of the completions loads; by perf sample, Linux 6.18 delivers none
     /// raised on an idle CPU; absent in results written before
     /// 2026-11-25).
     #[serde(default)]

@@ -410,7 +410,7 @@ fn stage_evidence_times_each_request_through_its_stages() {
     // delivers no perf sample of one raised on an idle CPU, where the
     // virtio disk's interrupt lands (perf record got 35-166 of 15k), so
     // ringlab copies them with a BPF program into a BPF ring buffer
-    // (ringlab_kstat::bpf_events), which has them all; the perf copy it
+    // (ringlab_kstat::bpf_events), which has them; the perf copy it
     // replaced gave the device's stages 0.5-14% of the requests.
     let disk_has_queue = r["target"]["scheduler"].as_str().is_some();
     if disk_has_queue {
