@@ -18,8 +18,8 @@
 
 use crate::bpf::{
     add_one, bpf_error, insn, load_program, own_fd, percpu_sum, possible_cpus, sys_bpf, Insn, Slot,
-    BPF_MAP_CREATE, BPF_MAP_TYPE_PERCPU_ARRAY, CALL, EXIT, JEQ_IMM, JNE_IMM, LDX_DW, LDX_W,
-    LD_IMM64, MOV64_IMM, MOV64_REG, PSEUDO_MAP_FD, STX_DW,
+    ADD64_IMM, BPF_MAP_CREATE, BPF_MAP_TYPE_PERCPU_ARRAY, CALL, EXIT, JEQ_IMM, JNE_IMM, LDX_DW,
+    LDX_W, LD_IMM64, MOV64_IMM, MOV64_REG, PSEUDO_MAP_FD, STX_DW,
 };
 use crate::perf::event_id;
 use perf_event_open_sys::{bindings, ioctls, perf_event_open};
@@ -62,7 +62,7 @@ fn assemble(ring_fd: i32, lost_fd: i32, dev: u32, dev_at: i16, sector_at: i16) -
     out.push(insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, ring_fd));
     out.push(insn(0, 0, 0, 0, 0));
     out.push(insn(MOV64_REG, 2, 10, 0, 0));
-    out.push(insn(crate::bpf::ADD64_IMM, 2, 0, 0, -16));
+    out.push(insn(ADD64_IMM, 2, 0, 0, -16));
     out.push(insn(MOV64_IMM, 3, 0, 0, 16));
     out.push(insn(MOV64_IMM, 4, 0, 0, 0));
     out.push(insn(CALL, 0, 0, 0, FN_RINGBUF_OUTPUT));
