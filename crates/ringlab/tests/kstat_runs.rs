@@ -439,3 +439,70 @@ fn stage_evidence_times_each_request_through_its_stages() {
     let out = String::from_utf8_lossy(&text.stdout);
     assert!(out.contains("where the time goes, per request"), "{out}");
 }
+
+/// The BPF copy of a disk's block completions (`--evidence stages`) has
+/// one record for each O_DIRECT read of a file on that disk, at the
+/// read's own sector: the perf samples it replaced lost those raised on
+/// an idle CPU.
+#[test]
+fn bpf_copies_each_block_completion_of_the_disk() {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    const NAME: &str = "bpf_copies_each_block_completion_of_the_disk";
+    if !is_root() {
+        skip(NAME, "needs root (BPF, perf events of every CPU)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("data");
+    std::fs::write(&path, vec![7u8; 1 << 20]).unwrap();
+    let Some(disk) = ringlab_kstat::device::disk_of_path(&path) else {
+        skip(NAME, "the temporary directory is on no block device");
+        return;
+    };
+    let dev = ringlab_kstat::stages::trace_dev_of_disk(&disk)
+        .unwrap_or_else(|| panic!("no device number for {disk}"));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&path)
+        .unwrap();
+    // SAFETY: a valid descriptor; fsync only writes the file out.
+    assert_eq!(unsafe { libc::fsync(file.as_raw_fd()) }, 0);
+    let Some(map) = ringlab_kstat::stages::SectorMap::of(file.as_raw_fd(), 1 << 20) else {
+        skip(NAME, "FIEMAP does not map the file to its disk");
+        return;
+    };
+    let mut copier = ringlab_kstat::bpf_events::BlockCompletions::open(dev).unwrap();
+    // PERF_EVENT_IOC_ENABLE.
+    // SAFETY: the copier's perf event descriptor is open.
+    assert_eq!(unsafe { libc::ioctl(copier.event_fd(), 0x2400, 0) }, 0);
+    let layout = std::alloc::Layout::from_size_align(4096, 4096).unwrap();
+    // SAFETY: a non-zero layout; freed below.
+    let buf = unsafe { std::alloc::alloc(layout) };
+    let mut want = Vec::new();
+    for i in 0..256u64 {
+        let offset = (i * 37 % 256) * 4096;
+        // SAFETY: buf holds 4096 bytes, aligned for O_DIRECT.
+        let n = unsafe { libc::pread(file.as_raw_fd(), buf.cast(), 4096, offset as i64) };
+        assert_eq!(n, 4096, "pread at {offset}");
+        want.push(map.sector(offset).unwrap());
+    }
+    // SAFETY: allocated above with this layout.
+    unsafe { std::alloc::dealloc(buf, layout) };
+    let mut seen = std::collections::HashMap::<u64, u32>::new();
+    copier.drain(|_, sector| *seen.entry(sector).or_default() += 1);
+    let missing: Vec<u64> = want
+        .iter()
+        .filter(|s| !seen.contains_key(s))
+        .copied()
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} of 256 reads of {disk} have no completion record (first sectors {:?}); {} records in all",
+        missing.len(),
+        &missing[..missing.len().min(5)],
+        seen.values().sum::<u32>()
+    );
+    assert_eq!(copier.lost().unwrap(), 0);
+}
