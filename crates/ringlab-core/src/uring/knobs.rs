@@ -577,6 +577,15 @@ pub fn since(flag: &str) -> &'static str {
 }
 
 impl UringOptions {
+    /// The most completions one reap takes at queue depth `iodepth`:
+    /// `--complete-max`, or without it every one that can be in flight.
+    pub fn reap_cap(&self, iodepth: u32) -> u32 {
+        match self.complete_max {
+            0 => iodepth,
+            n => n.min(iodepth),
+        }
+    }
+
     /// The setup flags `self` turns on, by flag name, in table order.
     pub fn setup_flag_names(&self) -> Vec<&'static str> {
         KNOBS

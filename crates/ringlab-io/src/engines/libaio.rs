@@ -126,11 +126,7 @@ impl LibaioEngine {
             events: vec![IoEvent::default(); depth as usize].into_boxed_slice(),
             submit_batch: setup.plan.uring.submit_batch,
             complete_batch: setup.plan.uring.complete_batch.max(1),
-            // Never above the depth (the knob rules refuse more).
-            complete_max: match setup.plan.uring.complete_max {
-                0 => depth as usize,
-                n => n as usize,
-            },
+            complete_max: setup.plan.uring.reap_cap(depth) as usize,
             in_kernel: 0,
         })
     }
@@ -216,8 +212,9 @@ impl Engine for LibaioEngine {
         // Never wait for more than the kernel holds: at the end of a run
         // fewer than --complete-batch may be left.
         let min = min.max(self.complete_batch).min(self.in_kernel);
-        // --complete-max is at least --complete-batch, so at least min.
-        let nr = self.complete_max.min(self.events.len());
+        // --complete-max is at least --complete-batch, so at least min,
+        // and at most the depth, the room in `events`.
+        let nr = self.complete_max;
         loop {
             // SAFETY: `events` holds room for `nr` (at most its length)
             // events; no timeout.

@@ -56,8 +56,8 @@ pub struct UringEngine {
     force_async: u32,
     submit_batch: u32,
     complete_batch: u32,
-    /// `--complete-max`: at most this many completions per reap
-    /// (`u32::MAX` without it).
+    /// `--complete-max`: at most this many completions per reap (the
+    /// depth without it).
     complete_max: u32,
     reap: ReapMode,
     /// Pushed to the submission ring, not yet handed to the kernel.
@@ -237,11 +237,7 @@ impl UringEngine {
             force_async: o.force_async,
             submit_batch: o.submit_batch,
             complete_batch: o.complete_batch.max(1),
-            complete_max: if o.complete_max == 0 {
-                u32::MAX
-            } else {
-                o.complete_max
-            },
+            complete_max: o.reap_cap(plan.iodepth),
             reap: o.reap.unwrap_or(ReapMode::Wait),
             unsubmitted: 0,
             inflight: 0,
