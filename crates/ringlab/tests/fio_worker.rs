@@ -842,15 +842,9 @@ fn reaps_take_at_most_complete_max_and_fio_jobs_one() {
         "{two:?}"
     );
     // A fio job line: fio's default, one per reap.
-    let out = ringlab(&format!(
+    let r = ok_json(&format!(
         "fio --name=j --filename={f} --ioengine=io_uring --iodepth=8 --rw=randread --bs=4k --number_ios=2000 --output-format=json"
     ));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         r["jobs"][0]["iodepth_complete"]["4"], 100.0,
         "{}",
