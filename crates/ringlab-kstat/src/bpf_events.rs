@@ -21,7 +21,7 @@ use crate::bpf::{
     ADD64_IMM, BPF_MAP_CREATE, BPF_MAP_TYPE_PERCPU_ARRAY, CALL, EXIT, JEQ_IMM, JNE_IMM, LDX_DW,
     LDX_W, LD_IMM64, MOV64_IMM, MOV64_REG, PSEUDO_MAP_FD, STX_DW,
 };
-use crate::perf::event_id;
+use crate::perf::{event_id, SharedMapping};
 use perf_event_open_sys::{bindings, ioctls, perf_event_open};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -86,14 +86,10 @@ pub struct BlockCompletions {
     lost_map: OwnedFd,
     /// The consumer page (read-write) and the producer page with the data
     /// mapped twice after it (read-only), as the kernel lays them out.
-    consumer: *mut u8,
-    producer: *mut u8,
+    consumer: SharedMapping,
+    producer: SharedMapping,
     page: usize,
 }
-
-// SAFETY: the mappings belong to this value alone; one thread reads them
-// at a time (the stage reader, which owns it while tracing).
-unsafe impl Send for BlockCompletions {}
 
 impl BlockCompletions {
     /// Loads and attaches the program for disk `dev` (as the block
@@ -162,49 +158,22 @@ impl BlockCompletions {
             ));
         }
         let page = crate::perf::page_size();
-        // SAFETY: mapping a BPF ring buffer as the kernel lays it out: the
-        // consumer page read-write at 0, the producer page and twice the
-        // data read-only after it.
-        let consumer = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                page,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                ring.as_raw_fd(),
-                0,
-            )
+        // A BPF ring buffer as the kernel lays it out: the consumer page
+        // read-write at 0, the producer page and twice the data read-only
+        // after it.
+        let map = |len, writable, offset| {
+            SharedMapping::new(ring.as_raw_fd(), len, writable, offset)
+                .map_err(|e| format!("mapping the BPF ring buffer: {e}"))
         };
-        if consumer == libc::MAP_FAILED {
-            return Err(format!(
-                "mapping the BPF ring buffer: {}",
-                io::Error::last_os_error()
-            ));
-        }
-        // SAFETY: as above.
-        let producer = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                page + 2 * RING_BYTES,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                ring.as_raw_fd(),
-                page as libc::off_t,
-            )
-        };
-        if producer == libc::MAP_FAILED {
-            let err = io::Error::last_os_error();
-            // SAFETY: mapped just above with this length.
-            unsafe { libc::munmap(consumer, page) };
-            return Err(format!("mapping the BPF ring buffer: {err}"));
-        }
+        let consumer = map(page, true, 0)?;
+        let producer = map(page + 2 * RING_BYTES, false, page)?;
         Ok(BlockCompletions {
             event,
             _prog: prog,
             _ring: ring,
             lost_map,
-            consumer: consumer.cast(),
-            producer: producer.cast(),
+            consumer,
+            producer,
             page,
         })
     }
@@ -222,10 +191,10 @@ impl BlockCompletions {
 
     /// Hands every completion copied so far to `f(time_ns, sector)`.
     pub fn drain(&mut self, mut f: impl FnMut(u64, u64)) {
-        let cons = self.consumer.cast::<u64>();
-        let prod = self.producer.cast::<u64>();
+        let cons = self.consumer.ptr().cast::<u64>();
+        let prod = self.producer.ptr().cast::<u64>();
         // SAFETY: the data area follows the producer page.
-        let data = unsafe { self.producer.add(self.page) };
+        let data = unsafe { self.producer.ptr().add(self.page) };
         let mask = RING_BYTES as u64 - 1;
         // SAFETY: reading the positions the kernel and this reader keep in
         // the mapped pages; the fences order them against the records.
@@ -271,16 +240,6 @@ impl BlockCompletions {
     /// Completions the ring had no room for.
     pub fn lost(&self) -> io::Result<u64> {
         percpu_sum(&self.lost_map, 0, possible_cpus())
-    }
-}
-
-impl Drop for BlockCompletions {
-    fn drop(&mut self) {
-        // SAFETY: mapped in open with these lengths.
-        unsafe {
-            libc::munmap(self.consumer.cast(), self.page);
-            libc::munmap(self.producer.cast(), self.page + 2 * RING_BYTES);
-        }
     }
 }
 

@@ -92,6 +92,59 @@ pub(crate) fn page_size() -> usize {
     }
 }
 
+/// A shared mapping of a kernel buffer (a perf event's ring, a BPF ring
+/// buffer map), unmapped when dropped.
+pub(crate) struct SharedMapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping belongs to this value alone; whoever owns it is the
+// only one to read it through `ptr`.
+unsafe impl Send for SharedMapping {}
+
+impl SharedMapping {
+    /// Maps `len` bytes of `fd` at `offset`, MAP_SHARED, read-only unless
+    /// `writable`.
+    pub(crate) fn new(fd: i32, len: usize, writable: bool, offset: usize) -> io::Result<Self> {
+        let prot = if writable {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            libc::PROT_READ
+        };
+        // SAFETY: a fresh mapping of a descriptor the caller holds open;
+        // nothing else is at the address the kernel picks.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                prot,
+                libc::MAP_SHARED,
+                fd,
+                offset as libc::off_t,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(SharedMapping {
+            ptr: ptr.cast(),
+            len,
+        })
+    }
+
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+}
+
+impl Drop for SharedMapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in new, with its length.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
 /// A field's offset in a tracepoint's raw record, from its format file
 /// (`/sys/kernel/tracing/events/SYSTEM/EVENT/format`).
 pub(crate) fn field_offset(tracepoint: &str, field: &str) -> Result<usize, String> {

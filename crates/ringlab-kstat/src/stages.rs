@@ -14,7 +14,7 @@
 //! more than counting, which is why it is not on by default.
 
 use crate::bpf_events::BlockCompletions;
-use crate::perf::{event_id, field_offset, online_cpus, page_size};
+use crate::perf::{event_id, field_offset, online_cpus, page_size, SharedMapping};
 use hdrhistogram::Histogram;
 use perf_event_open_sys::{bindings, ioctls, perf_event_open};
 use ringlab_stats::{StageLatency, StageReport};
@@ -82,24 +82,13 @@ pub struct Request {
 
 struct Ring {
     kind: Kind,
+    /// Declared before `fd`, so unmapped before the event is closed.
+    map: SharedMapping,
     fd: OwnedFd,
-    base: *mut u8,
-    len: usize,
     /// Offset of the key (user_data or sector) in the raw record.
     key_at: usize,
     /// Offset of the device number (block events), to keep one disk's.
     dev_at: Option<usize>,
-}
-
-// SAFETY: the mapping is owned by the ring and read by one thread at a
-// time (the reader thread, then the finisher after joining it).
-unsafe impl Send for Ring {}
-
-impl Drop for Ring {
-    fn drop(&mut self) {
-        // SAFETY: base/len are the mapping made in open_ring.
-        unsafe { libc::munmap(self.base.cast(), self.len) };
-    }
 }
 
 fn open_ring(kind: Kind, cpu: u32) -> Result<Ring, String> {
@@ -135,34 +124,19 @@ fn open_ring(kind: Kind, cpu: u32) -> Result<Ring, String> {
     }
     // SAFETY: a new descriptor owned by nobody else.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let page = page_size();
-    let len = page * (RING_PAGES + 1);
-    // SAFETY: mapping a perf event's ring buffer as the man page says.
-    let base = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            fd.as_raw_fd(),
-            0,
-        )
-    };
-    if base == libc::MAP_FAILED {
-        return Err(format!(
-            "mapping the ring buffer of {name}: {} (raise kernel.perf_event_mlock_kb)",
-            io::Error::last_os_error()
-        ));
-    }
+    // A perf event's ring buffer as the man page lays it out: the
+    // header page, then the data.
+    let map = SharedMapping::new(fd.as_raw_fd(), page_size() * (RING_PAGES + 1), true, 0).map_err(
+        |e| format!("mapping the ring buffer of {name}: {e} (raise kernel.perf_event_mlock_kb)"),
+    )?;
     let (key_field, dev_at) = match kind {
         Kind::Submit | Kind::Complete => ("user_data", None),
         Kind::BlockIssue | Kind::BlockComplete => ("sector", Some(field_offset(name, "dev")?)),
     };
     Ok(Ring {
         kind,
+        map,
         fd,
-        base: base.cast(),
-        len,
         key_at: field_offset(name, key_field)?,
         dev_at,
     })
@@ -193,7 +167,7 @@ impl Ring {
     fn drain(&mut self, filter: Filter, out: &mut Collected, wrapped: &mut Vec<u8>) {
         let page = page_size();
         // SAFETY: the first page is the perf_event_mmap_page header.
-        let meta = self.base.cast::<bindings::perf_event_mmap_page>();
+        let meta = self.map.ptr().cast::<bindings::perf_event_mmap_page>();
         // SAFETY: reading the header the kernel updates; the acquire fence
         // orders the data reads after the head read.
         let head = unsafe { std::ptr::read_volatile(&(*meta).data_head) };
@@ -202,7 +176,7 @@ impl Ring {
         let mut tail = unsafe { (*meta).data_tail };
         let size = RING_PAGES * page;
         // SAFETY: the data area follows the header page.
-        let data = unsafe { self.base.add(page) };
+        let data = unsafe { self.map.ptr().add(page) };
         // Bytes `at..at + len` of the data area, all between tail and head,
         // which the kernel does not write until data_tail moves past them.
         let bytes = |at: usize, len: usize| -> &[u8] {
