@@ -68,8 +68,8 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         ringlab_kstat::Collector::open(disk, plan.evidence, &plan.knob_proofs())
     });
     // --evidence stages: the kernel's timestamps of every request.
-    let mut stage_note = None;
-    let mut completions_note = None;
+    // What of it could not be measured: (counter, why).
+    let mut stage_notes: Vec<(&str, String)> = Vec::new();
     let mut tracer = None;
     if plan.kstat && plan.evidence == ringlab_kstat::Level::Stages {
         if plan.stage_latencies() {
@@ -77,14 +77,17 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             match ringlab_kstat::stages::Tracer::open(disk.as_deref()) {
                 Ok(t) => {
                     if let Some(why) = &t.completions_by_perf {
-                        completions_note = Some(format!("could not be copied with BPF ({why}); perf samples it instead and loses those raised on an idle CPU, so the device's stages cover only the completions that arrived"));
+                        stage_notes.push(("block:block_rq_complete of every request", format!("could not be copied with BPF ({why}); perf samples it instead and loses those raised on an idle CPU, so the device's stages cover only the completions that arrived")));
                     }
                     tracer = Some(t);
                 }
-                Err(e) => stage_note = Some(format!("could not trace the requests' stages: {e}")),
+                Err(e) => stage_notes.push((
+                    "stage latencies",
+                    format!("could not trace the requests' stages: {e}"),
+                )),
             }
         } else {
-            stage_note = Some("stage latencies are measured for --engine uring with --numjobs 1 (the kernel's events are joined to ringlab's requests by user_data, which is per ring)".to_string());
+            stage_notes.push(("stage latencies", "stage latencies are measured for --engine uring with --numjobs 1 (the kernel's events are joined to ringlab's requests by user_data, which is per ring)".to_string()));
         }
     }
     let mut plan = plan.clone();
@@ -237,16 +240,10 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         if let Some(t) = tracer {
             report.stages = Some(join_stages(t, &stage_logs, &target));
         }
-        if let Some(why) = stage_note {
+        for (counter, reason) in stage_notes {
             report.unavailable.push(ringlab_stats::UnavailableCounter {
-                counter: "stage latencies".into(),
-                reason: why,
-            });
-        }
-        if let Some(why) = completions_note {
-            report.unavailable.push(ringlab_stats::UnavailableCounter {
-                counter: "block:block_rq_complete of every request".into(),
-                reason: why,
+                counter: counter.into(),
+                reason,
             });
         }
         result.kstat = Some(report);
