@@ -506,3 +506,94 @@ fn bpf_copies_each_block_completion_of_the_disk() {
     );
     assert_eq!(copier.lost().unwrap(), 0);
 }
+
+/// Where BPF may not be used but perf may (the capabilities CAP_BPF and
+/// CAP_SYS_ADMIN dropped, CAP_PERFMON kept), `--evidence stages` still
+/// times every request's stages: the disk's completions come from perf
+/// samples instead of the BPF copy, and the result says so under
+/// "unavailable" rather than passing the missing completions off as
+/// measured.
+#[test]
+fn stage_evidence_without_bpf_falls_back_to_perf_and_says_so() {
+    const NAME: &str = "stage_evidence_without_bpf_falls_back_to_perf_and_says_so";
+    if !is_root() {
+        skip(
+            NAME,
+            "needs root (to drop the BPF capabilities but keep perf's)",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(BIN);
+    cmd.args(argv(&format!(
+        "io --directory {} --size 8m --direct --iodepth 4 --runtime 400ms --evidence stages --output-format json",
+        dir.path().display()
+    )));
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            // Out of the bounding set, so root's exec does not get them
+            // back: CAP_BPF (39) and CAP_SYS_ADMIN (21), which BPF maps
+            // and programs need; CAP_PERFMON (38) stays, which perf needs.
+            for cap in [39, 21] {
+                if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let out = run_limited(cmd);
+    assert_ok(&out);
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let k = &r["kstat"];
+    let note = k["unavailable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["counter"] == "block:block_rq_complete of every request")
+        .unwrap_or_else(|| panic!("no note of the copy that could not load: {k}"));
+    let reason = note["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("could not be copied with BPF") && reason.contains("perf samples it"),
+        "{reason}"
+    );
+    let st = &k["stages"];
+    let Some(matched) = st["requests_matched"].as_u64() else {
+        panic!("no stage tracing by perf without BPF: {k}");
+    };
+    let logged = st["requests_logged"].as_u64().unwrap();
+    assert!(
+        matched * 10 >= logged * 9,
+        "{matched} of {logged} joined: {st}"
+    );
+    let stages = st["stages"].as_array().unwrap();
+    assert!(
+        stages
+            .iter()
+            .any(|s| s["stage"] == "ringlab issue -> io_uring_submit_req"),
+        "{st}"
+    );
+    if r["target"]["scheduler"].as_str().is_some() {
+        // The block requests' issue is sampled on the submitting CPU, busy,
+        // so it arrives; of the completions, those that arrived are timed,
+        // and never more than were issued.
+        let block = st["requests_matched_block"].as_u64().unwrap_or(0);
+        assert!(
+            block * 10 >= matched * 9,
+            "{block} of {matched} with their block request: {st}"
+        );
+        let completed = st["requests_block_completed"].as_u64().unwrap();
+        assert!(completed <= block, "{st}");
+        assert!(stages
+            .iter()
+            .any(|s| s["stage"] == "io_uring_submit_req -> block_rq_issue"));
+        assert_eq!(
+            completed > 0,
+            stages
+                .iter()
+                .any(|s| s["stage"] == "block_rq_issue -> block_rq_complete (device)"),
+            "{st}"
+        );
+    }
+}
