@@ -23,8 +23,9 @@
 # kstat-overhead.sh's: qd1 (-d1 -s1 -c1), qd32 (-d32 -s32 -c1), qd8cb8
 # (--complete-batch 8 against -d8 -s8 -c8). Each line is one co-run; the
 # last lines give, per row, the median read ratio with its 95%
-# distribution-free interval (bench/lib/pairs.py) and the median cost of
-# each role.
+# distribution-free interval (bench/lib/pairs.py), to four places, and
+# the verdict against issue 25's bar (met or missed only when the whole
+# interval is on one side of it), and the median cost of each role.
 #
 # Needs root (zram, cgroups, perf), perf (installed with apt-get when
 # missing) and fio's t/io_uring at T_IO_URING (built outside this tree).
@@ -151,11 +152,14 @@ PY
         echo "$line" >>"$out/$row.lines"
     done
 done
-python3 - "$repo/bench/lib" "$out" "${rows[@]}" <<'PY'
-import statistics, sys
+RINGLAB_EXTRA="${extra[*]}" python3 - "$repo/bench/lib" "$out" "${rows[@]}" <<'PY'
+import os, statistics, sys
 sys.path.insert(0, sys.argv[1])
 import pairs
 out = sys.argv[2]
+# Issue 25's bars are set for ringlab as typed: with BENCH_RINGLAB_EXTRA
+# the lines name the flags and judge nothing.
+extra = os.environ.get("RINGLAB_EXTRA", "")
 for row in sys.argv[3:]:
     lines = [l.split() for l in open(f"{out}/{row}.lines")]
     if not lines:
@@ -163,7 +167,11 @@ for row in sys.argv[3:]:
         continue
     col = lambda i: [float(l[i]) for l in lines]
     med = lambda i: f"{statistics.median(col(i)):.0f}"
-    print(f"{row}: reads ringlab/t/io_uring, median [95%] (min-max): {pairs.describe(col(0))}")
+    print(f"{row}: reads ringlab/t/io_uring, median [95%] (min-max): {pairs.describe(col(0), 4)}")
+    if extra:
+        print(f"{row}: ringlab ran with {extra}: no verdict against issue 25's bars (set for ringlab as typed)")
+    else:
+        print(f"{row}: {pairs.verdict(col(0), pairs.PEER_BARS.get(row))}")
     print(f"{row}: median ns per read, ringlab job {med(2)} wrk {med(3)} other {med(4)}; "
           f"t/io_uring job {med(5)} wrk {med(6)} other {med(7)}")
 PY
