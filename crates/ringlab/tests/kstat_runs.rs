@@ -5,8 +5,6 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::os::unix::process::CommandExt;
-use std::process::Command;
 
 /// A 4 KiB O_DIRECT random-read run with `flags`; returns the result.
 fn run(dir: &str, flags: &str) -> Value {
@@ -177,23 +175,20 @@ fn without_permission_counters_are_unavailable_with_the_reason() {
         "io --directory {} --size 1m --runtime 20ms",
         dir.path().display()
     ));
-    let mut cmd = Command::new(BIN);
-    cmd.args(argv(&format!(
+    let line = format!(
         "io --directory {} --size 1m --runtime 100ms --output-format json",
         dir.path().display()
-    )));
+    );
     // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
+    let out = unsafe {
+        ringlab_with(&line, || {
             if libc::setgid(65534) != 0 || libc::setuid(65534) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
-        });
-    }
-    let out = run_limited(cmd);
-    assert_ok(&out);
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        })
+    };
+    let r = ok_json_of(&out);
     let k = &r["kstat"];
     let unavailable = k["unavailable"].as_array().unwrap();
     let sys = unavailable
@@ -529,14 +524,13 @@ fn stage_evidence_without_bpf_falls_back_to_perf_and_says_so() {
         skip(NAME, "the temporary directory is on no block device");
         return;
     }
-    let mut cmd = Command::new(BIN);
-    cmd.args(argv(&format!(
+    let line = format!(
         "io --directory {} --size 8m --direct --iodepth 4 --runtime 400ms --evidence stages --output-format json",
         dir.path().display()
-    )));
+    );
     // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
+    let out = unsafe {
+        ringlab_with(&line, || {
             // Out of the bounding set, so root's exec does not get them
             // back: CAP_BPF (39) and CAP_SYS_ADMIN (21), which BPF maps
             // and programs need; CAP_PERFMON (38) stays, which perf needs.
@@ -546,11 +540,9 @@ fn stage_evidence_without_bpf_falls_back_to_perf_and_says_so() {
                 }
             }
             Ok(())
-        });
-    }
-    let out = run_limited(cmd);
-    assert_ok(&out);
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        })
+    };
+    let r = ok_json_of(&out);
     let k = &r["kstat"];
     let note = k["unavailable"]
         .as_array()

@@ -39,6 +39,32 @@ pub fn ringlab(line: &str) -> Output {
     run_limited(cmd)
 }
 
+/// Runs `ringlab LINE` with `before_exec` called in the child between fork
+/// and exec (to drop privileges or capabilities, or install a seccomp
+/// filter); its error fails the spawn.
+///
+/// # Safety
+///
+/// `before_exec` runs in the forked child of a multi-threaded process: it
+/// may make only async-signal-safe calls (see `CommandExt::pre_exec`).
+pub unsafe fn ringlab_with(
+    line: &str,
+    before_exec: impl FnMut() -> std::io::Result<()> + Send + Sync + 'static,
+) -> Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(BIN);
+    cmd.args(argv(line));
+    // SAFETY: the caller's promise (this function's contract).
+    unsafe { cmd.pre_exec(before_exec) };
+    run_limited(cmd)
+}
+
+/// The JSON on the stdout of a run that must have succeeded.
+pub fn ok_json_of(out: &Output) -> Value {
+    assert_ok(out);
+    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+}
+
 /// Runs `ringlab LINE --output-format json`, which must succeed.
 pub fn json_run(line: &str) -> Value {
     let out = ringlab(&format!("{line} --output-format json"));
@@ -53,9 +79,7 @@ pub fn json_run(line: &str) -> Value {
 /// Runs `ringlab LINE` as given (its --output-format names a JSON format),
 /// which must succeed, and parses its stdout.
 pub fn ok_json(line: &str) -> Value {
-    let out = ringlab(line);
-    assert_ok(&out);
-    serde_json::from_slice(&out.stdout).expect("stdout is one JSON document")
+    ok_json_of(&ringlab(line))
 }
 
 /// Asserts that a run succeeded; its stderr is the failure message.
@@ -309,7 +333,6 @@ impl Drop for Loop {
 /// `errno`, as a container runtime's profile would.
 #[cfg(target_arch = "x86_64")]
 pub fn ringlab_without_io_uring(line: &str, errno: u32) -> std::process::Output {
-    use std::os::unix::process::CommandExt;
     const SYS_IO_URING_SETUP: u32 = 425;
     const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
     const RET_ALLOW: u32 = 0x7fff_0000;
@@ -335,12 +358,10 @@ pub fn ringlab_without_io_uring(line: &str, errno: u32) -> std::process::Output 
         stmt(0x06, RET_ERRNO | errno),
         stmt(0x06, RET_ALLOW),
     ];
-    let mut cmd = Command::new(BIN);
-    cmd.args(argv(line));
     // SAFETY: only async-signal-safe prctl calls between fork and exec; the
     // filter outlives the call because the closure owns it.
     unsafe {
-        cmd.pre_exec(move || {
+        ringlab_with(line, move || {
             let prog = libc::sock_fprog {
                 len: filter.len() as u16,
                 filter: filter.as_ptr() as *mut libc::sock_filter,
@@ -351,9 +372,8 @@ pub fn ringlab_without_io_uring(line: &str, errno: u32) -> std::process::Output 
                 return Err(std::io::Error::last_os_error());
             }
             Ok(())
-        });
+        })
     }
-    run_limited(cmd)
 }
 
 /// Runs `ringlab fio ARGS` in `dir`, with the suite's time limit.
