@@ -25,6 +25,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 pub(crate) const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
 const BPF_PROG_LOAD: libc::c_long = 5;
+const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 const BPF_RAW_TRACEPOINT_OPEN: libc::c_long = 17;
 
 pub(crate) const BPF_MAP_TYPE_PERCPU_ARRAY: u32 = 6;
@@ -32,7 +33,7 @@ const BPF_PROG_TYPE_RAW_TRACEPOINT: u32 = 17;
 
 /// Helper function ids.
 const FN_MAP_LOOKUP_ELEM: i32 = 1;
-const FN_GET_CURRENT_PID_TGID: i32 = 14;
+pub(crate) const FN_GET_CURRENT_PID_TGID: i32 = 14;
 
 /// `__NR_io_uring_enter` on every architecture with the generic table.
 const NR_IO_URING_ENTER: i32 = 426;
@@ -60,7 +61,7 @@ pub(crate) fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
 // Opcodes (class | op | source).
 pub(crate) const MOV64_REG: u8 = 0xbf;
 pub(crate) const MOV64_IMM: u8 = 0xb7;
-const RSH64_IMM: u8 = 0x77;
+pub(crate) const RSH64_IMM: u8 = 0x77;
 pub(crate) const ADD64_IMM: u8 = 0x07;
 pub(crate) const JNE_IMM: u8 = 0x55;
 pub(crate) const CALL: u8 = 0x85;
@@ -184,6 +185,35 @@ pub(crate) fn load_program(prog_type: u32, insns: &[Insn], what: &str) -> Result
     Ok(own_fd(
         sys_bpf(BPF_PROG_LOAD, &mut attr).map_err(|e| bpf_error(what, e))?,
     ))
+}
+
+/// `struct bpf_prog_info`'s `recursion_misses` (linux/bpf.h, Linux 5.12
+/// on): its offset, and the size of the info up to and including it.
+const RECURSION_MISSES_AT: usize = 208;
+const INFO_WITH_MISSES: usize = RECURSION_MISSES_AT + 8;
+
+/// How often the kernel skipped `prog` instead of running it: a program
+/// of a tracepoint's perf event is not run while any other such program,
+/// or a `bpf(2)` map lookup from user space, holds the CPU's
+/// `bpf_prog_active` (an interrupt's tracepoint hit while one runs); a raw
+/// tracepoint program is not run nested into itself. Each skip is a hit
+/// the program did not see, which the kernel counts here. An error where
+/// the kernel's program info has no such field (before Linux 5.12).
+pub(crate) fn recursion_misses(prog: &OwnedFd) -> io::Result<u64> {
+    let mut info = [0u64; 32];
+    let mut attr = [0u64; 16];
+    // bpf_fd, info_len; info.
+    attr[0] = prog.as_raw_fd() as u64 | ((std::mem::size_of_val(&info) as u64) << 32);
+    attr[1] = info.as_mut_ptr() as u64;
+    sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &mut attr)?;
+    // The kernel writes back how much of the info it filled.
+    let filled = (attr[0] >> 32) as usize;
+    if filled < INFO_WITH_MISSES {
+        return Err(io::Error::other(format!(
+            "this kernel's BPF program info ({filled} bytes) does not count skipped runs (recursion_misses, Linux 5.12)"
+        )));
+    }
+    Ok(info[RECURSION_MISSES_AT / 8])
 }
 
 /// The sum over `cpus` CPUs of entry `key` of a per-CPU array of u64.

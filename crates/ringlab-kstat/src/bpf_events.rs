@@ -17,9 +17,9 @@
 //! counters of [`crate::bpf`] are, for the same reason.
 
 use crate::bpf::{
-    add_one, bpf_error, insn, load_program, own_fd, percpu_sum, possible_cpus, sys_bpf, Insn, Slot,
-    ADD64_IMM, BPF_MAP_CREATE, BPF_MAP_TYPE_PERCPU_ARRAY, CALL, EXIT, JEQ_IMM, JNE_IMM, LDX_DW,
-    LDX_W, LD_IMM64, MOV64_IMM, MOV64_REG, PSEUDO_MAP_FD, STX_DW,
+    add_one, bpf_error, insn, load_program, own_fd, percpu_sum, possible_cpus, recursion_misses,
+    sys_bpf, Insn, Slot, ADD64_IMM, BPF_MAP_CREATE, BPF_MAP_TYPE_PERCPU_ARRAY, CALL, EXIT, JEQ_IMM,
+    JNE_IMM, LDX_DW, LDX_W, LD_IMM64, MOV64_IMM, MOV64_REG, PSEUDO_MAP_FD, STX_DW,
 };
 use crate::perf::{event_id, SharedMapping};
 use perf_event_open_sys::{bindings, ioctls, perf_event_open};
@@ -77,11 +77,51 @@ fn assemble(ring_fd: i32, lost_fd: i32, dev: u32, dev_at: i16, sector_at: i16) -
     out
 }
 
+/// Attaches `prog` (a `BPF_PROG_TYPE_TRACEPOINT` program) to `tracepoint`
+/// through one perf event of it, on any CPU: a program attached to it runs
+/// on every CPU's hits (the program list is the tracepoint's), so one
+/// attachment sees each hit once. The event is created disabled; closing
+/// it detaches the program. `what` names the program in errors.
+fn attach_to_tracepoint(tracepoint: &str, prog: &OwnedFd, what: &str) -> Result<OwnedFd, String> {
+    let mut pattr = bindings::perf_event_attr {
+        type_: bindings::PERF_TYPE_TRACEPOINT,
+        size: std::mem::size_of::<bindings::perf_event_attr>() as u32,
+        config: event_id(tracepoint)?,
+        ..Default::default()
+    };
+    pattr.__bindgen_anon_1.sample_period = 1;
+    pattr.set_disabled(1);
+    let cpu = crate::perf::online_cpus().first().copied().unwrap_or(0);
+    // SAFETY: pattr is a fully initialised perf_event_attr.
+    let fd = unsafe {
+        perf_event_open(
+            &mut pattr,
+            -1,
+            cpu as i32,
+            -1,
+            bindings::PERF_FLAG_FD_CLOEXEC as _,
+        )
+    };
+    if fd < 0 {
+        return Err(format!("{tracepoint}: {}", io::Error::last_os_error()));
+    }
+    // SAFETY: a new descriptor owned by nobody else.
+    let event = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: the perf event and program descriptors are open.
+    if unsafe { ioctls::SET_BPF(event.as_raw_fd(), prog.as_raw_fd() as u32) } < 0 {
+        return Err(bpf_error(
+            &format!("attaching {what} to {tracepoint}"),
+            io::Error::last_os_error(),
+        ));
+    }
+    Ok(event)
+}
+
 /// The running copy of one disk's completions.
 pub struct BlockCompletions {
     /// The perf event the program hangs on (closing it detaches it).
     event: OwnedFd,
-    _prog: OwnedFd,
+    prog: OwnedFd,
     _ring: OwnedFd,
     lost_map: OwnedFd,
     /// The consumer page (read-write) and the producer page with the data
@@ -123,40 +163,7 @@ impl BlockCompletions {
             &insns,
             &format!("loading the copier of {TRACEPOINT}"),
         )?;
-        // One perf event of the tracepoint, on any CPU: a program attached
-        // to it runs on every CPU's hits (the program list is the
-        // tracepoint's), so one attachment copies each completion once.
-        let mut pattr = bindings::perf_event_attr {
-            type_: bindings::PERF_TYPE_TRACEPOINT,
-            size: std::mem::size_of::<bindings::perf_event_attr>() as u32,
-            config: event_id(TRACEPOINT)?,
-            ..Default::default()
-        };
-        pattr.__bindgen_anon_1.sample_period = 1;
-        pattr.set_disabled(1);
-        let cpu = crate::perf::online_cpus().first().copied().unwrap_or(0);
-        // SAFETY: pattr is a fully initialised perf_event_attr.
-        let fd = unsafe {
-            perf_event_open(
-                &mut pattr,
-                -1,
-                cpu as i32,
-                -1,
-                bindings::PERF_FLAG_FD_CLOEXEC as _,
-            )
-        };
-        if fd < 0 {
-            return Err(format!("{TRACEPOINT}: {}", io::Error::last_os_error()));
-        }
-        // SAFETY: a new descriptor owned by nobody else.
-        let event = unsafe { OwnedFd::from_raw_fd(fd) };
-        // SAFETY: the perf event and program descriptors are open.
-        if unsafe { ioctls::SET_BPF(event.as_raw_fd(), prog.as_raw_fd() as u32) } < 0 {
-            return Err(bpf_error(
-                &format!("attaching the copier to {TRACEPOINT}"),
-                io::Error::last_os_error(),
-            ));
-        }
+        let event = attach_to_tracepoint(TRACEPOINT, &prog, "the copier")?;
         let page = crate::perf::page_size();
         // A BPF ring buffer as the kernel lays it out: the consumer page
         // read-write at 0, the producer page and twice the data read-only
@@ -169,7 +176,7 @@ impl BlockCompletions {
         let producer = map(page + 2 * RING_BYTES, false, page)?;
         Ok(BlockCompletions {
             event,
-            _prog: prog,
+            prog,
             _ring: ring,
             lost_map,
             consumer,
@@ -237,15 +244,67 @@ impl BlockCompletions {
         }
     }
 
-    /// Completions the ring had no room for.
+    /// Completions not copied: those the ring had no room for, and those
+    /// the kernel did not run the program for (see
+    /// [`crate::bpf::recursion_misses`]: a completion whose interrupt came
+    /// while another BPF program, or a map lookup of `bpf(2)`, held that
+    /// CPU).
     pub fn lost(&self) -> io::Result<u64> {
-        percpu_sum(&self.lost_map, 0, possible_cpus())
+        Ok(percpu_sum(&self.lost_map, 0, possible_cpus())? + recursion_misses(&self.prog)?)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bpf::{EXIT, FN_GET_CURRENT_PID_TGID, RSH64_IMM};
+
+    /// The kernel's count of the runs it skipped is read (and so counted
+    /// in [`BlockCompletions::lost`]), in the copier's own situation: an
+    /// interrupt hits a tracepoint while another BPF program runs on that
+    /// CPU. A slow program (thousands of clock reads) on this process's
+    /// `getppid` calls holds the CPU for over 100 ms in all; the timer
+    /// interrupts that come meanwhile hit `timer:hrtimer_expire_entry`,
+    /// whose program the kernel skips and counts.
+    #[test]
+    fn runs_the_kernel_skipped_are_counted() {
+        if !rustix::process::geteuid().is_root() {
+            eprintln!("skipped runs_the_kernel_skipped_are_counted: needs root");
+            return;
+        }
+        let mut slow = vec![
+            insn(CALL, 0, 0, 0, FN_GET_CURRENT_PID_TGID),
+            insn(RSH64_IMM, 0, 0, 0, 32),
+            insn(JNE_IMM, 0, 0, 4000, std::process::id() as i32),
+        ];
+        slow.extend((0..4000).map(|_| insn(CALL, 0, 0, 0, FN_KTIME_GET_NS)));
+        slow.push(insn(MOV64_IMM, 0, 0, 0, 0));
+        slow.push(insn(EXIT, 0, 0, 0, 0));
+        let idle = [insn(MOV64_IMM, 0, 0, 0, 0), insn(EXIT, 0, 0, 0, 0)];
+        let slow = load_program(BPF_PROG_TYPE_TRACEPOINT, &slow, "slow").unwrap();
+        let skipped = load_program(BPF_PROG_TYPE_TRACEPOINT, &idle, "skipped").unwrap();
+        assert_eq!(recursion_misses(&skipped).unwrap(), 0, "a new program");
+        let inner =
+            attach_to_tracepoint("timer:hrtimer_expire_entry", &skipped, "the skipped").unwrap();
+        let outer = attach_to_tracepoint("syscalls:sys_enter_getppid", &slow, "the slow").unwrap();
+        for fd in [&inner, &outer] {
+            // SAFETY: an open perf event descriptor.
+            assert_eq!(unsafe { ioctls::ENABLE(fd.as_raw_fd(), 0) }, 0);
+        }
+        let start = std::time::Instant::now();
+        let mut calls = 0;
+        while start.elapsed() < std::time::Duration::from_millis(150) {
+            std::hint::black_box(rustix::process::getppid());
+            calls += 1;
+        }
+        drop(outer);
+        let n = recursion_misses(&skipped).unwrap();
+        assert!(
+            n >= 1,
+            "{calls} slow runs over 150 ms, and no timer interrupt's run skipped"
+        );
+        assert_eq!(recursion_misses(&slow).unwrap(), 0, "the slow program ran");
+    }
 
     #[test]
     fn every_skip_lands_on_the_exit() {

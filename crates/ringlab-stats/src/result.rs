@@ -485,7 +485,9 @@ pub struct StageReport {
     /// 2026-11-25).
     #[serde(default)]
     pub requests_block_completed: Option<u64>,
-    /// Kernel events lost (ring buffer full) or dropped (over the cap).
+    /// Kernel events lost (a ring buffer full, or a block completion whose
+    /// copier the kernel skipped because another BPF program held that
+    /// CPU) or dropped (over the cap).
     pub events_lost: u64,
     /// ringlab stopped logging requests (over its cap) before the run
     /// ended.

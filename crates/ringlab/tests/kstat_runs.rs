@@ -437,8 +437,8 @@ fn stage_evidence_times_each_request_through_its_stages() {
 
 /// The BPF copy of a disk's block completions (`--evidence stages`) has
 /// one record for each O_DIRECT read of a file on that disk, at the
-/// read's own sector: the perf samples it replaced lost those raised on
-/// an idle CPU.
+/// read's own sector (or, where the kernel skipped it, counts it as
+/// lost): the perf samples it replaced lost those raised on an idle CPU.
 #[test]
 fn bpf_copies_each_block_completion_of_the_disk() {
     use std::os::fd::AsRawFd;
@@ -492,14 +492,18 @@ fn bpf_copies_each_block_completion_of_the_disk() {
         .filter(|s| !seen.contains_key(s))
         .copied()
         .collect();
+    // A completion can go uncopied, but never uncounted: the ring had no
+    // room, or its interrupt came while another BPF program (another
+    // test's, a ringlab run's) or a map lookup held that CPU, and the
+    // kernel skipped the copier and counted the skip.
+    let lost = copier.lost().unwrap();
     assert!(
-        missing.is_empty(),
-        "{} of 256 reads of {disk} have no completion record (first sectors {:?}); {} records in all",
+        missing.len() as u64 <= lost && lost < 64,
+        "{} of 256 reads of {disk} have no completion record (first sectors {:?}), {lost} counted as lost; {} records in all",
         missing.len(),
         &missing[..missing.len().min(5)],
         seen.values().sum::<u32>()
     );
-    assert_eq!(copier.lost().unwrap(), 0);
 }
 
 /// Where BPF may not be used but perf may (the capabilities CAP_BPF and
