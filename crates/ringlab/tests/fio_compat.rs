@@ -67,6 +67,7 @@ fn assert_fio_plot_reads(doc: &Value, dirs: &[&str]) {
             let n = m["total_ios"].as_u64().unwrap();
             assert_eq!(m["slat_ns"]["N"], if sync { 0 } else { n }, "{d}.slat_ns");
             assert_eq!(m["clat_ns"]["N"], n, "{d}.clat_ns");
+            assert_eq!(m["lat_ns"]["N"], n, "{d}.lat_ns");
             if sync {
                 assert_eq!(m["clat_ns"]["mean"], m["lat_ns"]["mean"]);
             }
