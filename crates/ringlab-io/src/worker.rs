@@ -373,7 +373,7 @@ pub fn run_job<E: Engine>(
         fill_unfinished: (0, 0),
         job_failed: None,
         measurements: ThreadMeasurements::default(),
-        unrecorded: Unrecorded::default(),
+        unrecorded: Vec::with_capacity(UNRECORDED_RUNS),
         flat: Box::default(),
         ops: 0,
         live_bytes: plan.regulation.live.as_ref().map(|_| 0),
@@ -597,23 +597,6 @@ const NOT_SUBMITTED: u64 = u64::MAX;
 /// stamps and those reaped together share their end stamp, so a batch
 /// usually has one pair of latencies: it is recorded once, `n` times (the
 /// same histograms as `n` records).
-///
-/// One run waits, the latest: a completion that does not extend it puts
-/// it into the histograms' hot-path form (`ringlab_stats::FlatLatency`, a
-/// flat count array with HdrHistogram's buckets, moved into the HDR
-/// histograms when the job ends) and starts the next. Until 2026-11-28 up
-/// to 256 runs waited in a buffer and went in together, so that the
-/// histograms' counts were loaded in a loop rather than one by one between
-/// two system calls (docs/benchmarks.md, 2026-11-25 "recording in runs":
-/// 0 to +2%, within the noise). At depth 1 on zram, where no two
-/// completions share their latencies and every run is one request, the
-/// buffer was the cost: 40 co-runs of each build against t/io_uring gave
-/// 0.9742 [0.9717-0.9792] for this form against 0.9705 [0.9693-0.9722],
-/// paired 1.0045 [1.0002-1.0076]; at depth 8 with --complete-batch 8,
-/// 1.0013 [0.9994-1.0029] (docs/benchmarks.md, 2026-11-28 "one run
-/// waits"). What the result holds is the same: every latency is recorded
-/// before anything reads the histograms (the end of the job), and a
-/// ramp's are dropped.
 #[derive(Clone, Copy, Default)]
 struct Unrecorded {
     dir: Dir,
@@ -622,6 +605,19 @@ struct Unrecorded {
     n: u64,
     bytes: u64,
 }
+
+/// How many runs of [`Unrecorded`] completions wait before they go into
+/// the histograms together (their hot-path form, `ringlab_stats::FlatLatency`:
+/// a flat count array with HdrHistogram's buckets, moved into the HDR
+/// histograms when the job ends). Recorded one by one, between two system calls,
+/// the histograms' counters were out of the cache each time (a profile at
+/// depth 1 on zram had 14% of ringlab's user samples on the add into the
+/// count array); in a loop the loads can overlap. Measured on zram at depth
+/// 1 against the one-by-one build: 0 to +2% IOPS, within the noise
+/// (docs/benchmarks.md, 2026-11-25 "recording in runs"). What the result
+/// holds is the same: every latency is recorded before anything reads the
+/// histograms (the end of the job), and a ramp's are dropped.
+const UNRECORDED_RUNS: usize = 256;
 
 /// --rate-iops/--rate: when the next I/O of each direction is due.
 struct Pace {
@@ -1145,13 +1141,12 @@ struct Job<'a, E: Engine> {
     /// once the turn's batch is committed (capacity: the depth, so it
     /// never grows).
     just_queued: Vec<u32>,
-    /// The latest run of completions with equal latencies, not yet in
-    /// `flat` (`n` 0: none).
-    unrecorded: Unrecorded,
-    /// Where a run goes when the next completion does not extend it: per
-    /// direction (as [`recorder`] indexes them), the histograms' hot-path
-    /// form, moved into `measurements` when the loop ends
-    /// ([`Job::record_all`]).
+    /// Completions measured but not yet in `measurements` (runs of equal
+    /// latencies, at most [`UNRECORDED_RUNS`]).
+    unrecorded: Vec<Unrecorded>,
+    /// Where the runs go when `unrecorded` is full: per direction (as
+    /// [`recorder`] indexes them), the histograms' hot-path form, moved
+    /// into `measurements` when the loop ends ([`Job::record_all`]).
     flat: Box<[ringlab_stats::FlatDirection; 4]>,
     /// fio's "IO depths" counts, moved into `measurements` when the job
     /// ends.
@@ -1251,7 +1246,7 @@ impl<E: Engine> Job<'_, E> {
         self.measure_from_ns = at_ns;
         let syncs = self.measurements.syncs.map(|_| 0);
         // Latencies not yet recorded belong to the ramp too.
-        self.unrecorded.n = 0;
+        self.unrecorded.clear();
         *self.flat = Default::default();
         self.measurements = ThreadMeasurements::default();
         self.measurements.syncs = syncs;
@@ -2166,22 +2161,24 @@ impl<E: Engine> Job<'_, E> {
             self.log(s, now_ns, [Some(lat), Some(clat), slat])?;
         }
         // Runs of equal latencies (one batch: one start, submission and
-        // end time) are recorded once ([`Unrecorded`]).
-        let u = &mut self.unrecorded;
-        if u.n > 0 && u.dir == s.dir && u.slat == slat && u.clat == clat {
-            u.n += 1;
-            u.bytes += bs;
-        } else {
-            if u.n > 0 {
-                self.flat[dir_index(u.dir)].record_split(u.bytes, u.slat, u.clat, u.n);
+        // end time) are recorded once (flush_recorded).
+        match self.unrecorded.last_mut() {
+            Some(u) if u.dir == s.dir && u.slat == slat && u.clat == clat => {
+                u.n += 1;
+                u.bytes += bs;
             }
-            self.unrecorded = Unrecorded {
-                dir: s.dir,
-                slat,
-                clat,
-                n: 1,
-                bytes: bs,
-            };
+            _ => {
+                if self.unrecorded.len() == UNRECORDED_RUNS {
+                    self.flush_recorded();
+                }
+                self.unrecorded.push(Unrecorded {
+                    dir: s.dir,
+                    slat,
+                    clat,
+                    n: 1,
+                    bytes: bs,
+                });
+            }
         }
         Ok(())
     }
@@ -2235,11 +2232,10 @@ impl<E: Engine> Job<'_, E> {
         Ok(())
     }
 
-    /// Moves the run waiting in `unrecorded` to `flat`.
+    /// Moves the completions counted in `unrecorded` to `flat`.
     #[inline(never)]
     fn flush_recorded(&mut self) {
-        let u = std::mem::take(&mut self.unrecorded);
-        if u.n > 0 {
+        for u in self.unrecorded.drain(..) {
             self.flat[dir_index(u.dir)].record_split(u.bytes, u.slat, u.clat, u.n);
         }
     }
