@@ -196,6 +196,7 @@ if [[ -n $conns_list ]] && ! command -v wrk >/dev/null; then
 fi
 
 bench_ringlab
+bench_quiet
 
 work=$(mktemp -d)
 server_pid=""

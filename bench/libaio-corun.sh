@@ -48,6 +48,7 @@ total=$((window + 4))
 
 bench_need fio fio perf linux-perf
 bench_ringlab
+bench_quiet
 cleanup=()
 groups=()
 out=$(mktemp -d)

@@ -57,6 +57,7 @@ fi
 
 bench_need perf linux-perf
 bench_ringlab
+bench_quiet
 groups=()
 out=$(mktemp -d)
 trap 'rm -rf "$out"; rmdir "${groups[@]}" 2>/dev/null || true' EXIT

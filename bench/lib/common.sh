@@ -19,6 +19,16 @@
 #       commands that share a CPU at once. The caller removes them
 #       (rmdir "${groups[@]}") when done.
 #
+#   bench_quiet
+#       Prints one line on how quiet the machine is before the script
+#       measures: every other process (kernel threads too) that used 2% of
+#       a CPU or more over one second, and any profiler or tracer running
+#       (perf record/top/trace/stat, bpftrace). It measures nothing itself
+#       and stops nothing: the line goes into the record. A co-run's two
+#       sides meet the same host, but a third process does not weigh on
+#       both alike (docs/benchmarks.md, 2026-11-28: a `perf record -C 1`
+#       left running moved zram qd1 from 0.974 to 0.970).
+#
 #   bench_zram
 #       Makes /dev/zram0 ready to read (root): loads the module, gives it
 #       1 GiB when it has no size, and fills it from /dev/urandom, so every
@@ -90,4 +100,72 @@ bench_cpu_groups() {
     fi
     groups=("$base/$1-a" "$base/$1-b")
     mkdir -p "${groups[@]}"
+}
+
+bench_quiet() {
+    python3 - "$$" <<'PY'
+import os
+import sys
+import time
+
+skip = {int(sys.argv[1]), os.getpid(), os.getppid()}
+
+
+def sample():
+    out = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{pid}/stat").read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()
+        out[int(pid)] = (comm, int(fields[11]) + int(fields[12]))
+    return out
+
+
+def tools():
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) in skip:
+            continue
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        name = os.path.basename(argv[0].decode(errors="replace"))
+        sub = argv[1].decode(errors="replace") if len(argv) > 1 else ""
+        if name == "perf" and sub in ("record", "top", "trace", "stat"):
+            found.append(f"perf {sub} (pid {pid})")
+        elif name in ("bpftrace", "trace-cmd"):
+            found.append(f"{name} (pid {pid})")
+    return found
+
+
+before = sample()
+time.sleep(1)
+after = sample()
+hz = os.sysconf("SC_CLK_TCK")
+busy = sorted(
+    ((ticks - before[pid][1]) / hz, comm, pid)
+    for pid, (comm, ticks) in after.items()
+    if pid in before and pid not in skip
+)
+busy = [f"{comm} (pid {pid}) {share:.0%}" for share, comm, pid in reversed(busy) if share >= 0.02]
+load = open("/proc/loadavg").read().split()[:3]
+running = tools()
+if busy or running:
+    print(
+        "machine not quiet: "
+        + "; ".join(
+            ([f"running: {', '.join(running)}"] if running else [])
+            + ([f"over 2% of a CPU in the last second: {', '.join(busy)}"] if busy else [])
+        )
+        + f" (load average {' '.join(load)})"
+    )
+else:
+    print(f"machine quiet: no other process over 2% of a CPU in the last second, no profiler running (load average {' '.join(load)})")
+PY
 }
