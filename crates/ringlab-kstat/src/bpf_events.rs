@@ -248,7 +248,8 @@ impl BlockCompletions {
     /// the kernel did not run the program for (see
     /// [`crate::bpf::recursion_misses`]: a completion whose interrupt came
     /// while another BPF program, or a map lookup of `bpf(2)`, held that
-    /// CPU).
+    /// CPU). A skipped run may have been another disk's completion, which
+    /// the program would have passed over: the count is an upper bound.
     pub fn lost(&self) -> io::Result<u64> {
         Ok(percpu_sum(&self.lost_map, 0, possible_cpus())? + recursion_misses(&self.prog)?)
     }

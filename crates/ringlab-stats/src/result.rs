@@ -487,7 +487,8 @@ pub struct StageReport {
     pub requests_block_completed: Option<u64>,
     /// Kernel events lost (a ring buffer full, or a block completion whose
     /// copier the kernel skipped because another BPF program held that
-    /// CPU) or dropped (over the cap).
+    /// CPU: a skip may have been another disk's, so at most) or dropped
+    /// (over the cap).
     pub events_lost: u64,
     /// ringlab stopped logging requests (over its cap) before the run
     /// ended.
