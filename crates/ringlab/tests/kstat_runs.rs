@@ -190,12 +190,8 @@ fn without_permission_counters_are_unavailable_with_the_reason() {
     };
     let r = ok_json_of(&out);
     let k = &r["kstat"];
-    let unavailable = k["unavailable"].as_array().unwrap();
-    let sys = unavailable
-        .iter()
-        .find(|u| u["counter"] == "raw_syscalls:sys_enter")
+    let reason = unavailable_reason(k, "raw_syscalls:sys_enter")
         .unwrap_or_else(|| panic!("counted without permission? {k}"));
-    let reason = sys["reason"].as_str().unwrap();
     assert!(
         reason.contains("root") && reason.contains("CAP_BPF"),
         "{reason}"
@@ -245,16 +241,9 @@ fn default_evidence_names_what_it_does_not_count() {
         "io_uring:io_uring_submit_req",
         "io_uring:io_uring_local_work_run",
     ] {
-        let u = k["unavailable"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|u| u["counter"] == counter)
+        let reason = unavailable_reason(k, counter)
             .unwrap_or_else(|| panic!("{counter} neither counted nor named: {k}"));
-        assert!(
-            u["reason"].as_str().unwrap().contains("--evidence full"),
-            "{u}"
-        );
+        assert!(reason.contains("--evidence full"), "{counter}: {reason}");
         assert!(k["counters"].get(counter).is_none());
     }
     assert!(k["per_op"].get("io_uring_submit_req_per_op").is_none());
@@ -548,13 +537,8 @@ fn stage_evidence_without_bpf_falls_back_to_perf_and_says_so() {
     };
     let r = ok_json_of(&out);
     let k = &r["kstat"];
-    let note = k["unavailable"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|u| u["counter"] == "block:block_rq_complete of every request")
+    let reason = unavailable_reason(k, "block:block_rq_complete of every request")
         .unwrap_or_else(|| panic!("no note of the copy that could not load: {k}"));
-    let reason = note["reason"].as_str().unwrap();
     assert!(
         reason.contains("could not be copied with BPF") && reason.contains("perf samples it"),
         "{reason}"

@@ -229,13 +229,8 @@ pub fn kstat_per_op(r: &Value, name: &str, counter: &str) -> Option<f64> {
     if let Some(v) = k["per_op"][name].as_f64() {
         return Some(v);
     }
-    let why = k["unavailable"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no kstat.unavailable list: {k}"))
-        .iter()
-        .find(|u| u["counter"] == counter)
+    let reason = unavailable_reason(k, counter)
         .unwrap_or_else(|| panic!("{name} neither measured nor listed unavailable: {k}"));
-    let reason = why["reason"].as_str().unwrap_or_default();
     let what = format!("{} ({name})", current_test());
     if reason.contains("kernel lacks it") {
         skip(&what, reason);
@@ -243,6 +238,19 @@ pub fn kstat_per_op(r: &Value, name: &str, counter: &str) -> Option<f64> {
         skip_root_only(&what, reason);
     }
     None
+}
+
+/// Why `counter` is listed under `unavailable` in the kernel evidence `k`
+/// (a result's `kstat`), or `None` where it is not listed. Panics where
+/// `k` has no such list.
+#[allow(dead_code)]
+pub fn unavailable_reason<'a>(k: &'a Value, counter: &str) -> Option<&'a str> {
+    k["unavailable"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no kstat.unavailable list: {k}"))
+        .iter()
+        .find(|u| u["counter"] == counter)
+        .map(|u| u["reason"].as_str().unwrap_or_default())
 }
 
 /// The name of the running test (libtest names each test's thread after it).
