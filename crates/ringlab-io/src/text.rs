@@ -159,6 +159,18 @@ pub fn render_kstat(out: &mut String, k: &ringlab_stats::KstatReport) {
     if let Some(st) = &k.stages {
         render_stages(out, st);
     }
+    if !k.counter_runs_skipped.is_empty() {
+        let parts: Vec<String> = k
+            .counter_runs_skipped
+            .iter()
+            .map(|(c, n)| format!("{} {n}", c.rsplit(':').next().unwrap_or(c)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  counts may be short: the kernel skipped runs of these counters ({}): a counter does not run nested into itself on a CPU, and each skip is at most one event of this run",
+            parts.join(", ")
+        );
+    }
     // One line per reason, naming the counters it holds back.
     let mut reasons: Vec<&str> = Vec::new();
     for u in &k.unavailable {
@@ -382,4 +394,32 @@ pub fn latency_line(l: &LatencySummary) -> String {
         f(l.p99_99 as f64),
         f(l.max as f64)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::render_kstat;
+    use ringlab_stats::KstatReport;
+
+    #[test]
+    fn skipped_counter_runs_are_named_and_none_says_nothing() {
+        let mut k = KstatReport::default();
+        let mut out = String::new();
+        render_kstat(&mut out, &k);
+        assert!(!out.contains("may be short"), "{out}");
+        k.counter_runs_skipped
+            .insert("raw_syscalls:sys_enter".into(), 3);
+        k.counter_runs_skipped
+            .insert("io_uring:io_uring_file_get".into(), 12);
+        let mut out = String::new();
+        render_kstat(&mut out, &k);
+        let line = out
+            .lines()
+            .find(|l| l.contains("counts may be short"))
+            .unwrap_or_else(|| panic!("no line for the skips in:\n{out}"));
+        assert!(
+            line.contains("io_uring_file_get 12") && line.contains("sys_enter 3"),
+            "{line}"
+        );
+    }
 }

@@ -17,6 +17,7 @@
 //! (aya-bpf) to compile a C or Rust program to BPF: far more machinery for
 //! a counter than the counter itself.
 
+use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -244,8 +245,9 @@ pub(crate) fn possible_cpus() -> usize {
 /// Counters of one thread group on a set of raw tracepoints.
 pub struct TgidCounters {
     map: OwnedFd,
-    /// The loaded programs and their raw tracepoints, to attach again.
-    progs: Vec<(CString, OwnedFd)>,
+    /// The loaded programs, each with the tracepoint it counts
+    /// (`system:event`) and its raw tracepoint, to attach again.
+    progs: Vec<(&'static str, CString, OwnedFd)>,
     /// Attached programs (closing a link detaches it).
     links: Vec<OwnedFd>,
     slots: u32,
@@ -305,7 +307,7 @@ impl TgidCounters {
                 slot: Slot(i as u32),
                 enter_slot: c.with_io_uring_enter.then_some(Slot(points.len() as u32)),
             };
-            if let Err(e) = counters.load_and_attach(&p, tgid) {
+            if let Err(e) = counters.load_and_attach(&p, c.tracepoint, tgid) {
                 failed.push((c.tracepoint, e));
             }
         }
@@ -315,7 +317,12 @@ impl TgidCounters {
         Ok((counters, failed))
     }
 
-    fn load_and_attach(&mut self, p: &Program, tgid: u32) -> Result<(), String> {
+    fn load_and_attach(
+        &mut self,
+        p: &Program,
+        counted: &'static str,
+        tgid: u32,
+    ) -> Result<(), String> {
         let insns = assemble(p, self.map.as_raw_fd(), tgid);
         let prog = load_program(
             BPF_PROG_TYPE_RAW_TRACEPOINT,
@@ -324,7 +331,7 @@ impl TgidCounters {
         )?;
         let name = CString::new(p.tracepoint).map_err(|e| e.to_string())?;
         self.links.push(open_link(&name, &prog)?);
-        self.progs.push((name, prog));
+        self.progs.push((counted, name, prog));
         Ok(())
     }
 
@@ -334,7 +341,7 @@ impl TgidCounters {
         if !self.links.is_empty() {
             return Ok(());
         }
-        for (name, prog) in &self.progs {
+        for (_, name, prog) in &self.progs {
             self.links.push(open_link(name, prog)?);
         }
         Ok(())
@@ -353,7 +360,79 @@ impl TgidCounters {
     pub fn detach(&mut self) {
         self.links.clear();
     }
+
+    /// For each attached counter (by `system:event`), how often the kernel
+    /// skipped its program since it was loaded: a raw tracepoint program is
+    /// not run nested into itself on a CPU (the tracepoint hit again from an
+    /// interrupt while the program ran), and each skip is counted in the
+    /// program's `recursion_misses` ([`recursion_misses`]). A skipped hit
+    /// may have been another process's, which the program would have passed
+    /// over, so a skip is at most one event this count is short. The
+    /// `io_uring_enter` count rides on `raw_syscalls:sys_enter`'s program
+    /// and shares its skips. `Err`: why the kernel cannot tell.
+    pub fn skipped(&self) -> SkipCounts {
+        let mut out = BTreeMap::new();
+        for (counted, _, prog) in &self.progs {
+            let n = recursion_misses(prog).map_err(|e| {
+                format!("reading how often the kernel skipped the counter of {counted}: {e}")
+            })?;
+            out.insert(*counted, n);
+        }
+        Ok(out)
+    }
 }
+
+/// Skips of a set of counters at one moment ([`TgidCounters::skipped`]),
+/// or why they cannot be read.
+pub type SkipCounts = Result<BTreeMap<&'static str, u64>, String>;
+
+/// The skips between two readings of the same counters, nonzero ones only.
+pub fn skips_between(start: &SkipCounts, end: SkipCounts) -> SkipCounts {
+    let (start, end) = match (start, end) {
+        (Err(e), _) => return Err(e.clone()),
+        (_, Err(e)) => return Err(e),
+        (Ok(a), Ok(b)) => (a, b),
+    };
+    Ok(end
+        .into_iter()
+        .map(|(name, n)| {
+            (
+                name,
+                n.saturating_sub(start.get(name).copied().unwrap_or(0)),
+            )
+        })
+        .filter(|&(_, n)| n > 0)
+        .collect())
+}
+
+/// Puts skips into a report's fields: the counts by tracepoint, or, where
+/// the kernel cannot say, why, under `unavailable` (a count is then not
+/// known to be whole).
+pub fn report_skips(
+    skips: SkipCounts,
+    into: &mut BTreeMap<String, u64>,
+    unavailable: &mut Vec<ringlab_stats::UnavailableCounter>,
+) {
+    match skips {
+        Ok(m) => {
+            for (name, n) in m {
+                *into.entry(name.to_string()).or_insert(0) += n;
+            }
+        }
+        Err(reason) => {
+            if !unavailable.iter().any(|u| u.counter == SKIPS_COUNTER) {
+                unavailable.push(ringlab_stats::UnavailableCounter {
+                    counter: SKIPS_COUNTER.into(),
+                    reason,
+                });
+            }
+        }
+    }
+}
+
+/// The name `unavailable` gives the counters' skips when they cannot be
+/// read.
+pub const SKIPS_COUNTER: &str = "counter runs the kernel skipped";
 
 /// The count of `io_uring_enter` calls, taken by the `sys_enter` program.
 pub const IO_URING_ENTER: &str = "syscalls:sys_enter_io_uring_enter";
@@ -413,10 +492,19 @@ impl NamedCounters {
         }
     }
 
+    /// How often the kernel skipped each attached counter's program so far
+    /// ([`TgidCounters::skipped`]); empty when nothing is attached.
+    pub fn skipped(&self) -> SkipCounts {
+        match &self.counters {
+            Some(c) => c.skipped(),
+            None => Ok(BTreeMap::new()),
+        }
+    }
+
     /// Every count now, by tracepoint ([`IO_URING_ENTER`] included where
     /// `sys_enter` is counted); a counter that cannot be read is left out.
-    pub fn snapshot(&self) -> std::collections::BTreeMap<&'static str, u64> {
-        let mut out = std::collections::BTreeMap::new();
+    pub fn snapshot(&self) -> BTreeMap<&'static str, u64> {
+        let mut out = BTreeMap::new();
         let Some(c) = &self.counters else {
             return out;
         };
@@ -485,5 +573,12 @@ mod tests {
         c.detach();
         assert!(after - before >= 1000, "counted {} of 1000", after - before);
         assert_eq!(c.read(1).unwrap(), 0, "no io_uring_enter was made");
+        // Its program's skips are readable, by the tracepoint it counts
+        // (io_uring_enter shares sys_enter's program, so has no entry).
+        let skipped = c.skipped().unwrap();
+        assert_eq!(
+            skipped.keys().copied().collect::<Vec<_>>(),
+            ["raw_syscalls:sys_enter"]
+        );
     }
 }

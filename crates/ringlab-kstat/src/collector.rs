@@ -8,7 +8,7 @@
 //! switches and CPU time of the kernel helper threads from `/proc`, read
 //! by the runner's thread (see `FULL_LOOK_EVERY` for what that costs).
 
-use crate::bpf::NamedCounters;
+use crate::bpf::{report_skips, skips_between, NamedCounters, SkipCounts};
 use crate::device::{irq_deltas, read_interrupts, IrqLine};
 use crate::windows::{Totals, Windows, WINDOW};
 use ringlab_stats::{HelperThread, KstatReport, UnavailableCounter};
@@ -170,6 +170,10 @@ pub struct Collector {
     /// Counts at the measured run's start and end, by tracepoint.
     at_start: BTreeMap<&'static str, u64>,
     at_end: BTreeMap<&'static str, u64>,
+    /// The counters' skipped runs at the start, and over the run once it
+    /// ended ([`crate::bpf::TgidCounters::skipped`]).
+    skips_at_start: SkipCounts,
+    skips: Option<SkipCounts>,
     unavailable: Vec<UnavailableCounter>,
     device: Option<String>,
     irq_before: Option<Vec<IrqLine>>,
@@ -235,6 +239,8 @@ impl Collector {
             counters,
             at_start: BTreeMap::new(),
             at_end: BTreeMap::new(),
+            skips_at_start: Ok(BTreeMap::new()),
+            skips: None,
             unavailable,
             device,
             irq_before: None,
@@ -265,6 +271,7 @@ impl Collector {
         }
         self.preexisting = self.helpers.keys().copied().collect();
         self.at_start = self.counters.snapshot();
+        self.skips_at_start = self.counters.skipped();
         self.enabled = true;
     }
 
@@ -296,6 +303,7 @@ impl Collector {
             return;
         }
         self.at_end = self.counters.snapshot();
+        self.skips = Some(skips_between(&self.skips_at_start, self.counters.skipped()));
         self.windowed = self.windows.take().map(|w| w.and_then(Windows::finish));
         self.sample_threads();
         self.irq_after = read_interrupts().ok();
@@ -372,6 +380,10 @@ impl Collector {
             }
         }
         self.counters.detach_in_background();
+        let mut skipped = BTreeMap::new();
+        if let Some(s) = self.skips.take() {
+            report_skips(s, &mut skipped, &mut unavailable);
+        }
         let mut sampled = BTreeMap::new();
         let mut sampled_ops = 0;
         // The windowed tracepoints, and io_uring_enter with sys_enter.
@@ -414,6 +426,7 @@ impl Collector {
                 for (name, v) in t.counts {
                     sampled.insert(name.to_string(), v);
                 }
+                report_skips(t.skipped, &mut skipped, &mut unavailable);
                 sampled_ops = t.ops;
             }
         }
@@ -495,6 +508,7 @@ impl Collector {
             sampled_counters: sampled,
             sampled_ops,
             sampler_syscalls: None,
+            counter_runs_skipped: skipped,
             unavailable,
             per_op,
             interrupts,

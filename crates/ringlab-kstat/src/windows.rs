@@ -15,7 +15,7 @@
 //! The thread's own calls inside a window (reading the counters, its
 //! sleep) are a handful per window against thousands of operations.
 
-use crate::bpf::{Counted, TgidCounters, IO_URING_ENTER};
+use crate::bpf::{skips_between, Counted, SkipCounts, TgidCounters, IO_URING_ENTER};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -29,7 +29,7 @@ pub const WINDOW: Duration = Duration::from_millis(100);
 pub const PERIOD: Duration = Duration::from_secs(1);
 
 /// What the windows counted.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Totals {
     /// Counts inside the windows, by tracepoint (and
     /// [`crate::bpf::IO_URING_ENTER`] where `raw_syscalls:sys_enter` is
@@ -40,6 +40,22 @@ pub struct Totals {
     /// Operations completed inside the windows.
     pub ops: u64,
     pub windows: u32,
+    /// Hits the kernel skipped running a counter for during the run
+    /// (nonzero only), by tracepoint: see [`TgidCounters::skipped`]; each
+    /// is at most one event of this process the count is short.
+    pub skipped: SkipCounts,
+}
+
+impl Default for Totals {
+    fn default() -> Totals {
+        Totals {
+            counts: Default::default(),
+            failed: Vec::new(),
+            ops: 0,
+            windows: 0,
+            skipped: Ok(Default::default()),
+        }
+    }
 }
 
 type Stop = Arc<(Mutex<bool>, Condvar)>;
@@ -105,6 +121,11 @@ impl Windows {
                         .map(|&(_, slot)| c.read(slot).map_err(|e| e.to_string()))
                         .collect()
                 };
+                let skipped_at_start = c.skipped();
+                let end = |c: &TgidCounters, mut t: Totals| -> Totals {
+                    t.skipped = skips_between(&skipped_at_start, c.skipped());
+                    t
+                };
                 loop {
                     c.reattach()?;
                     let before = read(&c)?;
@@ -119,7 +140,7 @@ impl Windows {
                     t.ops += o1.saturating_sub(o0);
                     t.windows += 1;
                     if stopped || wait(&stop2, PERIOD - WINDOW) {
-                        return Ok(t);
+                        return Ok(end(&c, t));
                     }
                 }
             })

@@ -5,7 +5,7 @@
 //! /proc, and the block device's counters from /sys/block/DEV/stat.
 
 use ringlab_core::uring::knobs::{knob, Arg, UringOptions};
-use ringlab_kstat::bpf::NamedCounters;
+use ringlab_kstat::bpf::{report_skips, skips_between, NamedCounters, SkipCounts};
 use ringlab_kstat::collector::{per_op_name, thread_cpu_ns, thread_switches};
 use ringlab_kstat::device::{irq_deltas, read_interrupts, IrqLine};
 use ringlab_kstat::Level;
@@ -23,7 +23,11 @@ pub const OWN_IO_TRACEPOINTS: &[&str] = &["block:block_bio_queue"];
 pub struct ProcessCounters {
     counters: NamedCounters,
     at_start: BTreeMap<&'static str, u64>,
+    skips_at_start: SkipCounts,
     irq_before: Option<Vec<IrqLine>>,
+    /// Hits the kernel skipped running a counter for, since
+    /// [`ProcessCounters::enable`] (set by [`ProcessCounters::read`]).
+    pub skipped: BTreeMap<String, u64>,
     pub unavailable: Vec<UnavailableCounter>,
 }
 
@@ -47,13 +51,16 @@ impl ProcessCounters {
         ProcessCounters {
             counters,
             at_start: BTreeMap::new(),
+            skips_at_start: Ok(BTreeMap::new()),
             irq_before: None,
+            skipped: BTreeMap::new(),
             unavailable,
         }
     }
 
     pub fn enable(&mut self) {
         self.at_start = self.counters.snapshot();
+        self.skips_at_start = self.counters.skipped();
         self.irq_before = read_interrupts().ok();
     }
 
@@ -67,6 +74,11 @@ impl ProcessCounters {
             let start = self.at_start.get(name).copied().unwrap_or(0);
             out.insert(name.to_string(), end.saturating_sub(start));
         }
+        report_skips(
+            skips_between(&self.skips_at_start, self.counters.skipped()),
+            &mut self.skipped,
+            &mut self.unavailable,
+        );
         self.counters.detach_in_background();
         match (&self.irq_before, read_interrupts().ok()) {
             (Some(before), Some(after)) => {
@@ -229,6 +241,7 @@ pub fn file_get_per_request(k: &KstatReport) -> Option<f64> {
 /// knobs ([`ring_options`]).
 pub fn report(
     counters: BTreeMap<String, u64>,
+    counter_runs_skipped: BTreeMap<String, u64>,
     mut unavailable: Vec<UnavailableCounter>,
     samples: &Samples,
     ops: u64,
@@ -255,6 +268,7 @@ pub fn report(
         sampled_counters: BTreeMap::new(),
         sampled_ops: 0,
         sampler_syscalls: None,
+        counter_runs_skipped,
         unavailable,
         per_op,
         interrupts: None,

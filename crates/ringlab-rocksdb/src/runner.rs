@@ -561,10 +561,11 @@ fn run_one(
         )
     })?;
     let device = run.samples.device();
-    let kstat = run.counters.clone().map(|(counters, unavailable)| {
+    let kstat = run.counters.clone().map(|c| {
         evidence::report(
-            counters,
-            unavailable,
+            c.counts,
+            c.skipped,
+            c.unavailable,
             &run.samples,
             bench.operations,
             setup.device.as_deref().map(|d| (d, device)),
@@ -596,16 +597,22 @@ fn run_one(
     })
 }
 
+/// What db_bench's counters measured.
+#[derive(Clone)]
+struct Counts {
+    counts: std::collections::BTreeMap<String, u64>,
+    /// The counters' skipped runs (`KstatReport::counter_runs_skipped`).
+    skipped: std::collections::BTreeMap<String, u64>,
+    unavailable: Vec<ringlab_stats::UnavailableCounter>,
+}
+
 struct ChildRun {
     stdout: String,
     stderr: String,
     status_ok: bool,
     status_text: String,
     rusage: Option<libc::rusage>,
-    counters: Option<(
-        std::collections::BTreeMap<String, u64>,
-        Vec<ringlab_stats::UnavailableCounter>,
-    )>,
+    counters: Option<Counts>,
     samples: Samples,
 }
 
@@ -673,9 +680,15 @@ fn spawn_counted(
     let (status, rusage) = wait_sampling(pid, setup, &mut samples, start, interrupted)?;
     let stdout = out_reader.join().unwrap_or_default();
     let stderr = err_reader.join().unwrap_or_default();
-    let counters = counters
-        .as_mut()
-        .map(|c| (c.read(), std::mem::take(&mut c.unavailable)));
+    let counters = counters.as_mut().map(|c| {
+        // read() sets the skips and may add to unavailable: first.
+        let counts = c.read();
+        Counts {
+            counts,
+            skipped: std::mem::take(&mut c.skipped),
+            unavailable: std::mem::take(&mut c.unavailable),
+        }
+    });
     if interrupted.load(Ordering::Relaxed) {
         return Err(anyhow::Error::new(ringlab_lab::Interrupted(
             "interrupted: db_bench stopped".into(),

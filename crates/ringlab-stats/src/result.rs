@@ -448,6 +448,16 @@ pub struct KstatReport {
     /// top of `raw_syscalls:sys_enter`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampler_syscalls: Option<u64>,
+    /// Hits the kernel skipped running a counter's BPF program for during
+    /// the measured run, by tracepoint, nonzero ones only: a raw tracepoint
+    /// program is not run nested into itself on a CPU (its tracepoint hit
+    /// again from an interrupt while it ran). A skipped hit may have been
+    /// another process's, which the counter would have passed over, so
+    /// the count in `counters` (or `sampled_counters`) is at most this much
+    /// short. Where the kernel cannot say (before Linux 5.12), `unavailable`
+    /// says so.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub counter_runs_skipped: std::collections::BTreeMap<String, u64>,
     pub unavailable: Vec<UnavailableCounter>,
     /// Derived figures per operation (`syscalls_per_op`, ...), only from
     /// counters that were measured.

@@ -94,6 +94,18 @@ fn judge(p: &Proof, expected: Option<f64>, f: &Figures) -> (Option<bool>, String
         Err(why) => return (None, why),
     };
     let (ok, bar) = decide(&p.test, v, expected);
+    // A counter the kernel skipped runs of may be short by as many events:
+    // where the figure's upper end would decide otherwise, it cannot decide.
+    let hi = v + f.short_by(p.figure);
+    if hi > v && decide(&p.test, hi, expected).0 != ok {
+        return (
+            None,
+            format!(
+                "{} between {v:.3} and {hi:.3}/{} (the kernel skipped runs of its counter, so it may be short by that much; in effect {bar})",
+                p.what, f.unit
+            ),
+        );
+    }
     (
         Some(ok),
         format!("{} {v:.3}/{} (in effect {bar})", p.what, f.unit),
@@ -222,6 +234,30 @@ impl<'a> Figures<'a> {
         Ok(n)
     }
 
+    /// How much the figure `key` may be short, per request: the runs of its
+    /// counter the kernel skipped ([`KstatReport::counter_runs_skipped`]),
+    /// over the requests the figure divides by; 0 where none were skipped.
+    fn short_by(&self, key: &str) -> f64 {
+        let Some((c, &n)) = self
+            .k
+            .counter_runs_skipped
+            .iter()
+            .find(|(c, _)| per_op_name(c) == key)
+        else {
+            return 0.0;
+        };
+        let per = if self.command != "rocksdb" && self.k.sampled_counters.contains_key(c) {
+            self.k.sampled_ops
+        } else {
+            self.requests().unwrap_or(0)
+        };
+        if per == 0 {
+            0.0
+        } else {
+            n as f64 / per as f64
+        }
+    }
+
     /// CPU time of the iou-sqp-* threads per request, in microseconds.
     fn poller_cpu_us(&self, key: &str) -> Result<f64, String> {
         let cpu: Option<u64> = self
@@ -320,6 +356,47 @@ mod tests {
         }
         // iopoll, hybrid-iopoll, defer-taskrun, fixed-files, force-async.
         assert_eq!(judged, 5);
+    }
+
+    #[test]
+    fn skipped_counter_runs_decide_only_where_the_whole_range_agrees() {
+        // fixed-files: in effect below 0.1 file lookups per op, 1000 ops.
+        let bar = ringlab_core::uring::knobs::FILE_LOOKUPS_PER_REQUEST;
+        let judged = |per_op: f64, skipped: u64| {
+            let mut r = result(
+                json!({"fixed-files": true}),
+                json!({ "io_uring_file_get_per_op": per_op }),
+                10,
+                20,
+            );
+            let k = r.kstat.as_mut().unwrap();
+            k.counters.insert(
+                "io_uring:io_uring_file_get".into(),
+                (per_op * 1000.0) as u64,
+            );
+            if skipped > 0 {
+                k.counter_runs_skipped
+                    .insert("io_uring:io_uring_file_get".into(), skipped);
+            }
+            explain(&mut r);
+            r.kstat.unwrap().evidence[0].clone()
+        };
+        // No skips: 0.05 is below the bar.
+        assert_eq!(judged(0.05, 0).in_effect, Some(true));
+        // 30 skips: it may be 0.08, still below.
+        assert_eq!(judged(0.05, 30).in_effect, Some(true));
+        // 80 skips: it may be 0.13, above the bar: undecided, and the line
+        // says why, with both ends.
+        let e = judged(0.05, 80);
+        assert_eq!(e.in_effect, None, "{e:?}");
+        assert!(
+            e.detail.contains("between 0.050 and 0.130") && e.detail.contains("skipped"),
+            "{}",
+            e.detail
+        );
+        // Above the bar whatever the skips: not in effect, decided.
+        assert_eq!(judged(0.5, 80).in_effect, Some(false));
+        assert!(bar > 0.05);
     }
 
     #[test]
