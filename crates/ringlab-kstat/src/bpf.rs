@@ -554,6 +554,31 @@ mod tests {
     }
 
     #[test]
+    fn skips_between_keeps_the_nonzero_growth_and_any_error() {
+        let at = |v: &[(&'static str, u64)]| -> SkipCounts { Ok(v.iter().copied().collect()) };
+        let d = skips_between(
+            &at(&[("a:x", 2), ("a:y", 5)]),
+            at(&[("a:x", 2), ("a:y", 9), ("a:z", 1)]),
+        )
+        .unwrap();
+        assert_eq!(d.into_iter().collect::<Vec<_>>(), [("a:y", 4), ("a:z", 1)]);
+        let broken: SkipCounts = Err("old kernel".into());
+        assert_eq!(skips_between(&broken, at(&[])).unwrap_err(), "old kernel");
+        assert_eq!(skips_between(&at(&[]), broken).unwrap_err(), "old kernel");
+        // Into a report: counts add up by name; an error becomes one entry
+        // under unavailable, however often it comes.
+        let mut into = BTreeMap::new();
+        let mut unavailable = Vec::new();
+        report_skips(at(&[("a:y", 4)]), &mut into, &mut unavailable);
+        report_skips(at(&[("a:y", 1)]), &mut into, &mut unavailable);
+        report_skips(Err("no".into()), &mut into, &mut unavailable);
+        report_skips(Err("no".into()), &mut into, &mut unavailable);
+        assert_eq!(into.get("a:y"), Some(&5));
+        assert_eq!(unavailable.len(), 1);
+        assert_eq!(unavailable[0].counter, SKIPS_COUNTER);
+    }
+
+    #[test]
     fn counts_own_system_calls_as_root() {
         if !rustix::process::geteuid().is_root() {
             eprintln!("skipped counts_own_system_calls_as_root: needs root");
