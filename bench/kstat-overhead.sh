@@ -87,7 +87,10 @@
 #    same). Before, ringlab's figure covered its whole run and t/io_uring's
 #    two seconds of it, and sets of co-runs moved far more. The HTTP rows
 #    compare whole runs of equal length. The ratios get the same median,
-#    95% interval and verdicts as part 1.
+#    95% interval and verdicts as part 1. Under each HTTP row: ringlab's
+#    voluntary context switches per response (each is the client finding
+#    no completion and sleeping; bench/lib/corun.py's CORUN_DETAIL) and
+#    Spearman's rho of them with the ratio.
 #    Not for as typed against --no-kstat: the evidence's BPF programs sit
 #    on global tracepoints, so the co-running side pays for them too (as
 #    typed against --evidence full co-ran at 0.999, against 0.90 in
@@ -642,16 +645,17 @@ if [[ $corun == 1 ]]; then
                 fi
                 for side in "${sides[@]}"; do
                     if [[ $side == typed ]]; then mine=("${typed_cmd[@]}"); else mine=("${base_cmd[@]}"); fi
-                    line=$(python3 "$repo/bench/lib/corun.py" "$ga" "$gb" "$cpu" "${kinds[@]}" \
-                        -- "${mine[@]}" -- "${peer_cmd[@]}")
+                    line=$(CORUN_DETAIL="$work/corun-$row-$side.jsonl" python3 "$repo/bench/lib/corun.py" \
+                        "$ga" "$gb" "$cpu" "${kinds[@]}" -- "${mine[@]}" -- "${peer_cmd[@]}")
                     echo "  co-run $i/$corun_repeats, $row, $side vs peer: $line" >&2
                     # A failed side leaves a gap; the pairs below need both.
                     [[ $line == NA* ]] && line="NA"
                     if [[ $side == typed ]]; then ratios+=("$line"); else base_ratios+=("$line"); fi
                 done
             done
-            RINGLAB_EXTRA="$ringlab_extra" python3 - "$row" "$repo/bench/lib" "${ratios[@]}" -- "${base_ratios[@]}" <<'PY'
-import os, sys
+            RINGLAB_EXTRA="$ringlab_extra" CORUN_DETAIL="$work/corun-$row-typed.jsonl" \
+                python3 - "$row" "$repo/bench/lib" "${ratios[@]}" -- "${base_ratios[@]}" <<'PY'
+import json, os, statistics, sys
 sys.path.insert(0, sys.argv[2])
 import pairs
 row = sys.argv[1]
@@ -680,6 +684,29 @@ if not r:
 else:
     verdict = "" if extra else pairs.verdict(r, pairs.peer_bar(row))
     print(f"  {name:<40} {what:<32} {pairs.describe(r):<36} {verdict}".rstrip())
+# HTTP: how often ringlab's client found nothing to do and slept (its
+# voluntary context switches per response), and how the ratio moves with
+# it (at 10 connections a Spearman rho of -0.90 over 12 co-runs,
+# docs/benchmarks.md 2026-11-28): a set of co-runs that fell into a sleepy
+# rhythm says so here.
+if row.startswith("c") and os.path.exists(os.environ["CORUN_DETAIL"]):
+    details = [json.loads(l) for l in open(os.environ["CORUN_DETAIL"]) if l.strip()]
+    sleeps, kept = [], []
+    # One line per co-run; a co-run that failed to start wrote none, and
+    # then the lines cannot be matched to the ratios.
+    if len(details) != len(mine):
+        details = []
+    for d, r_ in zip(details, mine):
+        a = d["a"]
+        if r_ is not None and a.get("ops"):
+            sleeps.append(a["nvcsw"] / a["ops"])
+            kept.append(r_)
+    if sleeps:
+        rho = pairs.spearman(sleeps, kept)
+        rho_text = "n/a" if rho is None else f"{rho:+.2f}"
+        s_sorted = sorted(sleeps)
+        print(f"  {'':<40} {'ringlab sleeps per response':<32} {statistics.median(sleeps):.3f} ({s_sorted[0]:.3f}-{s_sorted[-1]:.3f}); "
+              f"Spearman rho with the ratio {rho_text} over {len(sleeps)} co-runs")
 if base:
     b = [x for x in base if x is not None]
     paired = [m / x for m, x in zip(mine, base) if m is not None and x is not None]

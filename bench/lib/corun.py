@@ -21,6 +21,13 @@ have the CPU or device to itself for the rest of it: bench/libaio-corun.sh
 counts at the block layer over one window for that reason),
 rl-http and wrk (responses per CPU-second of the whole process, from
 wait4's rusage). Prints "A B" (the two figures) or "NA reason".
+
+With CORUN_DETAIL set to a file, it also appends one JSON line to it: for
+each side, its kind, CPU seconds, voluntary and involuntary context
+switches (rusage) and operations (responses, requests or I/Os; null for
+t/io_uring, which prints rates only). A client's voluntary switches per
+response are the times it found nothing to do and slept: what the HTTP
+rows' ratio moves with (bench/kstat-overhead.sh prints the correlation).
 """
 import json
 import os
@@ -51,6 +58,21 @@ def figure(kind, out, cpu, code):
     raise SystemExit(f"unknown kind {kind}")
 
 
+def operations(kind, out):
+    """The operations a side's output counts, or None."""
+    try:
+        if kind == "rl-io":
+            return json.loads(out)["total"]["ops"]
+        if kind == "rl-http":
+            return json.loads(out)["http"]["responses"]
+        if kind == "wrk":
+            m = re.search(r"(\d+) requests in", out)
+            return int(m.group(1)) if m else None
+    except (ValueError, KeyError, TypeError):
+        return None
+    return None
+
+
 def main():
     a_cg, b_cg, cpu, kind_a, kind_b = sys.argv[1:6]
     rest = sys.argv[6:]
@@ -70,12 +92,23 @@ def main():
         )
         procs.append((p, out))
     got = []
-    for (p, out), kind in zip(procs, (kind_a, kind_b)):
+    detail = {}
+    for (p, out), kind, side in zip(procs, (kind_a, kind_b), "ab"):
         _, status, ru = os.wait4(p.pid, 0)
         out.seek(0)
         text = out.read().decode(errors="replace")
         code = os.waitstatus_to_exitcode(status)
         got.append(figure(kind, text, ru.ru_utime + ru.ru_stime, code))
+        detail[side] = {
+            "kind": kind,
+            "cpu_s": ru.ru_utime + ru.ru_stime,
+            "nvcsw": ru.ru_nvcsw,
+            "nivcsw": ru.ru_nivcsw,
+            "ops": operations(kind, text) if code == 0 else None,
+        }
+    if os.environ.get("CORUN_DETAIL"):
+        with open(os.environ["CORUN_DETAIL"], "a") as f:
+            f.write(json.dumps(detail) + "\n")
     if any(v is None for v, _ in got):
         print("NA", next(why for v, why in got if v is None))
     else:

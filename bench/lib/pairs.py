@@ -98,3 +98,32 @@ if __name__ == "__main__":
         got = median_ci(list(range(1, n + 1)))
         assert got == want, (n, got, want)
     print("ok")
+
+
+def spearman(xs, ys):
+    """Spearman's rank correlation of two equal-length lists (ties get
+    their mean rank), or None with fewer than 3 points or a constant list."""
+    if len(xs) != len(ys) or len(xs) < 3:
+        return None
+
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                r[order[k]] = (i + j) / 2
+            i = j + 1
+        return r
+
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = statistics.mean(rx), statistics.mean(ry)
+    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    sxx = sum((a - mx) ** 2 for a in rx)
+    syy = sum((b - my) ** 2 for b in ry)
+    if sxx == 0 or syy == 0:
+        return None
+    return sxy / (sxx * syy) ** 0.5
