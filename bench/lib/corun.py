@@ -37,19 +37,32 @@ import sys
 import tempfile
 
 
+def operations(kind, out):
+    """The operations a side's output counts (responses, requests or I/Os),
+    or None where it prints none (t/io_uring) or wrk's line is missing."""
+    if kind == "rl-io":
+        return json.loads(out)["total"]["ops"]
+    if kind == "rl-http":
+        return json.loads(out)["http"]["responses"]
+    if kind == "wrk":
+        m = re.search(r"(\d+) requests in", out)
+        return int(m.group(1)) if m else None
+    return None
+
+
 def figure(kind, out, cpu, code):
     if code != 0:
         return None, f"exit {code}"
     if kind == "rl-io":
         return json.loads(out)["total"]["iops"], None
     if kind == "rl-http":
-        n = json.loads(out)["http"]["responses"]
+        n = operations(kind, out)
         return (n / cpu, None) if cpu > 0 else (None, "no CPU time")
     if kind == "wrk":
-        m = re.search(r"(\d+) requests in", out)
-        if not m or cpu <= 0:
+        n = operations(kind, out)
+        if n is None or cpu <= 0:
             return None, "no request count"
-        return int(m.group(1)) / cpu, None
+        return n / cpu, None
     if kind == "tiou":
         unit = {"K": 1e3, "M": 1e6, "": 1}
         v = [float(x) * unit[k] for x, k in re.findall(r"IOPS=([0-9.]+)([KM]?),", out)]
@@ -58,19 +71,15 @@ def figure(kind, out, cpu, code):
     raise SystemExit(f"unknown kind {kind}")
 
 
-def operations(kind, out):
-    """The operations a side's output counts, or None."""
+def counted(kind, out, code):
+    """operations() for the CORUN_DETAIL line: None for a failed side or
+    an output it cannot read, instead of an error."""
+    if code != 0:
+        return None
     try:
-        if kind == "rl-io":
-            return json.loads(out)["total"]["ops"]
-        if kind == "rl-http":
-            return json.loads(out)["http"]["responses"]
-        if kind == "wrk":
-            m = re.search(r"(\d+) requests in", out)
-            return int(m.group(1)) if m else None
+        return operations(kind, out)
     except (ValueError, KeyError, TypeError):
         return None
-    return None
 
 
 def main():
@@ -104,7 +113,7 @@ def main():
             "cpu_s": ru.ru_utime + ru.ru_stime,
             "nvcsw": ru.ru_nvcsw,
             "nivcsw": ru.ru_nivcsw,
-            "ops": operations(kind, text) if code == 0 else None,
+            "ops": counted(kind, text, code),
         }
     if os.environ.get("CORUN_DETAIL"):
         with open(os.environ["CORUN_DETAIL"], "a") as f:
