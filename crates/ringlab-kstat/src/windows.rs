@@ -122,10 +122,6 @@ impl Windows {
                         .collect()
                 };
                 let skipped_at_start = c.skipped();
-                let end = |c: &TgidCounters, mut t: Totals| -> Totals {
-                    t.skipped = skips_between(&skipped_at_start, c.skipped());
-                    t
-                };
                 loop {
                     c.reattach()?;
                     let before = read(&c)?;
@@ -140,7 +136,8 @@ impl Windows {
                     t.ops += o1.saturating_sub(o0);
                     t.windows += 1;
                     if stopped || wait(&stop2, PERIOD - WINDOW) {
-                        return Ok(end(&c, t));
+                        t.skipped = skips_between(&skipped_at_start, c.skipped());
+                        return Ok(t);
                     }
                 }
             })
