@@ -119,7 +119,9 @@
 #   BENCH_PROFILE (1)        0 skips the observer's profile (part 3)
 #   BENCH_PROFILE_REPEATS (3) profiled runs of each variant per row
 #   BENCH_CORUN (1)          0 skips the co-runs with the peer (part 4)
-#   BENCH_CORUN_REPEATS (8)  co-runs per row
+#   BENCH_CORUN_REPEATS (16) co-runs per row (sets of 8 left the HTTP rows'
+#                            intervals 10-20% wide and undecided; 16 decided
+#                            c50 and c400, docs/benchmarks.md 2026-11-28)
 #   T_IO_URING               path of fio's t/io_uring, built outside this
 #                            repo; unset: its columns say "unavailable"
 #   BENCH_TIOURING_EXTRA     more t/io_uring flags (override the above)
@@ -157,7 +159,7 @@ crosscheck=${BENCH_CROSSCHECK:-1}
 profile=${BENCH_PROFILE:-1}
 profile_repeats=${BENCH_PROFILE_REPEATS:-3}
 corun=${BENCH_CORUN:-1}
-corun_repeats=${BENCH_CORUN_REPEATS:-8}
+corun_repeats=${BENCH_CORUN_REPEATS:-16}
 tiou_extra=${BENCH_TIOURING_EXTRA:-}
 ringlab_extra=${BENCH_RINGLAB_EXTRA:-}
 baseline_bin=${BENCH_BASELINE_BIN:-}
