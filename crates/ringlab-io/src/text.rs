@@ -163,7 +163,7 @@ pub fn render_kstat(out: &mut String, k: &ringlab_stats::KstatReport) {
         let parts: Vec<String> = k
             .counter_runs_skipped
             .iter()
-            .map(|(c, n)| format!("{} {n}", c.rsplit(':').next().unwrap_or(c)))
+            .map(|(c, n)| format!("{} {n}", event_name(c)))
             .collect();
         let _ = writeln!(
             out,
@@ -183,10 +183,16 @@ pub fn render_kstat(out: &mut String, k: &ringlab_stats::KstatReport) {
             .unavailable
             .iter()
             .filter(|u| u.reason == reason)
-            .map(|u| u.counter.rsplit(':').next().unwrap_or(&u.counter))
+            .map(|u| event_name(&u.counter))
             .collect();
         let _ = writeln!(out, "  not measured: {}: {reason}", names.join(", "));
     }
+}
+
+/// A counter's name as the text shows it: the event of a `system:event`
+/// tracepoint, any other name whole.
+fn event_name(counter: &str) -> &str {
+    counter.rsplit_once(':').map_or(counter, |(_, event)| event)
 }
 
 /// `--evidence stages`: per stage, the percentiles of the requests' time in
