@@ -587,23 +587,10 @@ PY
 fi
 
 # 4. Co-runs (see the head of this file).
-corun_base=""
-corun_setup() { # -> the two cgroup directories, or a reason on stderr
-    if [[ -f /sys/fs/cgroup/cpu/cgroup.procs ]]; then
-        corun_base=/sys/fs/cgroup/cpu # cgroup v1: cpu.shares default 1024 each
-    elif grep -qw cpu /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
-        corun_base=/sys/fs/cgroup # cgroup v2: cpu.weight default 100 each
-        grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu >/sys/fs/cgroup/cgroup.subtree_control
-    else
-        echo "no CPU cgroup controller (neither /sys/fs/cgroup/cpu nor cgroup v2's cpu)" >&2
-        return 1
-    fi
-    mkdir -p "$corun_base/ringlab-corun-a" "$corun_base/ringlab-corun-b"
-}
 if [[ $corun == 1 ]]; then
     echo
     corun_runtime=$((runtime > 6 ? runtime : 6))
-    if ! corun_setup 2>"$work/corun.err"; then
+    if ! bench_cpu_groups ringlab-corun 2>"$work/corun.err"; then
         echo "co-runs: skipped ($(cat "$work/corun.err"))"
     else
         echo "co-runs against the peer: both at once on CPU $cpu, each in a CPU cgroup of equal weight, ${corun_runtime}s, $corun_repeats repeats;"
@@ -635,8 +622,8 @@ if [[ $corun == 1 ]]; then
             ratios=()
             base_ratios=()
             for ((i = 1; i <= corun_repeats; i++)); do
-                ga=$corun_base/ringlab-corun-a
-                gb=$corun_base/ringlab-corun-b
+                ga=${groups[0]}
+                gb=${groups[1]}
                 if ((i % 2 == 0)); then g=$ga; ga=$gb; gb=$g; fi
                 # With a baseline build, each repeat co-runs both builds
                 # with the peer, one after the other, which one first
@@ -716,7 +703,7 @@ if base:
     print(f"  {'':<40} {side + ' / baseline, paired':<32} {pairs.describe(paired)}")
 PY
         done
-        rmdir "$corun_base/ringlab-corun-a" "$corun_base/ringlab-corun-b" 2>/dev/null || true
+        rmdir "${groups[@]}" 2>/dev/null || true
     fi
 fi
 

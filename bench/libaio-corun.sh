@@ -63,7 +63,7 @@ else
     sync
 fi
 
-bench_cpu_groups ringlab-libaio-corun
+bench_cpu_groups ringlab-libaio-corun || exit 1
 
 echo "target $target, CPU $cpu, requests counted over ${window}s while both run, $repeats co-runs, ringlab: $ringlab ${extra[*]}" >&2
 ratios=()

@@ -61,7 +61,7 @@ bench_quiet
 groups=()
 out=$(mktemp -d)
 trap 'rm -rf "$out"; rmdir "${groups[@]}" 2>/dev/null || true' EXIT
-bench_cpu_groups ringlab-zram-cost
+bench_cpu_groups ringlab-zram-cost || exit 1
 bench_zram
 
 row_flags() { # row -> "ringlab flags|t/io_uring flags"

@@ -17,7 +17,8 @@
 #       Makes two CPU cgroups of equal weight, NAME-a and NAME-b, in the
 #       array `groups` (cgroup v1's cpu controller or v2's; root), for two
 #       commands that share a CPU at once. The caller removes them
-#       (rmdir "${groups[@]}") when done.
+#       (rmdir "${groups[@]}") when done. Without a CPU controller it says
+#       why on stderr and returns 1.
 #
 #   bench_quiet
 #       Prints one line on how quiet the machine is before the script
@@ -96,7 +97,7 @@ bench_cpu_groups() {
             echo +cpu >/sys/fs/cgroup/cgroup.subtree_control
     else
         echo "no CPU cgroup controller (neither /sys/fs/cgroup/cpu nor cgroup v2's cpu): run as root on a machine with one" >&2
-        exit 1
+        return 1
     fi
     groups=("$base/$1-a" "$base/$1-b")
     mkdir -p "${groups[@]}"
