@@ -92,14 +92,6 @@ def verdict(pairs, bar):
     return f">= {bar}: undecided (the interval spans it)"
 
 
-if __name__ == "__main__":
-    # Self-check: the interval's order statistics for a few sizes.
-    for n, want in ((5, None), (6, (1, 6)), (10, (2, 9)), (20, (6, 15))):
-        got = median_ci(list(range(1, n + 1)))
-        assert got == want, (n, got, want)
-    print("ok")
-
-
 def spearman(xs, ys):
     """Spearman's rank correlation of two equal-length lists (ties get
     their mean rank), or None with fewer than 3 points or a constant list."""
@@ -127,3 +119,12 @@ def spearman(xs, ys):
     if sxx == 0 or syy == 0:
         return None
     return sxy / (sxx * syy) ** 0.5
+
+
+if __name__ == "__main__":
+    # Self-check: the interval's order statistics for a few sizes.
+    for n, want in ((5, None), (6, (1, 6)), (10, (2, 9)), (20, (6, 15))):
+        got = median_ci(list(range(1, n + 1)))
+        assert got == want, (n, got, want)
+    print("ok")
+
