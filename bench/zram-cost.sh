@@ -34,7 +34,9 @@
 #   T_IO_URING (required), BENCH_ROWS ("qd8cb8"), BENCH_CPU (0),
 #   BENCH_RUNTIME seconds counted (3), BENCH_REPEATS (6), RINGLAB_BIN
 #   (default: this tree, built), BENCH_RINGLAB_EXTRA (more ringlab flags,
-#   e.g. "--no-kstat")
+#   e.g. "--no-kstat"), BENCH_SIDE_NAME (what RINGLAB_BIN is called in the
+#   lines, "ringlab"; another name judges nothing: bench/uring-floor.sh
+#   runs bench/floor's program in ringlab's place)
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,6 +46,7 @@ window=${BENCH_RUNTIME:-3}
 repeats=${BENCH_REPEATS:-6}
 read -r -a rows <<<"${BENCH_ROWS:-qd8cb8}"
 read -r -a extra <<<"${BENCH_RINGLAB_EXTRA:-}"
+side=${BENCH_SIDE_NAME:-ringlab}
 total=$((window + 4))
 if [[ $EUID -ne 0 ]]; then
     echo "zram-cost.sh: needs root (zram, cgroups, perf on every thread)" >&2
@@ -83,7 +86,7 @@ threads() {
     done
 }
 
-echo "CPU $cpu, reads and CPU counted over ${window}s while both run, $repeats co-runs per row; ringlab: $ringlab ${extra[*]}; peer: $tiou" >&2
+echo "CPU $cpu, reads and CPU counted over ${window}s while both run, $repeats co-runs per row; $side: $ringlab ${extra[*]}; peer: $tiou" >&2
 for row in "${rows[@]}"; do
     flags=$(row_flags "$row")
     read -r -a rl_flags <<<"${flags%%|*}"
@@ -149,11 +152,11 @@ PY
             continue
         fi
         read -r ratio cost rj rw ro tj tw to <<<"$line"
-        echo "  $row $i: reads ringlab/t $ratio, cost t/ringlab $cost; ns per read: ringlab job $rj wrk $rw other $ro | t/io_uring job $tj wrk $tw other $to"
+        echo "  $row $i: reads $side/t $ratio, cost t/$side $cost; ns per read: $side job $rj wrk $rw other $ro | t/io_uring job $tj wrk $tw other $to"
         echo "$line" >>"$out/$row.lines"
     done
 done
-RINGLAB_EXTRA="${extra[*]}" python3 - "$repo/bench/lib" "$out" "${rows[@]}" <<'PY'
+RINGLAB_EXTRA="${extra[*]}" SIDE="$side" python3 - "$repo/bench/lib" "$out" "${rows[@]}" <<'PY'
 import os, statistics, sys
 sys.path.insert(0, sys.argv[1])
 import pairs
@@ -161,6 +164,7 @@ out = sys.argv[2]
 # Issue 25's bars are set for ringlab as typed: with BENCH_RINGLAB_EXTRA
 # the lines name the flags and judge nothing.
 extra = os.environ.get("RINGLAB_EXTRA", "")
+side = os.environ.get("SIDE", "ringlab")
 for row in sys.argv[3:]:
     lines = [l.split() for l in open(f"{out}/{row}.lines")]
     if not lines:
@@ -168,11 +172,13 @@ for row in sys.argv[3:]:
         continue
     col = lambda i: [float(l[i]) for l in lines]
     med = lambda i: f"{statistics.median(col(i)):.0f}"
-    print(f"{row}: reads ringlab/t/io_uring, median [95%] (min-max): {pairs.describe(col(0), 4)}")
-    if extra:
+    print(f"{row}: reads {side}/t/io_uring, median [95%] (min-max): {pairs.describe(col(0), 4)}")
+    if side != "ringlab":
+        print(f"{row}: {side} is not ringlab: no verdict against issue 25's bars")
+    elif extra:
         print(f"{row}: ringlab ran with {extra}: no verdict against issue 25's bars (set for ringlab as typed)")
     else:
         print(f"{row}: {pairs.verdict(col(0), pairs.PEER_BARS.get(row))}")
-    print(f"{row}: median ns per read, ringlab job {med(2)} wrk {med(3)} other {med(4)}; "
+    print(f"{row}: median ns per read, {side} job {med(2)} wrk {med(3)} other {med(4)}; "
           f"t/io_uring job {med(5)} wrk {med(6)} other {med(7)}")
 PY
