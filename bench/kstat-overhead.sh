@@ -140,7 +140,11 @@
 #                            they differ by: a build that records no
 #                            latency co-ran at 1.008 against the head, and
 #                            at 1.021 [1.017-1.027] through t/io_uring
-#                            (docs/benchmarks.md, 2026-11-27 23:16 UTC)
+#                            (docs/benchmarks.md, 2026-11-27 23:16 UTC).
+#                            bench/floor's program takes the HTTP rows'
+#                            command line too: as the baseline it shows
+#                            where a bare io_uring client on the io-uring
+#                            crate stands against wrk (bench/uring-floor.sh)
 #   RINGLAB_BIN              a ringlab binary to measure instead of building
 #                            this tree's
 # Numbers are measured, not asserted; nothing here is a test.

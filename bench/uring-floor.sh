@@ -12,17 +12,25 @@
 # a Rust loop on this crate reached here; ringlab's distance below it is
 # what its loop (timing, fio's accounting, checks, helper threads) costs.
 #
-# Environment: T_IO_URING (required), BENCH_ROWS ("qd1 qd32 qd8cb8"),
+# The same program is the floor of an HTTP client: `floor http -cN -dSs URL`
+# (bench/floor/src/http.rs) takes the command line bench/kstat-overhead.sh
+# gives `ringlab http`, so BENCH_BASELINE_BIN=target/floor/release/ringlab-floor
+# there co-runs it with wrk beside ringlab (`BENCH_ROWS= bash
+# bench/uring-floor.sh` only builds it and prints its path).
+#
+# Environment: T_IO_URING (required for rows), BENCH_ROWS ("qd1 qd32 qd8cb8";
+# empty: build only),
 # BENCH_REPEATS (8), RINGLAB_BIN (default: this tree, built), and the rest
 # of zram-cost.sh's. Needs root and cargo.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 export BENCH_REPEATS=${BENCH_REPEATS:-8}
-read -r -a rows <<<"${BENCH_ROWS:-qd1 qd32 qd8cb8}"
+read -r -a rows <<<"${BENCH_ROWS-qd1 qd32 qd8cb8}"
 echo "building bench/floor (cargo, release)" >&2
 CARGO_TARGET_DIR="$repo/target/floor" cargo build --release -q --manifest-path "$repo/bench/floor/Cargo.toml"
 floor="$repo/target/floor/release/ringlab-floor"
+((${#rows[@]})) || { echo "$floor"; exit 0; }
 for row in "${rows[@]}"; do
     BENCH_ROWS=$row BENCH_SIDE_NAME=floor RINGLAB_BIN=$floor bash "$repo/bench/zram-cost.sh" | sed -n '/median\|quiet/p'
     BENCH_ROWS=$row bash "$repo/bench/zram-cost.sh" | sed -n '/median\|>=\|quiet/p'

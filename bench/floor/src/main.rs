@@ -17,6 +17,10 @@
 //! that script can run it in ringlab's place; its job thread is named
 //! `ringlab-job0` for that script's per-thread accounting. It prints the
 //! reads per second, as JSON when `--output-format json` is given.
+//!
+//! `floor http ...` is the same floor for an HTTP client (src/http.rs).
+
+mod http;
 
 use io_uring::{opcode, types, IoUring};
 use std::os::unix::fs::OpenOptionsExt;
@@ -34,7 +38,7 @@ struct Args {
 }
 
 fn usage(why: &str) -> ! {
-    eprintln!("floor: {why}\nusage: floor io TARGET --iodepth N [--complete-batch C] --runtime SECONDSs [--output-format json]");
+    eprintln!("floor: {why}\nusage: floor io TARGET --iodepth N [--complete-batch C] --runtime SECONDSs [--output-format json]\n       floor http -cN -dSECONDSs [--output-format json] http://HOST:PORT/PATH");
     exit(2)
 }
 
@@ -181,7 +185,67 @@ fn run(a: &Args) -> Result<(u64, f64), String> {
     Ok((reads, secs))
 }
 
+/// `http ... -cN -dSECONDSs ... URL` (ringlab http's and wrk's spelling).
+fn parse_http(argv: &[String]) -> http::Args {
+    let mut a = http::Args {
+        conns: 0,
+        secs: 0.0,
+        url: String::new(),
+        json: false,
+    };
+    let mut i = 0;
+    while i < argv.len() {
+        let s = argv[i].as_str();
+        let mut val = |flag: &str| -> Option<String> {
+            let rest = s.strip_prefix(flag)?;
+            if rest.is_empty() {
+                i += 1;
+                argv.get(i).cloned()
+            } else {
+                Some(rest.to_string())
+            }
+        };
+        if let Some(v) = val("-c") {
+            a.conns = v
+                .parse()
+                .unwrap_or_else(|_| usage("-c takes a number of connections"));
+        } else if let Some(v) = val("-d") {
+            a.secs = v
+                .trim_end_matches('s')
+                .parse()
+                .unwrap_or_else(|_| usage("-d takes seconds, e.g. 6s"));
+        } else if s == "--output-format" {
+            i += 1;
+            a.json = argv.get(i).is_some_and(|v| v == "json");
+        } else if s == "--io" || s == "-t" {
+            i += 1;
+        } else if s.starts_with("http://") {
+            a.url = s.to_string();
+        }
+        i += 1;
+    }
+    if a.conns == 0 || a.secs <= 0.0 || a.url.is_empty() {
+        usage("http needs -cN, -dSECONDSs and an http:// URL");
+    }
+    a
+}
+
 fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if argv.first().is_some_and(|a| a == "http") {
+        let a = parse_http(&argv[1..]);
+        match http::run(&a) {
+            Ok(n) if a.json => {
+                println!("{{\"tool\":\"ringlab-floor\",\"http\":{{\"responses\":{n}}}}}")
+            }
+            Ok(n) => println!("{n} responses"),
+            Err(e) => {
+                eprintln!("floor: {e}");
+                exit(1)
+            }
+        }
+        return;
+    }
     let a = parse();
     let t = std::thread::spawn(move || run(&a).map(|r| (r, a.json)));
     match t.join() {
