@@ -146,11 +146,9 @@ impl Drop for SharedMapping {
 }
 
 /// A field's offset in a tracepoint's raw record, from its format file
-/// (`/sys/kernel/tracing/events/SYSTEM/EVENT/format`).
+/// (`events/SYSTEM/EVENT/format` under tracefs).
 pub(crate) fn field_offset(tracepoint: &str, field: &str) -> Result<usize, String> {
-    let (system, event) = tracepoint.split_once(':').unwrap_or(("", tracepoint));
-    let path = format!("/sys/kernel/tracing/events/{system}/{event}/format");
-    let text = fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+    let (path, text) = event_file(tracepoint, "format")?;
     for line in text.lines() {
         let mut parts = line.trim().split(';').map(str::trim);
         let Some(decl) = parts.next().and_then(|d| d.strip_prefix("field:")) else {
@@ -170,6 +168,16 @@ pub(crate) fn field_offset(tracepoint: &str, field: &str) -> Result<usize, Strin
 
 /// The id of tracepoint `system:event`, from tracefs.
 pub fn event_id(name: &str) -> Result<u64, String> {
+    let (path, text) = event_file(name, "id")?;
+    text.trim()
+        .parse()
+        .map_err(|_| format!("{path} does not hold a number"))
+}
+
+/// One file of tracepoint `system:event`'s tracefs directory (`id`,
+/// `format`): its path and text. Mounts tracefs first where none is
+/// mounted, and looks in each place tracefs is found.
+fn event_file(name: &str, file: &str) -> Result<(String, String), String> {
     let (system, event) = name
         .split_once(':')
         .ok_or_else(|| format!("{name} is not system:event"))?;
@@ -178,14 +186,9 @@ pub fn event_id(name: &str) -> Result<u64, String> {
     }
     let mut last_err = String::new();
     for root in TRACEFS_ROOTS {
-        let path = format!("{root}/events/{system}/{event}/id");
+        let path = format!("{root}/events/{system}/{event}/{file}");
         match fs::read_to_string(&path) {
-            Ok(text) => {
-                return text
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("{path} does not hold a number"))
-            }
+            Ok(text) => return Ok((path, text)),
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
                 last_err = format!(
                     "cannot read {path} ({e}): tracefs is readable by root only; run as root"

@@ -495,6 +495,69 @@ fn bpf_copies_each_block_completion_of_the_disk() {
     );
 }
 
+/// On a machine where no tracefs is mounted (a fresh VM often has none),
+/// `--evidence stages` mounts it before it reads a tracepoint's format:
+/// the BPF copy of the disk's completions loads, and nothing falls back to
+/// perf samples. The run gets a mount namespace of its own, with every
+/// tracefs unmounted there; the machine's mounts stay as they are.
+#[test]
+fn stage_evidence_mounts_tracefs_where_none_is_mounted() {
+    const NAME: &str = "stage_evidence_mounts_tracefs_where_none_is_mounted";
+    if !is_root() {
+        skip(NAME, "needs root (a mount namespace, BPF)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    if ringlab_kstat::device::disk_of_path(dir.path()).is_none() {
+        skip(NAME, "the temporary directory is on no block device");
+        return;
+    }
+    let line = format!(
+        "io --directory {} --size 8m --direct --iodepth 4 --runtime 400ms --evidence stages --output-format json",
+        dir.path().display()
+    );
+    // SAFETY: only async-signal-safe calls (unshare, mount, umount2)
+    // between fork and exec.
+    let out = unsafe {
+        ringlab_with(&line, || {
+            if libc::unshare(libc::CLONE_NEWNS) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Private, so what is unmounted here stays mounted outside.
+            let private = libc::MS_REC | libc::MS_PRIVATE;
+            if libc::mount(
+                c"none".as_ptr(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                private,
+                std::ptr::null(),
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            // Every tracefs, however often it is mounted on each point
+            // (EINVAL: no mount there any more).
+            for point in [c"/sys/kernel/tracing", c"/sys/kernel/debug/tracing"] {
+                while libc::umount2(point.as_ptr(), libc::MNT_DETACH) == 0 {}
+            }
+            Ok(())
+        })
+    };
+    let r = ok_json_of(&out);
+    let k = &r["kstat"];
+    if let Some(reason) = unavailable_reason(k, "block:block_rq_complete of every request") {
+        panic!("the BPF copy did not load without a mounted tracefs: {reason}");
+    }
+    let st = &k["stages"];
+    let matched = st["requests_matched"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no stage tracing without a mounted tracefs: {k}"));
+    assert!(matched > 0, "{st}");
+    if r["target"]["scheduler"].as_str().is_some() {
+        assert!(st["requests_block_completed"].as_u64().unwrap() > 0, "{st}");
+    }
+}
+
 /// Where BPF may not be used but perf may (the capabilities CAP_BPF and
 /// CAP_SYS_ADMIN dropped, CAP_PERFMON kept), `--evidence stages` still
 /// times every request's stages: the disk's completions come from perf
