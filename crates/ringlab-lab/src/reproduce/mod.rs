@@ -746,6 +746,24 @@ fn subst(s: &str, vars: &Vars) -> String {
 }
 
 /// This process' CPUs while `f` runs: its children inherit them.
+/// Runs a recipe's sweep, and once more where some of its runs failed:
+/// the second call runs only the failed ones (the sweep store keeps the
+/// runs that were done). A run fails when it measured nothing, as a 150 ms
+/// HTTP run does when the server got no CPU for its whole window on a
+/// host that steals it; `ringlab sweep` leaves the retry to the user, but
+/// a recipe's rounds are new directories each time, so reproduce retries
+/// here and says so. A failure that repeats stands; an interruption is
+/// never retried.
+fn retry_failed_runs_once<T>(what: &str, mut sweep: impl FnMut() -> Result<T>) -> Result<T> {
+    match sweep() {
+        Err(e) if e.downcast_ref::<Interrupted>().is_none() => {
+            eprintln!("ringlab reproduce: {what}: {e:#}; running the failed runs once more");
+            sweep()
+        }
+        done => done,
+    }
+}
+
 fn with_affinity<T>(cpus: Option<&[u32]>, f: impl FnOnce() -> T) -> Result<T> {
     let Some(cpus) = cpus else {
         return Ok(f());
@@ -1021,8 +1039,11 @@ fn run_round(
         }
     }
     let before = machine::ProcSample::take(bg_pid);
-    with_affinity(cpus.as_deref(), || run_sweep(&plan, &sweep_dir, &sopts))?
-        .with_context(|| format!("sweep {} of recipe {}", s.name, r.name))?;
+    let what = format!("sweep {} of recipe {}", s.name, r.name);
+    retry_failed_runs_once(&what, || {
+        with_affinity(cpus.as_deref(), || run_sweep(&plan, &sweep_dir, &sopts))?
+    })
+    .with_context(|| what.clone())?;
     let after = machine::ProcSample::take(bg_pid);
     let name = sweep_dir
         .file_name()
@@ -1352,6 +1373,43 @@ fn evidence(r: &Recipe, points: &[Point]) -> Json {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn failed_runs_are_retried_once_and_a_repeated_failure_stands() {
+        let mut calls = 0;
+        let out = super::retry_failed_runs_once("sweep s", || {
+            calls += 1;
+            if calls == 1 {
+                anyhow::bail!("1 of 18 runs failed")
+            }
+            Ok(calls)
+        });
+        assert_eq!(out.unwrap(), 2);
+        let mut calls = 0;
+        let out: anyhow::Result<()> = super::retry_failed_runs_once("sweep s", || {
+            calls += 1;
+            anyhow::bail!("failure {calls}")
+        });
+        assert_eq!(calls, 2);
+        assert_eq!(out.unwrap_err().to_string(), "failure 2");
+        let mut calls = 0;
+        let out: anyhow::Result<()> = super::retry_failed_runs_once("sweep s", || {
+            calls += 1;
+            Err(super::Interrupted("stopped".into()).into())
+        });
+        assert_eq!(calls, 1, "an interruption is not retried");
+        assert!(out
+            .unwrap_err()
+            .downcast_ref::<super::Interrupted>()
+            .is_some());
+        let mut calls = 0;
+        let out = super::retry_failed_runs_once("sweep s", || {
+            calls += 1;
+            Ok(())
+        });
+        assert!(out.is_ok());
+        assert_eq!(calls, 1, "a sweep that succeeded runs once");
+    }
+
     use super::*;
 
     /// A block device (zram in the recipes; a loop device here) is filled
