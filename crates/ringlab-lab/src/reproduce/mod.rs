@@ -752,17 +752,26 @@ fn subst(s: &str, vars: &Vars) -> String {
 /// HTTP run does when the server got no CPU for its whole window on a
 /// host that steals it; `ringlab sweep` leaves the retry to the user, but
 /// a recipe's rounds are new directories each time, so reproduce retries
-/// here and says so. A failure that repeats stands; an interruption is
-/// never retried.
-fn retry_failed_runs_once<T>(what: &str, mut sweep: impl FnMut() -> Result<T>) -> Result<T> {
+/// here and says so, and the verdict's quietness names the sweep. A
+/// failure that repeats stands; an interruption is never retried. Returns
+/// the sweep's outcome and, where it was retried, the first failure.
+fn retry_failed_runs_once<T>(
+    what: &str,
+    mut sweep: impl FnMut() -> Result<T>,
+) -> Result<(T, Option<String>)> {
     match sweep() {
         Err(e) if e.downcast_ref::<Interrupted>().is_none() => {
-            eprintln!("ringlab reproduce: {what}: {e:#}; running the failed runs once more");
-            sweep()
+            let first = format!("{e:#}");
+            eprintln!("ringlab reproduce: {what}: {first}; running the failed runs once more");
+            sweep().map(|t| (t, Some(first)))
         }
-        done => done,
+        done => done.map(|t| (t, None)),
     }
 }
+
+/// The start of the quietness warning of a sweep whose failed runs were
+/// run again.
+const RETRIED: &str = "runs failed and were run again once";
 
 fn with_affinity<T>(cpus: Option<&[u32]>, f: impl FnOnce() -> T) -> Result<T> {
     let Some(cpus) = cpus else {
@@ -1040,7 +1049,7 @@ fn run_round(
     }
     let before = machine::ProcSample::take(bg_pid);
     let what = format!("sweep {} of recipe {}", s.name, r.name);
-    retry_failed_runs_once(&what, || {
+    let (_, retried) = retry_failed_runs_once(&what, || {
         with_affinity(cpus.as_deref(), || run_sweep(&plan, &sweep_dir, &sopts))?
     })
     .with_context(|| what.clone())?;
@@ -1049,12 +1058,11 @@ fn run_round(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    quiet.push(machine::quietness(
-        &name,
-        &before,
-        &after,
-        machine.cpus.len(),
-    ));
+    let mut q = machine::quietness(&name, &before, &after, machine.cpus.len());
+    if let (Some(first), Some(w)) = (retried, q["warnings"].as_array_mut()) {
+        w.push(json!(format!("{RETRIED} (first failure: {first})")));
+    }
+    quiet.push(q);
     Ok(())
 }
 
@@ -1112,6 +1120,18 @@ fn attach_quietness(verdict: &mut Json, quiet: &[Json]) {
             }
             if let Some(s) = worst("steal_percent").filter(|s| *s > 2.0) {
                 parts.push(format!("up to {s:.1}% CPU steal"));
+            }
+            let retried = quiet
+                .iter()
+                .filter(|q| {
+                    q["warnings"].as_array().is_some_and(|w| {
+                        w.iter()
+                            .any(|w| w.as_str().is_some_and(|w| w.starts_with(RETRIED)))
+                    })
+                })
+                .count();
+            if retried > 0 {
+                parts.push(format!("failed runs run again in {retried} sweep(s)"));
             }
             let reason = o["reason"].as_str().unwrap_or("").to_string();
             o.insert(
@@ -1383,16 +1403,18 @@ mod tests {
             }
             Ok(calls)
         });
-        assert_eq!(out.unwrap(), 2);
+        let (n, first) = out.unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(first.as_deref(), Some("1 of 18 runs failed"));
         let mut calls = 0;
-        let out: anyhow::Result<()> = super::retry_failed_runs_once("sweep s", || {
+        let out: anyhow::Result<((), _)> = super::retry_failed_runs_once("sweep s", || {
             calls += 1;
             anyhow::bail!("failure {calls}")
         });
         assert_eq!(calls, 2);
         assert_eq!(out.unwrap_err().to_string(), "failure 2");
         let mut calls = 0;
-        let out: anyhow::Result<()> = super::retry_failed_runs_once("sweep s", || {
+        let out: anyhow::Result<((), _)> = super::retry_failed_runs_once("sweep s", || {
             calls += 1;
             Err(super::Interrupted("stopped".into()).into())
         });
@@ -1406,7 +1428,7 @@ mod tests {
             calls += 1;
             Ok(())
         });
-        assert!(out.is_ok());
+        assert_eq!(out.unwrap().1, None);
         assert_eq!(calls, 1, "a sweep that succeeded runs once");
     }
 
@@ -1488,6 +1510,26 @@ mod tests {
         attach_quietness(&mut q, &quiet);
         assert_eq!(q["verdict"], "reproduced", "{q}");
         assert!(!q["reason"].as_str().unwrap().contains("busy"));
+    }
+
+    #[test]
+    fn a_sweep_whose_failed_runs_ran_again_is_named_in_the_reason() {
+        let mut v = json!({"verdict": "reproduced", "decided_by": 1, "reason": "Decided by check 1.",
+                           "checks": [{"metric": "kstat.per_op.ipis_per_op"}]});
+        let retried = format!("{RETRIED} (first failure: 1 of 18 runs failed)");
+        let quiet = [
+            json!({"sweep": "a", "other_cpu_percent": 3.0, "warnings": [retried]}),
+            json!({"sweep": "b", "other_cpu_percent": 3.0, "warnings": []}),
+        ];
+        attach_quietness(&mut v, &quiet);
+        assert_eq!(v["verdict"], "reproduced", "{v}");
+        let why = v["reason"].as_str().unwrap();
+        assert!(
+            why.contains("busy during 1 of 2 sweep(s)")
+                && why.contains("failed runs run again in 1 sweep(s)"),
+            "{why}"
+        );
+        assert_eq!(v["quietness"][0]["warnings"][0], json!(retried));
     }
 
     #[test]
