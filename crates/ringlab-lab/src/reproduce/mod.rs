@@ -745,12 +745,12 @@ fn subst(s: &str, vars: &Vars) -> String {
     }
 }
 
-/// This process' CPUs while `f` runs: its children inherit them.
 /// Runs a recipe's sweep, and once more where some of its runs failed:
 /// the second call runs only the failed ones (the sweep store keeps the
-/// runs that were done). A run fails when it measured nothing, as a 150 ms
-/// HTTP run does when the server got no CPU for its whole window on a
-/// host that steals it; `ringlab sweep` leaves the retry to the user, but
+/// runs that were done). A run fails when it measured nothing, as one
+/// 150 ms HTTP run of 18 did in CI on a VM whose host stole up to half of
+/// its CPU (no response in the window); `ringlab sweep` leaves the retry
+/// to the user, but
 /// a recipe's rounds are new directories each time, so reproduce retries
 /// here and says so, and the verdict's quietness names the sweep. A
 /// failure that repeats stands; an interruption is never retried. Returns
@@ -773,6 +773,7 @@ fn retry_failed_runs_once<T>(
 /// run again.
 const RETRIED: &str = "runs failed and were run again once";
 
+/// This process' CPUs while `f` runs: its children inherit them.
 fn with_affinity<T>(cpus: Option<&[u32]>, f: impl FnOnce() -> T) -> Result<T> {
     let Some(cpus) = cpus else {
         return Ok(f());
