@@ -495,6 +495,28 @@ fn bpf_copies_each_block_completion_of_the_disk() {
     );
 }
 
+/// The command line of a short `--evidence stages` run on a file of the
+/// temporary directory's disk, with that directory (kept while the run
+/// lasts); `None`, with the skip recorded, where the test cannot run: not
+/// root (`why_root` says what root is needed for), or no disk under the
+/// temporary directory (no block completions to copy or time).
+fn disk_stage_run(name: &str, why_root: &str) -> Option<(tempfile::TempDir, String)> {
+    if !is_root() {
+        skip(name, why_root);
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    if ringlab_kstat::device::disk_of_path(dir.path()).is_none() {
+        skip(name, "the temporary directory is on no block device");
+        return None;
+    }
+    let line = format!(
+        "io --directory {} --size 8m --direct --iodepth 4 --runtime 400ms --evidence stages --output-format json",
+        dir.path().display()
+    );
+    Some((dir, line))
+}
+
 /// On a machine where no tracefs is mounted (a fresh VM often has none),
 /// `--evidence stages` mounts it before it reads a tracepoint's format:
 /// the BPF copy of the disk's completions loads, and nothing falls back to
@@ -503,19 +525,9 @@ fn bpf_copies_each_block_completion_of_the_disk() {
 #[test]
 fn stage_evidence_mounts_tracefs_where_none_is_mounted() {
     const NAME: &str = "stage_evidence_mounts_tracefs_where_none_is_mounted";
-    if !is_root() {
-        skip(NAME, "needs root (a mount namespace, BPF)");
+    let Some((_dir, line)) = disk_stage_run(NAME, "needs root (a mount namespace, BPF)") else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    if ringlab_kstat::device::disk_of_path(dir.path()).is_none() {
-        skip(NAME, "the temporary directory is on no block device");
-        return;
-    }
-    let line = format!(
-        "io --directory {} --size 8m --direct --iodepth 4 --runtime 400ms --evidence stages --output-format json",
-        dir.path().display()
-    );
+    };
     // SAFETY: only async-signal-safe calls (unshare, mount, umount2)
     // between fork and exec.
     let out = unsafe {
@@ -567,23 +579,12 @@ fn stage_evidence_mounts_tracefs_where_none_is_mounted() {
 #[test]
 fn stage_evidence_without_bpf_falls_back_to_perf_and_says_so() {
     const NAME: &str = "stage_evidence_without_bpf_falls_back_to_perf_and_says_so";
-    if !is_root() {
-        skip(
-            NAME,
-            "needs root (to drop the BPF capabilities but keep perf's)",
-        );
+    let Some((_dir, line)) = disk_stage_run(
+        NAME,
+        "needs root (to drop the BPF capabilities but keep perf's)",
+    ) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    if ringlab_kstat::device::disk_of_path(dir.path()).is_none() {
-        // No disk, no block completions to copy, so nothing falls back.
-        skip(NAME, "the temporary directory is on no block device");
-        return;
-    }
-    let line = format!(
-        "io --directory {} --size 8m --direct --iodepth 4 --runtime 400ms --evidence stages --output-format json",
-        dir.path().display()
-    );
+    };
     // SAFETY: only async-signal-safe calls between fork and exec.
     let out = unsafe {
         ringlab_with(&line, || {
