@@ -22,6 +22,13 @@ const BGID: u16 = 1;
 const SEND: u64 = 1 << 32;
 const RECV: u64 = 2 << 32;
 
+/// The send of connection `i`'s request.
+fn send(fd: Fd, request: &[u8], i: usize) -> io_uring::squeue::Entry {
+    opcode::Send::new(fd, request.as_ptr(), request.len() as u32)
+        .build()
+        .user_data(SEND | i as u64)
+}
+
 pub struct Args {
     pub conns: usize,
     pub secs: f64,
@@ -162,12 +169,7 @@ pub fn run(a: &Args) -> Result<u64, String> {
     };
     for (i, s) in socks.iter().enumerate() {
         let fd = Fd(s.as_raw_fd());
-        push(
-            &mut ring,
-            opcode::Send::new(fd, request.as_ptr(), request.len() as u32)
-                .build()
-                .user_data(SEND | i as u64),
-        )?;
+        push(&mut ring, send(fd, &request, i))?;
         push(
             &mut ring,
             opcode::RecvMulti::new(fd, BGID)
@@ -244,12 +246,7 @@ pub fn run(a: &Args) -> Result<u64, String> {
                     sending = false;
                 }
                 if sending {
-                    push(
-                        &mut ring,
-                        opcode::Send::new(fd, request.as_ptr(), request.len() as u32)
-                            .build()
-                            .user_data(SEND | i as u64),
-                    )?;
+                    push(&mut ring, send(fd, &request, i))?;
                 } else {
                     inflight -= 1;
                 }
