@@ -681,25 +681,42 @@ else:
 # voluntary context switches per response), and how the ratio moves with
 # it (at 10 connections a Spearman rho of -0.90 over 12 co-runs,
 # docs/benchmarks.md 2026-11-28): a set of co-runs that fell into a sleepy
-# rhythm says so here.
-if row.startswith("c") and os.path.exists(os.environ["CORUN_DETAIL"]):
-    details = [json.loads(l) for l in open(os.environ["CORUN_DETAIL"]) if l.strip()]
-    sleeps, kept = [], []
+# rhythm says so here. With a baseline, its sleeps too (from the kernel's
+# count, so any client): at 10 connections ringlab slept 0.034 times per
+# response and the bare client 0.008 (docs/benchmarks.md 2026-11-29).
+def sleeps_per_response(path, ratios_):
+    """Voluntary context switches per response of one side's co-runs, with
+    the ratio each co-run gave; empty when the lines cannot be matched."""
+    if not os.path.exists(path):
+        return [], []
+    details = [json.loads(l) for l in open(path) if l.strip()]
     # One line per co-run; a co-run that failed to start wrote none, and
     # then the lines cannot be matched to the ratios.
-    if len(details) != len(mine):
-        details = []
-    for d, r_ in zip(details, mine):
+    if len(details) != len(ratios_):
+        return [], []
+    sleeps, kept = [], []
+    for d, r_ in zip(details, ratios_):
         a = d["a"]
         if r_ is not None and a.get("ops"):
             sleeps.append(a["nvcsw"] / a["ops"])
             kept.append(r_)
+    return sleeps, kept
+
+if row.startswith("c"):
+    sleeps, kept = sleeps_per_response(os.environ["CORUN_DETAIL"], mine)
     if sleeps:
         rho = pairs.spearman(sleeps, kept)
         rho_text = "n/a" if rho is None else f"{rho:+.2f}"
         s_sorted = sorted(sleeps)
         print(f"  {'':<40} {'ringlab sleeps per response':<32} {statistics.median(sleeps):.3f} ({s_sorted[0]:.3f}-{s_sorted[-1]:.3f}); "
               f"Spearman rho with the ratio {rho_text} over {len(sleeps)} co-runs")
+    # The baseline's, from the kernel's count as well: a client that finds
+    # a response ready more often sleeps less, and each sleep hands the CPU
+    # to the peer and back.
+    b_sleeps, _ = sleeps_per_response(os.environ["CORUN_DETAIL"].replace("-typed.jsonl", "-baseline.jsonl"), base)
+    if b_sleeps:
+        s_sorted = sorted(b_sleeps)
+        print(f"  {'':<40} {'baseline sleeps per response':<32} {statistics.median(b_sleeps):.3f} ({s_sorted[0]:.3f}-{s_sorted[-1]:.3f})")
 if base:
     b = [x for x in base if x is not None]
     paired = [m / x for m, x in zip(mine, base) if m is not None and x is not None]
