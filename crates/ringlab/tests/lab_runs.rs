@@ -66,16 +66,6 @@ fn stored(out: &Path) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// CSV (no quoted fields in these tests) as header -> column maps.
 fn csv_rows(text: &str) -> Vec<BTreeMap<String, String>> {
     let mut lines = text.lines();

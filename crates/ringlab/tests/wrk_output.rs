@@ -359,8 +359,11 @@ fn wakeup_lateness_during<T>(f: impl FnOnce() -> T) -> (T, f64) {
             std::thread::sleep(nap);
             late.push((t.elapsed() - nap).as_secs_f64() * 1e6);
         }
-        late.sort_by(f64::total_cmp);
-        late.get(late.len() / 2).copied().unwrap_or(0.0)
+        if late.is_empty() {
+            0.0
+        } else {
+            common::median(late)
+        }
     });
     let out = f();
     stop.store(true, Ordering::Relaxed);

@@ -451,3 +451,15 @@ pub fn first_json(out: &Output) -> Value {
         .unwrap()
         .unwrap()
 }
+
+/// The median of `v` (the mean of the middle two where the count is even);
+/// `v` must not be empty.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
