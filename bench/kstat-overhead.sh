@@ -647,6 +647,7 @@ if [[ $corun == 1 ]]; then
                 done
             done
             RINGLAB_EXTRA="$ringlab_extra" CORUN_DETAIL="$work/corun-$row-typed.jsonl" \
+                CORUN_BASE_DETAIL="$work/corun-$row-baseline.jsonl" \
                 python3 - "$row" "$repo/bench/lib" "${ratios[@]}" -- "${base_ratios[@]}" <<'PY'
 import json, os, statistics, sys
 sys.path.insert(0, sys.argv[2])
@@ -713,7 +714,7 @@ if row.startswith("c"):
     # The baseline's, from the kernel's count as well: a client that finds
     # a response ready more often sleeps less, and each sleep hands the CPU
     # to the peer and back.
-    b_sleeps, _ = sleeps_per_response(os.environ["CORUN_DETAIL"].replace("-typed.jsonl", "-baseline.jsonl"), base)
+    b_sleeps, _ = sleeps_per_response(os.environ["CORUN_BASE_DETAIL"], base)
     if b_sleeps:
         s_sorted = sorted(b_sleeps)
         print(f"  {'':<40} {'baseline sleeps per response':<32} {statistics.median(b_sleeps):.3f} ({s_sorted[0]:.3f}-{s_sorted[-1]:.3f})")
