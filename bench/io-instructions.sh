@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# The instructions each read costs ringlab's job loop in user space, against
+# the bare loop (bench/floor), counted by valgrind's callgrind.
+#
+# The co-runs (bench/uring-floor.sh, bench/zram-cost.sh) time the whole
+# read, kernel and io-wq worker included, and move by a percent or two
+# between machines of one kind. What ringlab's own code adds to a read is
+# a smaller figure inside that noise. Callgrind counts it instead: the
+# instructions executed in user space inside ringlab's job loop
+# (ringlab_io::worker::run_job and all it calls) and inside the floor's
+# (ringlab_floor::run), which are the same for the same binary and
+# arguments whatever else the machine does. The kernel's part of a read
+# (the system call, io-wq, the device) is not counted: it is the same
+# kernel path for both, and the co-runs measure it.
+#
+# Each side runs twice, and the figure is the difference between the two
+# runs divided by the difference in reads, so the loop's setup cancels
+# out: ringlab with --number-ios BENCH_IOS/10 and BENCH_IOS, the floor
+# (which stops on time only) for 1 s and 3 s with the reads it reports.
+# Then ringlab's functions that cost most per read (instructions in the
+# function itself, by the same difference).
+#
+# ringlab runs as a user types it (evidence on, the default ring and
+# reaping); the row's flags are bench/zram-cost.sh's.
+#
+# Environment:
+#   RINGLAB_BENCH_TARGET  a file or block device to read (default: a 64 MiB
+#                         file next to the repo, removed afterwards); both
+#                         read it with O_DIRECT
+#   BENCH_ROWS ("qd1 qd8cb8"), BENCH_IOS (200000), BENCH_TOP (12),
+#   RINGLAB_BIN (default: this tree, built)
+# Needs valgrind (installed with apt-get when missing) and cargo.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+. "$repo/bench/lib/common.sh"
+read -r -a rows <<<"${BENCH_ROWS-qd1 qd8cb8}"
+ios=${BENCH_IOS:-200000}
+top=${BENCH_TOP:-12}
+if ! [[ $ios =~ ^[0-9]+$ ]] || ((ios < 10000)); then
+    echo "BENCH_IOS=$ios: give a whole number of reads, at least 10000" >&2
+    exit 2
+fi
+
+bench_need valgrind valgrind callgrind_annotate valgrind
+bench_ringlab
+echo "building bench/floor (cargo, release)" >&2
+CARGO_TARGET_DIR="$repo/target/floor" cargo build --release -q --manifest-path "$repo/bench/floor/Cargo.toml"
+floor="$repo/target/floor/release/ringlab-floor"
+
+out=$(mktemp -d)
+cleanup=()
+trap 'rm -f "${cleanup[@]}" 2>/dev/null || true; rm -rf "$out"' EXIT
+if [[ -n "${RINGLAB_BENCH_TARGET:-}" ]]; then
+    target=$RINGLAB_BENCH_TARGET
+else
+    mkdir -p "$repo/target"
+    target="$repo/target/io-instructions.dat"
+    cleanup+=("$target")
+    dd if=/dev/urandom of="$target" bs=1M count=64 status=none
+    sync
+fi
+
+row_flags() { # row -> "ringlab flags|floor flags"
+    case $1 in
+        qd1) echo "--iodepth 1|--iodepth 1" ;;
+        qd32) echo "--iodepth 32|--iodepth 32" ;;
+        qd8cb8) echo "--iodepth 8 --complete-batch 8|--iodepth 8 --complete-batch 8" ;;
+        *) echo "unknown row '$1' (BENCH_ROWS: qd1 qd32 qd8cb8)" >&2; exit 2 ;;
+    esac
+}
+
+# callgrind OUT FUNCTION CMD... : counts the instructions inside FUNCTION
+# (and what it calls); the command's stdout goes to OUT.json.
+callgrind() {
+    local o=$1 fn=$2
+    shift 2
+    if ! valgrind --tool=callgrind --toggle-collect="$fn" --callgrind-out-file="$o.cg" \
+        "$@" >"$o.json" 2>"$o.err"; then
+        echo "failed under valgrind: $*" >&2
+        tail -5 "$o.err" >&2
+        exit 1
+    fi
+}
+
+echo "target $target; user-space instructions counted by callgrind inside each job loop; ringlab: $ringlab; floor: $floor" >&2
+for row in "${rows[@]}"; do
+    flags=$(row_flags "$row")
+    read -r -a rl_flags <<<"${flags%%|*}"
+    read -r -a fl_flags <<<"${flags#*|}"
+    small=$((ios / 10))
+    for n in "$small" "$ios"; do
+        callgrind "$out/r$n" 'ringlab_io::worker::run_job*' "$ringlab" io "$target" --direct \
+            "${rl_flags[@]}" --rw randread --bs 4k --number-ios "$n" --output-format json
+    done
+    for s in 1 3; do
+        callgrind "$out/f$s" 'ringlab_floor::run*' "$floor" io "$target" "${fl_flags[@]}" \
+            --runtime "${s}s" --output-format json
+    done
+    python3 - "$row" "$out" "$small" "$ios" "$top" <<'PY'
+import json, re, subprocess, sys
+row, out, small, big, top = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+
+def total(f):
+    for line in open(f + ".cg"):
+        if line.startswith("totals:") or line.startswith("summary:"):
+            return int(line.split()[1])
+    sys.exit(f"{f}.cg: no totals line")
+
+def ops(f):
+    return json.load(open(f + ".json"))["total"]["ops"]
+
+def by_function(f):
+    text = subprocess.run(["callgrind_annotate", "--auto=no", "--inclusive=no", "--threshold=100", f + ".cg"],
+                          capture_output=True, text=True, check=True).stdout
+    d = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S.*)", line)
+        if m and "PROGRAM TOTALS" not in line:
+            # "file:function [object]": the function the instructions ran
+            # in (code inlined from other files is named by its file).
+            name = re.sub(r" \[.*\]$", "", m.group(2))
+            where, _, fn = name.partition(":")
+            fn = fn or where
+            d[fn] = d.get(fn, 0) + int(m.group(1).replace(",", ""))
+    return d
+
+r_small, r_big = f"{out}/r{small}", f"{out}/r{big}"
+f1, f3 = f"{out}/f1", f"{out}/f3"
+r_reads = ops(r_big) - ops(r_small)
+f_reads = ops(f3) - ops(f1)
+if r_reads <= 0 or f_reads <= 0:
+    sys.exit(f"{row}: the longer runs made no more reads than the shorter ones")
+rl = (total(r_big) - total(r_small)) / r_reads
+fl = (total(f3) - total(f1)) / f_reads
+print(f"{row}: instructions a read in the job loop (user space): ringlab {rl:.1f}, floor {fl:.1f}, "
+      f"ringlab - floor {rl - fl:.1f} ({r_reads} and {f_reads} reads apart)")
+a, b = by_function(r_small), by_function(r_big)
+rows = sorted(((b[k] - a.get(k, 0)) / r_reads, k) for k in b)
+print(f"{row}: ringlab's costliest functions, instructions a read in the function itself (inlined code counts where it was inlined):")
+for v, k in reversed(rows[-top:]):
+    if v >= 0.5:
+        print(f"  {v:7.1f}  {k[:140]}")
+PY
+done
