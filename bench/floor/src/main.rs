@@ -19,6 +19,12 @@
 //! reads per second, as JSON when `--output-format json` is given.
 //!
 //! `floor http ...` is the same floor for an HTTP client (src/http.rs).
+//!
+//! `FLOOR_ICACHE_KB=N` (an experiment, off by default) runs through N KiB
+//! of code after each reap: one jump per 64-byte line to the next, so N
+//! KiB of instruction cache are touched for N * 16 instructions. It asks
+//! what a bigger job loop costs the io-wq worker that shares its CPU
+//! (docs/benchmarks.md, 2026-11-29, fourth machine).
 
 mod http;
 
@@ -35,6 +41,8 @@ struct Args {
     batch: u32,
     secs: f64,
     json: bool,
+    /// FLOOR_ICACHE_KB (see the module's doc); 0: off.
+    icache_kb: usize,
 }
 
 fn usage(why: &str) -> ! {
@@ -49,6 +57,12 @@ fn parse() -> Args {
         batch: 1,
         secs: 0.0,
         json: false,
+        icache_kb: match std::env::var("FLOOR_ICACHE_KB") {
+            Err(_) => 0,
+            Ok(v) => v
+                .parse()
+                .unwrap_or_else(|_| usage(&format!("FLOOR_ICACHE_KB={v}: give whole KiB"))),
+        },
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -143,6 +157,7 @@ fn run(a: &Args) -> Result<(u64, f64), String> {
     let mut inflight = 0u32;
     let mut reads = 0u64;
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let icache = icache_walk(a.icache_kb)?;
     let start = std::time::Instant::now();
     let mut stopping = false;
     loop {
@@ -174,6 +189,9 @@ fn run(a: &Args) -> Result<(u64, f64), String> {
             inflight -= 1;
             reads += 1;
         }
+        if let Some(walk) = icache {
+            walk();
+        }
         if !stopping && reads % 4096 < u64::from(a.depth) && start.elapsed().as_secs_f64() >= a.secs
         {
             stopping = true;
@@ -183,6 +201,51 @@ fn run(a: &Args) -> Result<(u64, f64), String> {
     // SAFETY: nothing is in flight; allocated above with this layout.
     unsafe { std::alloc::dealloc(base, layout) };
     Ok((reads, secs))
+}
+
+/// FLOOR_ICACHE_KB's code (see the module's doc): N KiB of 64-byte lines,
+/// each starting with a jump to the next (`jmp rel32` +59, five bytes),
+/// the last followed by `ret`. Never freed: it lives as long as the run.
+fn icache_walk(kb: usize) -> Result<Option<extern "C" fn()>, String> {
+    if kb == 0 {
+        return Ok(None);
+    }
+    if !cfg!(target_arch = "x86_64") {
+        return Err("FLOOR_ICACHE_KB writes x86-64 code".into());
+    }
+    let len = kb * 1024;
+    // SAFETY: an anonymous private mapping, checked for MAP_FAILED.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len + 64,
+            libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(format!(
+            "FLOOR_ICACHE_KB: mmap: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: the mapping holds len + 64 bytes; every line gets a jump to
+    // the next line and the byte after the last line a ret, so the code
+    // runs from the start to that ret whatever else the lines hold.
+    unsafe {
+        let code = std::slice::from_raw_parts_mut(p as *mut u8, len + 64);
+        for line in code[..len].chunks_exact_mut(64) {
+            line[0] = 0xE9;
+            line[1..5].copy_from_slice(&59i32.to_le_bytes());
+        }
+        code[len] = 0xC3;
+        Ok(Some(std::mem::transmute::<
+            *mut libc::c_void,
+            extern "C" fn(),
+        >(p)))
+    }
 }
 
 /// `http ... -cN -dSECONDSs ... URL` (ringlab http's and wrk's spelling).
