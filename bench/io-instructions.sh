@@ -9,7 +9,8 @@
 # instructions executed in user space inside ringlab's job loop
 # (ringlab_io::worker::run_job and all it calls) and inside the floor's
 # (ringlab_floor::run), which are the same for the same binary and
-# arguments whatever else the machine does. The kernel's part of a read
+# arguments whatever else the machine does (within about one instruction
+# a read: how many completions a reap finds can vary). The kernel's part of a read
 # (the system call, io-wq, the device) is not counted: it is the same
 # kernel path for both, and the co-runs measure it.
 #
