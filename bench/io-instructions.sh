@@ -52,15 +52,7 @@ floor="$repo/target/floor/release/ringlab-floor"
 out=$(mktemp -d)
 cleanup=()
 trap 'rm -f "${cleanup[@]}" 2>/dev/null || true; rm -rf "$out"' EXIT
-if [[ -n "${RINGLAB_BENCH_TARGET:-}" ]]; then
-    target=$RINGLAB_BENCH_TARGET
-else
-    mkdir -p "$repo/target"
-    target="$repo/target/io-instructions.dat"
-    cleanup+=("$target")
-    dd if=/dev/urandom of="$target" bs=1M count=64 status=none
-    sync
-fi
+bench_target io-instructions.dat 64
 
 row_flags() { # row -> "ringlab flags|floor flags"
     case $1 in

@@ -98,13 +98,8 @@ if [[ "${BENCH_ZRAM:-0}" == 1 ]]; then
     cleanup+=("$cached_target")
     dd if=/dev/urandom of="$cached_target" bs=1M count=1024 status=none
     sync
-elif [[ -n "${RINGLAB_BENCH_TARGET:-}" ]]; then
-    target=$RINGLAB_BENCH_TARGET
 else
-    target="$repo/target/bench-target.dat"
-    cleanup+=("$target")
-    dd if=/dev/urandom of="$target" bs=1M count=1024 status=none
-    sync
+    bench_target bench-target.dat 1024
 fi
 cached_target=${cached_target:-$target}
 

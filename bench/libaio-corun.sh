@@ -53,15 +53,7 @@ cleanup=()
 groups=()
 out=$(mktemp -d)
 trap 'rm -f "${cleanup[@]}" 2>/dev/null || true; rm -rf "$out"; rmdir "${groups[@]}" 2>/dev/null || true' EXIT
-if [[ -n "${RINGLAB_BENCH_TARGET:-}" ]]; then
-    target=$RINGLAB_BENCH_TARGET
-else
-    mkdir -p "$repo/target"
-    target="$repo/target/bench-target.dat"
-    cleanup+=("$target")
-    dd if=/dev/urandom of="$target" bs=1M count=1024 status=none
-    sync
-fi
+bench_target bench-target.dat 1024
 
 bench_cpu_groups ringlab-libaio-corun || exit 1
 

@@ -30,6 +30,12 @@
 #       both alike (docs/benchmarks.md, 2026-11-28: a `perf record -C 1`
 #       left running moved zram qd1 from 0.974 to 0.970).
 #
+#   bench_target NAME MIB
+#       Sets `target` to the file to read: RINGLAB_BENCH_TARGET when set;
+#       otherwise NAME under the repo's target/, laid out now with MIB MiB
+#       from /dev/urandom and added to the caller's `cleanup` array (which
+#       the caller's EXIT trap removes).
+#
 #   bench_zram
 #       Makes /dev/zram0 ready to read (root): loads the module, gives it
 #       1 GiB when it has no size, and fills it from /dev/urandom, so every
@@ -70,6 +76,18 @@ bench_ringlab() {
         cargo build --release -q --manifest-path "$repo/Cargo.toml" -p ringlab
         ringlab=$repo/target/release/ringlab
     fi
+}
+
+bench_target() {
+    if [[ -n "${RINGLAB_BENCH_TARGET:-}" ]]; then
+        target=$RINGLAB_BENCH_TARGET
+        return
+    fi
+    mkdir -p "$repo/target"
+    target="$repo/target/$1"
+    cleanup+=("$target")
+    dd if=/dev/urandom of="$target" bs=1M count="$2" status=none
+    sync
 }
 
 bench_zram() {
