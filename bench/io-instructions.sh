@@ -19,7 +19,11 @@
 # out: ringlab with --number-ios BENCH_IOS/10 and BENCH_IOS, the floor
 # (which stops on time only) for 1 s and 3 s with the reads it reports.
 # Then ringlab's functions that cost most per read (instructions in the
-# function itself, by the same difference).
+# function itself, by the same difference), and each loop's code
+# footprint: the 64-byte lines of code that ran, on average, at least one
+# instruction a read in the longer run (a loop that runs through more
+# code leaves less of the instruction cache to the io-wq worker that
+# shares its CPU; docs/benchmarks.md, 2026-11-29, fourth machine).
 #
 # ringlab runs as a user types it (evidence on, the default ring and
 # reaping); the row's flags are bench/zram-cost.sh's.
@@ -68,7 +72,7 @@ row_flags() { # row -> "ringlab flags|floor flags"
 callgrind() {
     local o=$1 fn=$2
     shift 2
-    if ! valgrind --tool=callgrind --toggle-collect="$fn" --callgrind-out-file="$o.cg" \
+    if ! valgrind --tool=callgrind --toggle-collect="$fn" --dump-instr=yes --callgrind-out-file="$o.cg" \
         "$@" >"$o.json" 2>"$o.err"; then
         echo "failed under valgrind: $*" >&2
         tail -5 "$o.err" >&2
@@ -118,6 +122,38 @@ def by_function(f):
             d[fn] = d.get(fn, 0) + int(m.group(1).replace(",", ""))
     return d
 
+def code_lines(f, reads):
+    # Cost lines of a --dump-instr=yes profile: "INSTR LINE COST", each
+    # position absolute (0x..., a number), relative (+n, -n) or the same
+    # as before (*); the line after a "calls=" line is the call's
+    # inclusive cost, counted where the callee's own lines are.
+    def pos(tok, prev):
+        if tok == "*":
+            return prev
+        if tok.startswith("0x"):
+            return int(tok, 16)
+        if tok[0] in "+-":
+            return prev + int(tok)
+        return int(tok)
+    at = ln = 0
+    call = False
+    per_line = {}
+    for text in open(f + ".cg"):
+        t = text.split()
+        if not t:
+            continue
+        if t[0].startswith("calls="):
+            call = True
+            continue
+        if len(t) < 3 or not re.fullmatch(r"0x[0-9a-f]+|[+-]\d+|\*", t[0]):
+            continue
+        at, ln = pos(t[0], at), pos(t[1], ln)
+        if call:
+            call = False
+            continue
+        per_line[at // 64] = per_line.get(at // 64, 0) + int(t[2])
+    return sum(1 for ir in per_line.values() if ir >= reads)
+
 r_small, r_big = f"{out}/r{small}", f"{out}/r{big}"
 f1, f3 = f"{out}/f1", f"{out}/f3"
 r_reads = ops(r_big) - ops(r_small)
@@ -128,6 +164,9 @@ rl = (total(r_big) - total(r_small)) / r_reads
 fl = (total(f3) - total(f1)) / f_reads
 print(f"{row}: instructions a read in the job loop (user space): ringlab {rl:.1f}, floor {fl:.1f}, "
       f"ringlab - floor {rl - fl:.1f} ({r_reads} and {f_reads} reads apart)")
+rc, fc = code_lines(r_big, ops(r_big)), code_lines(f3, ops(f3))
+print(f"{row}: code footprint, 64-byte lines running at least one instruction a read: "
+      f"ringlab {rc} ({rc * 64 / 1024:.1f} KiB), floor {fc} ({fc * 64 / 1024:.1f} KiB)")
 a, b = by_function(r_small), by_function(r_big)
 rows = sorted(((b[k] - a.get(k, 0)) / r_reads, k) for k in b)
 print(f"{row}: ringlab's costliest functions, instructions a read in the function itself (inlined code counts where it was inlined):")
