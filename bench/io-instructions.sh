@@ -26,7 +26,8 @@
 # shares its CPU; docs/benchmarks.md, 2026-11-29, fourth machine).
 #
 # ringlab runs as a user types it (evidence on, the default ring and
-# reaping); the row's flags are bench/zram-cost.sh's.
+# reaping); the row's flags are bench_row_flags's (bench/lib/common.sh),
+# the same as bench/zram-cost.sh's.
 #
 # Environment:
 #   RINGLAB_BENCH_TARGET  a file or block device to read (default: a 64 MiB
@@ -58,15 +59,6 @@ cleanup=()
 trap 'rm -f "${cleanup[@]}" 2>/dev/null || true; rm -rf "$out"' EXIT
 bench_target io-instructions.dat 64
 
-row_flags() { # row -> "ringlab flags|floor flags"
-    case $1 in
-        qd1) echo "--iodepth 1|--iodepth 1" ;;
-        qd32) echo "--iodepth 32|--iodepth 32" ;;
-        qd8cb8) echo "--iodepth 8 --complete-batch 8|--iodepth 8 --complete-batch 8" ;;
-        *) echo "unknown row '$1' (BENCH_ROWS: qd1 qd32 qd8cb8)" >&2; exit 2 ;;
-    esac
-}
-
 # callgrind OUT FUNCTION CMD... : counts the instructions inside FUNCTION
 # (and what it calls); the command's stdout goes to OUT.json.
 callgrind() {
@@ -82,16 +74,16 @@ callgrind() {
 
 echo "target $target; user-space instructions counted by callgrind inside each job loop; ringlab: $ringlab; floor: $floor" >&2
 for row in "${rows[@]}"; do
-    flags=$(row_flags "$row")
+    flags=$(bench_row_flags "$row")
+    # bench/floor takes ringlab's flags.
     read -r -a rl_flags <<<"${flags%%|*}"
-    read -r -a fl_flags <<<"${flags#*|}"
     small=$((ios / 10))
     for n in "$small" "$ios"; do
         callgrind "$out/r$n" 'ringlab_io::worker::run_job*' "$ringlab" io "$target" --direct \
             "${rl_flags[@]}" --rw randread --bs 4k --number-ios "$n" --output-format json
     done
     for s in 1 3; do
-        callgrind "$out/f$s" 'ringlab_floor::run*' "$floor" io "$target" "${fl_flags[@]}" \
+        callgrind "$out/f$s" 'ringlab_floor::run*' "$floor" io "$target" "${rl_flags[@]}" \
             --runtime "${s}s" --output-format json
     done
     python3 - "$row" "$out" "$small" "$ios" "$top" <<'PY'

@@ -67,15 +67,6 @@ trap 'rm -rf "$out"; rmdir "${groups[@]}" 2>/dev/null || true' EXIT
 bench_cpu_groups ringlab-zram-cost || exit 1
 bench_zram
 
-row_flags() { # row -> "ringlab flags|t/io_uring flags"
-    case $1 in
-        qd1) echo "--iodepth 1|-d1 -s1 -c1" ;;
-        qd32) echo "--iodepth 32|-d32 -s32 -c1" ;;
-        qd8cb8) echo "--iodepth 8 --complete-batch 8|-d8 -s8 -c8" ;;
-        *) echo "unknown row '$1' (BENCH_ROWS: qd1 qd32 qd8cb8)" >&2; exit 2 ;;
-    esac
-}
-
 # Every thread of the two processes: "pid tid comm ns_on_cpu".
 threads() {
     local p t
@@ -88,7 +79,7 @@ threads() {
 
 echo "CPU $cpu, reads and CPU counted over ${window}s while both run, $repeats co-runs per row; $side: $ringlab ${extra[*]}; peer: $tiou" >&2
 for row in "${rows[@]}"; do
-    flags=$(row_flags "$row")
+    flags=$(bench_row_flags "$row")
     read -r -a rl_flags <<<"${flags%%|*}"
     read -r -a t_flags <<<"${flags#*|}"
     : >"$out/$row.lines"

@@ -36,6 +36,11 @@
 #       from /dev/urandom and added to the caller's `cleanup` array (which
 #       the caller's EXIT trap removes).
 #
+#   bench_row_flags ROW
+#       Prints a zram row's flags, "ringlab flags|t/io_uring flags" (qd1,
+#       qd32, qd8cb8: the rows of issue 25's bars); an unknown row is
+#       refused with exit 2. bench/floor takes ringlab's half.
+#
 #   bench_zram
 #       Makes /dev/zram0 ready to read (root): loads the module, gives it
 #       1 GiB when it has no size, and fills it from /dev/urandom, so every
@@ -88,6 +93,15 @@ bench_target() {
     cleanup+=("$target")
     dd if=/dev/urandom of="$target" bs=1M count="$2" status=none
     sync
+}
+
+bench_row_flags() {
+    case $1 in
+        qd1) echo "--iodepth 1|-d1 -s1 -c1" ;;
+        qd32) echo "--iodepth 32|-d32 -s32 -c1" ;;
+        qd8cb8) echo "--iodepth 8 --complete-batch 8|-d8 -s8 -c8" ;;
+        *) echo "unknown row '$1' (BENCH_ROWS: qd1 qd32 qd8cb8)" >&2; exit 2 ;;
+    esac
 }
 
 bench_zram() {
