@@ -1520,6 +1520,7 @@ impl<E: Engine> Job<'_, E> {
                 self.engine.reap(1, &mut completions)?;
                 self.io_depths.completed(completions.len() as u32);
                 let now = self.completed_at(completions.len() as u32);
+                self.completion_time(now);
                 for c in &completions {
                     // A completion thread stamps the moment it saw the
                     // completion; the latency ends there, not here.
@@ -1838,6 +1839,7 @@ impl<E: Engine> Job<'_, E> {
                         self.count_think();
                     }
                     let now = self.completed_at(1);
+                    self.completion_time(now);
                     if let Err(e) = self.complete::<PLAIN>(slot, result, now) {
                         self.release(slot);
                         self.failure = Some(e);
@@ -1982,8 +1984,50 @@ impl<E: Engine> Job<'_, E> {
         Ok(true)
     }
 
-    #[inline]
+    /// What the time of a completion decides, once for the completions
+    /// handed over together at `now_ns` (a reap's, or one inline
+    /// completion's), before any of them is accounted for: the end of the
+    /// ramp, and the end of the job. Once per reap, not per completion:
+    /// a completion a completion thread saw earlier than `now_ns` is one
+    /// that started before the ramp's end whenever it completed before it,
+    /// so it is not measured either way; and a job past its end at
+    /// `now_ns` is past it for each of them.
+    #[inline(always)]
+    fn completion_time(&mut self, now_ns: u64) {
+        if self.ramp_end_ns != 0 && now_ns >= self.ramp_end_ns {
+            self.end_ramp(self.ramp_end_ns);
+        }
+        // The runtime is over, or a signal came, and the runner's thread
+        // may not get the CPU to say so (see `end_ns`): stop issuing.
+        if now_ns >= self.end_ns || ringlab_core::gate::signals_received() > 0 {
+            self.stop.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Accounts for one completion (after [`Job::completion_time`] for its
+    /// time). The plain loop's is inlined where the loop reaps; the general
+    /// one's, with every option's checks, is one function out of line.
+    #[inline(always)]
     fn complete<const PLAIN: bool>(&mut self, slot: u32, result: i64, now_ns: u64) -> Result<()> {
+        if PLAIN {
+            self.complete_body::<true>(slot, result, now_ns)
+        } else {
+            self.complete_general(slot, result, now_ns)
+        }
+    }
+
+    #[inline(never)]
+    fn complete_general(&mut self, slot: u32, result: i64, now_ns: u64) -> Result<()> {
+        self.complete_body::<false>(slot, result, now_ns)
+    }
+
+    #[inline(always)]
+    fn complete_body<const PLAIN: bool>(
+        &mut self,
+        slot: u32,
+        result: i64,
+        now_ns: u64,
+    ) -> Result<()> {
         let mut s = self.slots[slot as usize];
         let mut bs = s.len as u64;
         // An error or a short transfer (a negative result is never the
@@ -1993,14 +2037,6 @@ impl<E: Engine> Job<'_, E> {
                 return Ok(());
             }
             bs = s.len as u64;
-        }
-        if self.ramp_end_ns != 0 && now_ns >= self.ramp_end_ns {
-            self.end_ramp(self.ramp_end_ns);
-        }
-        // The runtime is over, or a signal came, and the runner's thread
-        // may not get the CPU to say so (see `end_ns`): stop issuing.
-        if now_ns >= self.end_ns || ringlab_core::gate::signals_received() > 0 {
-            self.stop.store(true, Ordering::Relaxed);
         }
         // An I/O started (or due) within --ramp-time is not measured, even
         // when it completes after it (measure_from_ns is 0 without a ramp).

@@ -319,6 +319,7 @@ impl UringEngine {
 
     /// Moves the completions in the ring to `out`, at most `max`; returns
     /// how many. What is left stays in the ring for the next reap.
+    #[inline(always)]
     fn drain_cq(&mut self, out: &mut Vec<Completion>, max: u32) -> u32 {
         // SAFETY: without a completion thread only the job thread touches
         // the completion ring.
@@ -382,7 +383,7 @@ impl UringEngine {
 }
 
 impl Engine for UringEngine {
-    #[inline]
+    #[inline(always)]
     fn queue(&mut self, req: &IoRequest) -> Result<QueueStatus> {
         if req.dir == Dir::Trim {
             // fio 3.33's io_uring engine trims synchronously
