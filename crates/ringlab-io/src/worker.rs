@@ -1690,9 +1690,14 @@ impl<E: Engine> Job<'_, E> {
                     }
                 }
             }
-            let (io, log_read) = match self.pending.take() {
-                Some(io) => (io, false),
+            // The plain loop's common case first: nothing pending (an
+            // Option's take() writes the None back every time).
+            let (io, log_read) = match self.pending {
                 None if PLAIN => (self.workload.next_io(), false),
+                Some(io) => {
+                    self.pending = None;
+                    (io, false)
+                }
                 None => match self.fio_verify.as_mut().and_then(|v| v.next_read()) {
                     Some((block, len)) => (
                         NextIo {

@@ -424,7 +424,7 @@ impl Engine for UringEngine {
         Ok(QueueStatus::Queued)
     }
 
-    #[inline]
+    #[inline(always)]
     fn commit(&mut self) -> Result<()> {
         // With a completion thread, or SQPOLL, nobody enters the kernel for
         // us later: hand the batch over now. So with --reap peek/spin,
