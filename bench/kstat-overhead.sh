@@ -262,20 +262,21 @@ PY
 
 # Each measurement prints one line: "figure extra..." or "NA reason".
 # I/O: IOPS.
-io_flags() { # row -> ringlab io flags (a nop- row: its device row's)
-    case ${1#nop-} in
-        qd1) echo "--iodepth 1" ;;
-        qd32) echo "--iodepth 32" ;;
-        qd8cb8) echo "--iodepth 8 --complete-batch 8" ;;
-        *) echo "unknown I/O row '$1' (BENCH_IO_ROWS: qd1 qd32 qd8cb8, and nop-qd1 nop-qd32 nop-qd8cb8)" >&2; exit 2 ;;
-    esac
+# A row's flags are bench_row_flags's (bench/lib/common.sh), the table
+# zram-cost.sh and io-instructions.sh use; a nop- row takes its device
+# row's.
+io_flags() { # row -> ringlab io flags
+    local f
+    if ! f=$(bench_row_flags "${1#nop-}" 2>/dev/null); then
+        echo "unknown I/O row '$1' (BENCH_IO_ROWS: qd1 qd32 qd8cb8, and nop-qd1 nop-qd32 nop-qd8cb8)" >&2
+        exit 2
+    fi
+    echo "${f%%|*}"
 }
 tiou_flags() { # row -> t/io_uring flags
-    case ${1#nop-} in
-        qd1) echo "-d1 -s1 -c1" ;;
-        qd32) echo "-d32 -s32 -c1" ;;
-        qd8cb8) echo "-d8 -s8 -c8" ;;
-    esac
+    local f
+    f=$(bench_row_flags "${1#nop-}")
+    echo "${f#*|}"
 }
 # The command of a row's variant, in the array cmd, SECONDS long: ringlab
 # as the variant says (flags_of), t/io_uring or wrk for "peer". Every part
