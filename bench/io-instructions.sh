@@ -35,6 +35,14 @@
 #                         read it with O_DIRECT
 #   BENCH_ROWS ("qd1 qd8cb8"), BENCH_IOS (200000), BENCH_TOP (12),
 #   RINGLAB_BIN (default: this tree, built)
+#   T_IO_URING_GENERIC    optional: fio's t/io_uring built without
+#                         -march=native (fio's ./configure --disable-native,
+#                         outside this tree; callgrind cannot run the
+#                         AVX-512 code of a native build). Its submitter
+#                         thread (submitter_uring_fn) is counted too, with
+#                         the row's t/io_uring flags, over a 2 s and a 6 s
+#                         run; its reads are the calls to its offset draw
+#                         (get_offset, one a read).
 # Needs valgrind (installed with apt-get when missing) and cargo.
 set -euo pipefail
 
@@ -43,6 +51,11 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 read -r -a rows <<<"${BENCH_ROWS-qd1 qd8cb8}"
 ios=${BENCH_IOS:-200000}
 top=${BENCH_TOP:-12}
+tiou_generic=${T_IO_URING_GENERIC:-}
+if [[ -n $tiou_generic && ! -x $tiou_generic ]]; then
+    echo "T_IO_URING_GENERIC=$tiou_generic: not an executable (build fio's t/io_uring with ./configure --disable-native, outside this tree)" >&2
+    exit 2
+fi
 if ! [[ $ios =~ ^[0-9]+$ ]] || ((ios < 10000)); then
     echo "BENCH_IOS=$ios: give a whole number of reads, at least 10000" >&2
     exit 2
@@ -166,4 +179,44 @@ for v, k in reversed(rows[-top:]):
     if v >= 0.5:
         print(f"  {v:7.1f}  {k[:140]}")
 PY
+    if [[ -n $tiou_generic ]]; then
+        read -r -a t_flags <<<"${flags#*|}"
+        for s in 2 6; do
+            callgrind "$out/t$s" submitter_uring_fn "$tiou_generic" "${t_flags[@]}" -b4096 -p0 -B0 -F0 \
+                -n1 -O1 -X0 -R1 -t0 -P0 -r"$s" "$target"
+        done
+        python3 - "$row" "$out" <<'PY'
+import re, sys
+row, out = sys.argv[1], sys.argv[2]
+
+def total(f):
+    for line in open(f + ".cg"):
+        if line.startswith("totals:") or line.startswith("summary:"):
+            return int(line.split()[1])
+    sys.exit(f"{f}.cg: no totals line")
+
+def reads(f):
+    # Calls to get_offset (or its outlined part): one a read. Callgrind
+    # names a function once, "(id) name", and by "(id)" after that.
+    names, n, lines = {}, 0, open(f + ".cg").read().splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"c?fn=\((\d+)\)(?: (.*))?", line)
+        if not m:
+            continue
+        if m.group(2):
+            names[m.group(1)] = m.group(2)
+        if line.startswith("cfn=") and names.get(m.group(1), "").startswith("get_offset"):
+            for nxt in lines[i + 1:i + 3]:
+                if nxt.startswith("calls="):
+                    n += int(nxt.split()[0][6:])
+                    break
+    return n
+
+a, b = f"{out}/t2", f"{out}/t6"
+d = reads(b) - reads(a)
+if d <= 0:
+    sys.exit(f"{row}: t/io_uring's 6 s run made no more reads than its 2 s run (no get_offset calls counted?)")
+print(f"{row}: t/io_uring's submitter thread (user space): {(total(b) - total(a)) / d:.1f} instructions a read ({d} reads apart)")
+PY
+    fi
 done
