@@ -490,6 +490,11 @@ pub struct IoPlan {
     pub uring: UringOptions,
     /// The io_uring knobs chosen by default, not given (the default ring).
     pub uring_defaults: Vec<&'static str>,
+    /// IOSQE_ASYNC is chosen once the target is open, by whether it takes
+    /// non-blocking I/O ([`crate::knobs::auto_force_async`]); false with
+    /// `--force-async` given, with `--mode iou`, and for `ringlab fio`
+    /// (fio's io_uring engine sets IOSQE_ASYNC only with force_async).
+    pub force_async_auto: bool,
     /// Collect kernel evidence (not --no-kstat).
     pub kstat: bool,
     /// How much (--evidence).
@@ -1148,6 +1153,7 @@ impl IoPlan {
             allow_destructive: args.allow_destructive,
             uring: resolved.options,
             uring_defaults: resolved.defaults,
+            force_async_auto: resolved.force_async_auto,
             kstat: !args.no_kstat,
             evidence: args.evidence,
             shards,

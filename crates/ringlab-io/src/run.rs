@@ -46,6 +46,19 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         Arc::new(target::prepare(plan, &opts.interrupted, opts.progress)?)
     };
+    let mut plan = plan.clone();
+    if plan.force_async_auto && plan.rw != crate::workload::Rw::Nop {
+        plan.uring.force_async = crate::knobs::auto_force_async(target.takes_nowait(&plan));
+        if plan.uring.force_async > 0 {
+            plan.uring_defaults.push("force-async");
+        }
+    }
+    if plan.fill_device && plan.io_size.is_none() && plan.number_ios.is_none() {
+        // fio's fill_device: the region once (ENOSPC normally ends it
+        // first).
+        plan.io_size = Some(target.region.saturating_mul(plan.loops));
+    }
+    let plan = &plan;
     if plan.shard_region_split {
         let (_, blocks) = target.shard_blocks(plan);
         if blocks * plan.bs < plan.bs_max {
@@ -90,13 +103,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             stage_notes.push(("stage latencies", "stage latencies are measured for --engine uring with --numjobs 1 (the kernel's events are joined to ringlab's requests by user_data, which is per ring)".to_string()));
         }
     }
-    let mut plan = plan.clone();
-    if plan.fill_device && plan.io_size.is_none() && plan.number_ios.is_none() {
-        // fio's fill_device: the region once (ENOSPC normally ends it
-        // first).
-        plan.io_size = Some(target.region.saturating_mul(plan.loops));
-    }
-    let plan = Arc::new(plan);
+    let plan = Arc::new(plan.clone());
     let progress: Vec<Arc<JobProgress>> = (0..plan.numjobs)
         .map(|_| Arc::new(JobProgress::default()))
         .collect();

@@ -84,6 +84,18 @@ impl Target {
         }
     }
 
+    /// Whether the target takes non-blocking I/O, asked as the jobs open it
+    /// (with `O_DIRECT` where the plan has it); `None` where that cannot be
+    /// asked ([`ringlab_core::uring::nowait::takes_nowait`]).
+    pub fn takes_nowait(&self, plan: &IoPlan) -> Option<bool> {
+        let direct = plan.direct && !plan.engine.is_diskless();
+        ringlab_core::uring::nowait::takes_nowait(
+            &self.access_path(),
+            direct,
+            self.logical_block_size as usize,
+        )
+    }
+
     /// Opens the target for one job with the flags the plan needs.
     pub fn open(&self, plan: &IoPlan) -> Result<OwnedFd> {
         // The engines without a file of their own hold /dev/null, which

@@ -299,6 +299,12 @@ fn render_config(out: &mut String, c: &IoConfig) {
                 );
             }
             let _ = writeln!(out, "{line}");
+            if c.default_knobs.iter().any(|k| k == "force-async") {
+                let _ = writeln!(
+                    out,
+                    "  --force-async by default: the target takes no non-blocking I/O (preadv2 RWF_NOWAIT: EOPNOTSUPP), so io_uring hands every request to an io-wq worker after trying it inline; IOSQE_ASYNC skips the try (--force-async=0 keeps it)"
+                );
+            }
         }
         EngineKind::Libaio if !knobs.is_empty() => {
             let _ = writeln!(out, "libaio: {knobs}");

@@ -490,7 +490,8 @@ impl Plan {
     /// The child's arguments for one combination: the command, the
     /// positional (target or url) if given, then every option and axis value
     /// as `--key value` (`true` as `--key`, `false` left out, a list as the
-    /// flag repeated). One-letter keys become short flags (`t = 2` -> `-t 2`).
+    /// flag repeated; `force-async = false` is `--force-async=0`, as its
+    /// default depends on the target). One-letter keys become short flags (`t = 2` -> `-t 2`).
     pub fn args(&self, values: &IndexMap<String, Scalar>) -> Vec<String> {
         let mut args = vec![self.command.clone()];
         let positional = self.positional_key();
@@ -507,6 +508,11 @@ impl Plan {
             };
             match v {
                 Scalar::Bool(true) => flags.push(flag),
+                // IOSQE_ASYNC's default is the target's (on where it takes
+                // no non-blocking I/O): off is said.
+                Scalar::Bool(false) if key == "force-async" && self.command == "io" => {
+                    flags.push(format!("{flag}=0"))
+                }
                 Scalar::Bool(false) => {}
                 other => {
                     flags.push(flag);
@@ -606,6 +612,20 @@ engine = ["sync", "uring"]
         );
         let r3 = runs.iter().find(|r| r.id == "0003").unwrap();
         assert_eq!(r3.label(), "iodepth=1 engine=uring repeat 2");
+    }
+
+    #[test]
+    fn force_async_off_is_said_as_its_default_is_the_targets() {
+        let plan = parse_plan(
+            "command = \"io\"\n[options]\nkeep = false\n[axes]\nforce-async = [false, true]\n",
+            "p",
+        )
+        .unwrap();
+        let args: Vec<Vec<String>> = plan.runs().iter().map(|r| r.args.clone()).collect();
+        assert_eq!(
+            args,
+            [vec!["io", "--force-async=0"], vec!["io", "--force-async"]]
+        );
     }
 
     #[test]

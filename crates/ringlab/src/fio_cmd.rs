@@ -684,6 +684,9 @@ fn resolve(
     // fio's failed job: an I/O error ends this job alone (its figures
     // and error in the output), not the run.
     plan.fio_job_errors = true;
+    // fio's io_uring engine sets IOSQE_ASYNC only with force_async=N,
+    // whatever the file: so does its personality.
+    plan.force_async_auto = false;
     plan.create_on_open = words.create_on_open_reads.is_some();
     words.jobname = Some(name.to_string());
     words.notes.extend(p.notes);

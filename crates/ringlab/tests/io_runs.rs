@@ -332,3 +332,61 @@ fn interrupt_ends_the_run_reports_and_cleans_up() {
     assert!(v["total"]["ops"].as_u64().unwrap() > 0);
     assert!(leftovers(dir.path()).is_empty());
 }
+
+/// IOSQE_ASYNC is chosen by the target: on every request of a device
+/// without non-blocking I/O (zram, where io_uring hands every request to
+/// io-wq anyway), never on a regular file, and never when given
+/// (`--force-async=0`) or with the bare ring (`--mode iou`).
+#[test]
+fn force_async_is_chosen_where_the_target_takes_no_nonblocking_io() {
+    let knobs = |r: &Value| {
+        let c = &r["config"];
+        let chosen = c["default-knobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k == "force-async");
+        (c["force-async"].as_u64().unwrap(), chosen)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = json_run(&format!(
+        "io --directory {} --size 4m --rw randread --direct --iodepth 4 --runtime 200ms --no-kstat",
+        dir.path().display()
+    ));
+    assert_eq!(
+        knobs(&file),
+        (0, false),
+        "a regular file takes non-blocking I/O"
+    );
+    let z = match Zram::new(16 << 20) {
+        Ok(z) => z,
+        Err(e) => {
+            return skip_root_only(
+                "force_async_is_chosen_where_the_target_takes_no_nonblocking_io",
+                &e,
+            )
+        }
+    };
+    let line = format!(
+        "io {} --rw randread --bs 4k --direct --iodepth 4 --runtime 200ms --no-kstat",
+        z.dev
+    );
+    assert_eq!(knobs(&json_run(&line)), (1, true));
+    assert_eq!(
+        knobs(&json_run(&format!("{line} --force-async=0"))),
+        (0, false)
+    );
+    assert_eq!(
+        knobs(&json_run(&format!("{line} --force-async=2"))),
+        (2, false)
+    );
+    assert_eq!(knobs(&json_run(&format!("{line} --mode iou"))), (0, false));
+    let text = ringlab(&line);
+    assert_ok(&text);
+    assert!(
+        String::from_utf8_lossy(&text.stdout)
+            .contains("--force-async by default: the target takes no non-blocking I/O"),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
+}

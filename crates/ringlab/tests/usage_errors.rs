@@ -143,7 +143,7 @@ fn knob_combinations_the_kernel_rejects_are_refused_before_the_run() {
             "--iowq-max-workers x",
             &["--iowq-max-workers x", "like 4,4"],
         ),
-        ("--force-async=0", &["--force-async=0"]),
+        ("--force-async=x", &["--force-async", "x"]),
         ("--rw nop --engine sync", &["--rw nop", "--engine uring"]),
         ("--rw nop --verify", &["nothing to --verify"]),
         (

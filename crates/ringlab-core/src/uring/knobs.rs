@@ -508,7 +508,7 @@ knob_table! {
     force_async: u32 = "force-async" {
         kernel_name: "IOSQE_ASYNC", since: "5.6",
         kind: Kind::RequestFlag, arg: Arg::OptionalValue { name: "N", missing: "1" }, offered: Offered::Io, needs: &[],
-        help: "IOSQE_ASYNC (Linux 5.6) on every request, or with =N on every Nth: the request goes straight to an io-wq worker thread.",
+        help: "IOSQE_ASYNC (Linux 5.6) on every request, or with =N on every Nth, =0 on none: the request goes straight to an io-wq worker thread [default: on every request where the target takes no non-blocking I/O (as /dev/zram0), where io_uring hands every request to io-wq anyway, after trying it inline; none elsewhere, and none with --mode iou].",
         evidence: "io_uring_queue_async_work per op about 1/N", refused: "",
         proof: Some(Proof {
             figure: "io_uring_queue_async_work_per_op", test: Test::AtLeastOfExpected(0.5), what: "io-wq offloads",

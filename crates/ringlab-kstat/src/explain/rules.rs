@@ -17,6 +17,9 @@ pub struct Ctx {
     pub defer: bool,
     pub fixed_files: bool,
     pub force_async: bool,
+    /// IOSQE_ASYNC was chosen by default: the target takes no non-blocking
+    /// I/O.
+    pub force_async_default: bool,
     pub submit_batch: u64,
     pub completion_thread: bool,
     pub sqpoll_cpu_in_job_cpus: bool,
@@ -65,6 +68,10 @@ impl Ctx {
             fixed_files: flag("fixed-files")
                 || cfg.get("mode").and_then(Json::as_str) == Some("enhanced"),
             force_async: num("force-async") > 0,
+            force_async_default: cfg
+                .get("default-knobs")
+                .and_then(Json::as_array)
+                .is_some_and(|a| a.iter().any(|k| k.as_str() == Some("force-async"))),
             submit_batch: num("submit-batch"),
             completion_thread: cfg.get("completion-thread").is_some_and(|v| !v.is_null()),
             sqpoll_cpu_in_job_cpus: sqpoll_cpu.is_some_and(|c| job_cpus.contains(&c)),
@@ -129,7 +136,9 @@ pub static RULES: &[Rule] = &[
         value: |c| c.per_op("io_uring_queue_async_work_per_op"),
         message: "{value} io_uring requests per I/O were handed to io-wq worker threads (io_uring_queue_async_work): {cause}",
         cause: |c| {
-            if c.force_async {
+            if c.force_async_default {
+                "IOSQE_ASYNC, chosen by default because the target takes no non-blocking I/O: io_uring would hand every request to io-wq anyway, after trying it inline"
+            } else if c.force_async {
                 "forced by --force-async (IOSQE_ASYNC), each one a hop to an iou-wrk thread and back"
             } else {
                 "the request could not be done without blocking, likely no NOWAIT support for this I/O on this file system or device (buffered writes, some file systems, devices without nowait)"

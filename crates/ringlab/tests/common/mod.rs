@@ -337,6 +337,41 @@ impl Drop for Loop {
     }
 }
 
+/// A zram device of its own (a bio-based block device: no non-blocking
+/// I/O), added through zram-control and removed when dropped. Root only.
+pub struct Zram {
+    pub dev: String,
+    id: String,
+}
+
+impl Zram {
+    pub fn new(bytes: u64) -> Result<Zram, String> {
+        let control = Path::new("/sys/class/zram-control/hot_add");
+        if !control.exists() {
+            sh("modprobe", &["zram", "num_devices=0"])
+                .map_err(|e| format!("no zram-control and no zram module: {e}"))?;
+        }
+        let id = std::fs::read_to_string(control)
+            .map_err(|e| format!("{}: {e}", control.display()))?
+            .trim()
+            .to_string();
+        let z = Zram {
+            dev: format!("/dev/zram{id}"),
+            id,
+        };
+        let size = format!("/sys/block/zram{}/disksize", z.id);
+        std::fs::write(&size, bytes.to_string()).map_err(|e| format!("{size}: {e}"))?;
+        Ok(z)
+    }
+}
+
+impl Drop for Zram {
+    fn drop(&mut self) {
+        let _ = std::fs::write(format!("/sys/block/zram{}/reset", self.id), "1");
+        let _ = std::fs::write("/sys/class/zram-control/hot_remove", &self.id);
+    }
+}
+
 /// Runs ringlab under a seccomp filter that fails io_uring_setup with
 /// `errno`, as a container runtime's profile would.
 #[cfg(target_arch = "x86_64")]
