@@ -39,13 +39,17 @@ pub struct Resolved {
 /// The default IOSQE_ASYNC for a target that takes non-blocking I/O or not
 /// (`None`: unknown): on every request only where io_uring would hand
 /// every request to io-wq anyway, after trying it inline (see
-/// [`ringlab_core::uring::nowait`]). Measured on /dev/zram0 (randread 4
-/// KiB, O_DIRECT, depth 8, batches of 8, co-run with t/io_uring on one
-/// CPU, 6 pairs): the job thread's time per read fell from t/io_uring's
-/// 1430 ns to 1346 ns, and reads rose to 1.006 of t/io_uring's (all 6 above
-/// 1.0), where ringlab without it made 0.993. Elsewhere it would hand
-/// requests that complete inline (page cache hits, a disk's queue) to a
-/// worker thread: never there.
+/// [`ringlab_core::uring::nowait`]). There it saves the inline try, and
+/// it lets io-wq run the requests side by side: the kernel marks
+/// IOSQE_ASYNC work concurrent (`io_prep_async_work`), and io-wq starts a
+/// worker for such work when none is free, where other punted work waits
+/// for the one worker to block, which on zram it never does. Measured on
+/// /dev/zram0 (randread 4 KiB, O_DIRECT, co-runs with t/io_uring on one
+/// CPU, 8 pairs), reads against t/io_uring's, without and with it: depth 1
+/// 0.9832 -> 0.9911, depth 8 in batches of 8 0.9892 -> 1.0031, depth 32
+/// 1.0330 -> 1.5606 (one worker -> 6-7; context switches 1.4 -> 0.29 per
+/// read). Elsewhere it would hand requests that complete inline (page
+/// cache hits, a disk's queue) to a worker thread: never there.
 pub fn auto_force_async(takes_nowait: Option<bool>) -> u32 {
     u32::from(takes_nowait == Some(false))
 }
