@@ -302,7 +302,7 @@ fn render_config(out: &mut String, c: &IoConfig) {
             if c.default_knobs.iter().any(|k| k == "force-async") {
                 let _ = writeln!(
                     out,
-                    "  --force-async by default: the target takes no non-blocking I/O (preadv2 RWF_NOWAIT: EOPNOTSUPP), so io_uring hands every request to an io-wq worker after trying it inline; IOSQE_ASYNC skips the try (--force-async=0 keeps it)"
+                    "  --force-async by default: the target takes no non-blocking I/O (preadv2 RWF_NOWAIT: EOPNOTSUPP), so io_uring hands every request to an io-wq worker after trying it inline; IOSQE_ASYNC skips the try and lets io-wq run requests side by side (--force-async=0: not)"
                 );
             }
         }
