@@ -39,7 +39,7 @@ pub struct Resolved {
 /// The default IOSQE_ASYNC for a target that takes non-blocking I/O or not
 /// (`None`: unknown): on every request only where io_uring would hand
 /// every request to io-wq anyway, after trying it inline (see
-/// [`ringlab_core::uring::nowait`]). There it saves the inline try, and
+/// [`crate::target::Target::takes_nowait`]). There it saves the inline try, and
 /// it lets io-wq run the requests side by side: the kernel marks
 /// IOSQE_ASYNC work concurrent (`io_prep_async_work`), and io-wq starts a
 /// worker for such work when none is free, where other punted work waits

@@ -46,9 +46,12 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()));
         Arc::new(target::prepare(plan, &opts.interrupted, opts.progress)?)
     };
-    let mut plan = plan.clone();
+    // What the open target decides of the plan; the rest of the run reads
+    // this copy.
+    let mut owned = plan.clone();
+    let plan = &mut owned;
     if plan.force_async_auto && plan.rw != crate::workload::Rw::Nop {
-        plan.uring.force_async = crate::knobs::auto_force_async(target.takes_nowait(&plan));
+        plan.uring.force_async = crate::knobs::auto_force_async(target.takes_nowait(plan));
         if plan.uring.force_async > 0 {
             plan.uring_defaults.push("force-async");
         }
@@ -58,7 +61,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
         // first).
         plan.io_size = Some(target.region.saturating_mul(plan.loops));
     }
-    let plan = &plan;
+    let plan = &*plan;
     if plan.shard_region_split {
         let (_, blocks) = target.shard_blocks(plan);
         if blocks * plan.bs < plan.bs_max {
@@ -103,7 +106,7 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             stage_notes.push(("stage latencies", "stage latencies are measured for --engine uring with --numjobs 1 (the kernel's events are joined to ringlab's requests by user_data, which is per ring)".to_string()));
         }
     }
-    let plan = Arc::new(plan.clone());
+    let plan = Arc::new(owned);
     let progress: Vec<Arc<JobProgress>> = (0..plan.numjobs)
         .map(|_| Arc::new(JobProgress::default()))
         .collect();

@@ -4,6 +4,7 @@
 //! thread starts: it does not exist, is too small, refuses O_DIRECT or the
 //! block size, or is a block device whose data a write would destroy.
 
+use crate::buffers::{BufferPool, BUFFER_ALIGN};
 use crate::plan::IoPlan;
 use crate::verify;
 use crate::workload::Rw;
@@ -14,7 +15,7 @@ use ringlab_stats::TargetInfo;
 use std::ffi::CString;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
@@ -84,16 +85,15 @@ impl Target {
         }
     }
 
-    /// Whether the target takes non-blocking I/O, asked as the jobs open it
-    /// (with `O_DIRECT` where the plan has it); `None` where that cannot be
-    /// asked ([`ringlab_core::uring::nowait::takes_nowait`]).
+    /// Whether the target takes non-blocking I/O (see [`takes_nowait`]),
+    /// asked on a descriptor opened as the jobs open it, with a read of one
+    /// block into a page-aligned buffer (so that O_DIRECT takes it); `None`
+    /// where that cannot be asked.
     pub fn takes_nowait(&self, plan: &IoPlan) -> Option<bool> {
-        let direct = plan.direct && !plan.engine.is_diskless();
-        ringlab_core::uring::nowait::takes_nowait(
-            &self.access_path(),
-            direct,
-            self.logical_block_size as usize,
-        )
+        let fd = self.open(plan).ok()?;
+        let block = (self.logical_block_size as usize).max(BUFFER_ALIGN);
+        let mut buf = BufferPool::new(block, 1).ok()?;
+        takes_nowait(fd.as_fd(), buf.slot_mut(0))
     }
 
     /// Opens the target for one job with the flags the plan needs.
@@ -179,6 +179,38 @@ fn open_target(path: &Path, write: bool, direct: bool) -> io::Result<OwnedFd> {
     }
     // SAFETY: fd was just opened and is owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether `fd` takes non-blocking I/O: the kernel's FMODE_NOWAIT, which
+/// decides where io_uring does a read or write. With it, io_uring tries
+/// the request inline, in the submitting thread, and hands it to an io-wq
+/// worker only if it would block. Without it (a bio-based block device
+/// such as zram, procfs, some file systems), io_uring hands every request
+/// to io-wq, after preparing and issuing it inline only to learn that
+/// (io_uring/rw.c: `!io_file_supports_nowait()` returns -EAGAIN before any
+/// I/O).
+///
+/// No interface tells user space the flag; preadv2(2) with RWF_NOWAIT
+/// does: the kernel refuses it with EOPNOTSUPP on a file without
+/// FMODE_NOWAIT (`kiocb_set_rw_flags`), before any I/O. So: `Some(false)`
+/// if a non-blocking read into `buf` at offset 0 was refused so,
+/// `Some(true)` if it was taken (it read, or said it would block), `None`
+/// on another error. The read changes nothing.
+fn takes_nowait(fd: BorrowedFd, buf: &mut [u8]) -> Option<bool> {
+    let iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    // SAFETY: one iovec naming `buf`, writable and alive for the call.
+    let r = unsafe { libc::preadv2(fd.as_raw_fd(), &iov, 1, 0, libc::RWF_NOWAIT) };
+    if r >= 0 {
+        return Some(true);
+    }
+    match io::Error::last_os_error().raw_os_error() {
+        Some(libc::EAGAIN) => Some(true),
+        Some(libc::EOPNOTSUPP) => Some(false),
+        _ => None,
+    }
 }
 
 /// Checks (and, without a TARGET, creates) the target of `plan`.
@@ -1150,6 +1182,21 @@ pub fn signature(head: &[u8]) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn procfs_takes_no_nonblocking_io_and_a_regular_file_does() {
+        let mut buf = vec![0u8; 4096];
+        // procfs files have no FMODE_NOWAIT.
+        let proc = File::open("/proc/self/stat").unwrap();
+        assert_eq!(takes_nowait(proc.as_fd(), &mut buf), Some(false));
+        // ext4, xfs, btrfs and tmpfs set FMODE_NOWAIT on regular files.
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&[7u8; 8192]).unwrap();
+        assert_eq!(takes_nowait(file.as_fd(), &mut buf), Some(true));
+        // A descriptor not open for reading: not asked.
+        let wronly = OpenOptions::new().write(true).open("/dev/null").unwrap();
+        assert_eq!(takes_nowait(wronly.as_fd(), &mut buf), None);
+    }
 
     #[test]
     fn signatures() {

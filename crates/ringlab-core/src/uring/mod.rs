@@ -1,12 +1,10 @@
 //! io_uring knowledge stated once: the knob table ([`knobs`]), its
-//! command-line flags ([`cli`]), the one ring builder ([`ring`]), the
-//! one `io_uring_enter` ([`enter`]) and whether a file takes non-blocking
-//! I/O, which decides where io_uring does it ([`nowait`]).
+//! command-line flags ([`cli`]), the one ring builder ([`ring`]) and the
+//! one `io_uring_enter` ([`enter`]).
 
 pub mod cli;
 pub mod enter;
 pub mod knobs;
-pub mod nowait;
 pub mod ring;
 
 pub use enter::enter;
