@@ -32,7 +32,7 @@ pub fn diagnose(r: &RunResult) -> Vec<Diagnosis> {
                     .message
                     .replace("{value}", &format_sig(value))
                     .replace("{cause}", (rule.cause)(&ctx))),
-                try_next: rule.try_next.to_string(),
+                try_next: (rule.try_next)(&ctx).to_string(),
             })
         })
         .collect()
@@ -93,6 +93,20 @@ mod tests {
             20,
         );
         assert!(diagnose(&r)[0].message.contains("NOWAIT"));
+        assert!(diagnose(&r)[0].try_next.starts_with("drop IOSQE_ASYNC"));
+        // IOSQE_ASYNC chosen by default (the target takes no non-blocking
+        // I/O): the cause says so, and the advice is not to drop it,
+        // which measured slower there, but to change the target.
+        let r = result(
+            json!({"force-async": 1, "default-knobs": ["coop-taskrun", "force-async"]}),
+            json!({"io_uring_queue_async_work_per_op": 1.0}),
+            10,
+            20,
+        );
+        let d = diagnose(&r);
+        assert!(d[0].message.contains("chosen by default"), "{}", d[0].message);
+        assert!(!d[0].try_next.contains("drop IOSQE_ASYNC"), "{}", d[0].try_next);
+        assert!(d[0].try_next.contains("FMODE_NOWAIT"), "{}", d[0].try_next);
         // Borderline: at the threshold exactly, it does not fire.
         let r = result(
             json!({}),

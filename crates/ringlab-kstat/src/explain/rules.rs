@@ -122,8 +122,8 @@ pub struct Rule {
     pub message: &'static str,
     /// The likely cause in this run.
     pub cause: fn(&Ctx) -> &'static str,
-    /// What to try.
-    pub try_next: &'static str,
+    /// What to try, in this run.
+    pub try_next: fn(&Ctx) -> &'static str,
 }
 
 pub static RULES: &[Rule] = &[
@@ -144,7 +144,17 @@ pub static RULES: &[Rule] = &[
                 "the request could not be done without blocking, likely no NOWAIT support for this I/O on this file system or device (buffered writes, some file systems, devices without nowait)"
             }
         },
-        try_next: "drop IOSQE_ASYNC unless inode-lock contention or a spare core makes it pay; try --direct, or a file system/device with NOWAIT support; cap the workers with --iowq-max-workers",
+        try_next: |c| {
+            if c.force_async_default {
+                // Dropping IOSQE_ASYNC here only adds the inline try, and
+                // io-wq then runs the requests one worker at a time
+                // (README, "IOSQE_ASYNC where the target takes no
+                // non-blocking I/O"): the way out is the target.
+                "a device or file system that takes non-blocking I/O (FMODE_NOWAIT: a blk-mq device, ext4/xfs files), where io_uring completes requests inline; cap the workers with --iowq-max-workers; --force-async=0 only to compare"
+            } else {
+                "drop IOSQE_ASYNC unless inode-lock contention or a spare core makes it pay; try --direct, or a file system/device with NOWAIT support; cap the workers with --iowq-max-workers"
+            }
+        },
     },
     Rule {
         name: "enter-per-request",
@@ -161,7 +171,7 @@ pub static RULES: &[Rule] = &[
                 "each call submits or reaps about one request"
             }
         },
-        try_next: "queue several requests before one io_uring_enter and reap every completion that is ready (--submit-batch N, --complete-batch N), or --sqpoll to submit without system calls",
+        try_next: |_| "queue several requests before one io_uring_enter and reap every completion that is ready (--submit-batch N, --complete-batch N), or --sqpoll to submit without system calls",
     },
     Rule {
         name: "file-lookup-shared",
@@ -174,7 +184,7 @@ pub static RULES: &[Rule] = &[
         value: |c| c.per_op("io_uring_file_get_per_op"),
         message: "{value} file lookups (io_uring_file_get) per I/O with {cause}",
         cause: |_| "several threads in the process: each lookup takes a reference on a file table they share",
-        try_next: "register the files (--fixed-files: IORING_REGISTER_FILES and IOSQE_FIXED_FILE), which skips the lookup",
+        try_next: |_| "register the files (--fixed-files: IORING_REGISTER_FILES and IOSQE_FIXED_FILE), which skips the lookup",
     },
     Rule {
         name: "ipi-without-coop",
@@ -185,7 +195,7 @@ pub static RULES: &[Rule] = &[
         value: |c| c.per_op("reschedule_ipis_per_op"),
         message: "{value} rescheduling IPIs per I/O: {cause}",
         cause: |_| "completion work interrupts the submitting thread, which COOP_TASKRUN would defer to its next kernel entry",
-        try_next: "ringlab's default ring (no --mode iou): COOP_TASKRUN, with SINGLE_ISSUER and DEFER_TASKRUN when one thread owns the ring; or --coop-taskrun alone; not with completions reaped on another thread",
+        try_next: |_| "ringlab's default ring (no --mode iou): COOP_TASKRUN, with SINGLE_ISSUER and DEFER_TASKRUN when one thread owns the ring; or --coop-taskrun alone; not with completions reaped on another thread",
     },
     Rule {
         name: "sqpoll-preempted",
@@ -202,7 +212,7 @@ pub static RULES: &[Rule] = &[
                 "it shares a CPU with other work"
             }
         },
-        try_next: "give the poller a CPU of its own (--sqpoll-cpu outside --cpus), or share one poller between rings with --attach-wq",
+        try_next: |_| "give the poller a CPU of its own (--sqpoll-cpu outside --cpus), or share one poller between rings with --attach-wq",
     },
     Rule {
         name: "sqpoll-wakeups",
@@ -213,7 +223,7 @@ pub static RULES: &[Rule] = &[
         value: |c| c.sqpoll_voluntary_per_op,
         message: "the SQPOLL poller went to sleep {value} times per I/O: {cause}",
         cause: |_| "it idles longer than sq_thread_idle between requests, and each wake-up costs an io_uring_enter and a context switch",
-        try_next: "raise --sqpoll-idle, or drop --sqpoll for a workload this sparse",
+        try_next: |_| "raise --sqpoll-idle, or drop --sqpoll for a workload this sparse",
     },
     Rule {
         name: "cq-overflow",
@@ -224,7 +234,7 @@ pub static RULES: &[Rule] = &[
         value: |c| c.per_op("io_uring_cqe_overflow_per_op"),
         message: "{value} completions per I/O overflowed the completion ring: {cause}",
         cause: |_| "completions arrive faster than they are reaped, and the kernel keeps them on a slow overflow list",
-        try_next: "a larger completion ring (--cq-size), or reap more often",
+        try_next: |_| "a larger completion ring (--cq-size), or reap more often",
     },
     Rule {
         name: "tick-stalls",
@@ -241,6 +251,6 @@ pub static RULES: &[Rule] = &[
                 "millisecond stalls of the size of the timer tick (1, 4 or 10 ms at HZ 1000, 250, 100): a thread waiting for the scheduler, not for the device"
             }
         },
-        try_next: "give every thread (job, completion thread, SQPOLL poller) a CPU of its own; without a completion thread, COOP_TASKRUN cannot delay completions",
+        try_next: |_| "give every thread (job, completion thread, SQPOLL poller) a CPU of its own; without a completion thread, COOP_TASKRUN cannot delay completions",
     },
 ];
