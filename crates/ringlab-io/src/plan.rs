@@ -281,9 +281,10 @@ pub struct IoArgs {
     /// How much kernel evidence to collect: `default` (system calls,
     /// io-wq offloads, context switches, IPIs, helper threads, and the
     /// proof of each knob asked for: under 2% of a CPU-bound run), `full`
-    /// (every io_uring tracepoint: a few percent more) or `stages` (full,
-    /// and each request's time in each stage, `ringlab io` on io_uring:
-    /// about 30%).
+    /// (every io_uring tracepoint: about 10% of a CPU-bound run at depth 1
+    /// on zram) or `stages` (full, and each request's time in each stage,
+    /// `ringlab io` on io_uring: about 20% there). Both also slow other
+    /// processes' io_uring requests a little while they run.
     #[arg(long, value_name = "LEVEL", default_value = "default")]
     pub evidence: ringlab_kstat::Level,
 

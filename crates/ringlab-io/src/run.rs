@@ -85,25 +85,30 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
     });
     // --evidence stages: the kernel's timestamps of every request.
     // What of it could not be measured: (counter, why).
-    let mut stage_notes: Vec<(&str, String)> = Vec::new();
+    let mut stage_notes: Vec<(String, String)> = Vec::new();
     let mut tracer = None;
     if plan.kstat && plan.evidence == ringlab_kstat::Level::Stages {
         if plan.stage_latencies() {
             let disk = ringlab_kstat::device::disk_of_path(&target.access_path());
             match ringlab_kstat::stages::Tracer::open(disk.as_deref()) {
                 Ok(t) => {
-                    if let Some(why) = &t.completions_by_perf {
-                        stage_notes.push(("block:block_rq_complete of every request", format!("could not be copied with BPF ({why}); perf samples it instead and loses those raised on an idle CPU, so the device's stages cover only the completions that arrived")));
+                    for (tracepoint, why) in &t.by_perf {
+                        let note = if *tracepoint == "block:block_rq_complete" {
+                            format!("could not be copied with BPF ({why}); perf samples it instead and loses those raised on an idle CPU, so the device's stages cover only the completions that arrived")
+                        } else {
+                            format!("could not be copied with BPF ({why}); perf samples it instead, a sample of every process's events: it costs more, to every process on the machine")
+                        };
+                        stage_notes.push((format!("{tracepoint} of every request"), note));
                     }
                     tracer = Some(t);
                 }
                 Err(e) => stage_notes.push((
-                    "stage latencies",
+                    "stage latencies".into(),
                     format!("could not trace the requests' stages: {e}"),
                 )),
             }
         } else {
-            stage_notes.push(("stage latencies", "stage latencies are measured for --engine uring with --numjobs 1 (the kernel's events are joined to ringlab's requests by user_data, which is per ring)".to_string()));
+            stage_notes.push(("stage latencies".into(), "stage latencies are measured for --engine uring with --numjobs 1 (the kernel's events are joined to ringlab's requests by user_data, which is per ring)".to_string()));
         }
     }
     let plan = Arc::new(owned);
@@ -251,10 +256,9 @@ pub fn run_io(plan: &IoPlan, opts: &RunOptions) -> Result<RunResult> {
             report.stages = Some(join_stages(t, &stage_logs, &target));
         }
         for (counter, reason) in stage_notes {
-            report.unavailable.push(ringlab_stats::UnavailableCounter {
-                counter: counter.into(),
-                reason,
-            });
+            report
+                .unavailable
+                .push(ringlab_stats::UnavailableCounter { counter, reason });
         }
         result.kstat = Some(report);
     }

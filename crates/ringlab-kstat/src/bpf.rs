@@ -47,7 +47,7 @@ pub(crate) struct Insn {
     pub(crate) code: u8,
     regs: u8,
     pub(crate) off: i16,
-    imm: i32,
+    pub(crate) imm: i32,
 }
 
 pub(crate) fn insn(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {

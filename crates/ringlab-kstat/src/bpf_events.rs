@@ -1,14 +1,30 @@
-//! One disk's `block:block_rq_complete` events, copied out by BPF into a
-//! ring buffer map: (CLOCK_MONOTONIC time, first sector) per completion.
+//! Tracepoint events copied out by BPF into a ring buffer map, one
+//! (CLOCK_MONOTONIC time, key) record per event kept: what `--evidence
+//! stages` joins with ringlab's requests. A copier keeps either one disk's
+//! block events (`block_rq_issue`, `block_rq_complete`, by device, keyed
+//! by first sector) or this process's io_uring events
+//! (`io_uring_submit_req`, `io_uring_complete`, by thread group, keyed by
+//! user_data).
 //!
-//! Why not the perf ring of `--evidence stages`' other tracepoints: on
-//! Linux 6.18 a perf sample of a tracepoint raised on an idle CPU does not
-//! reach the ring, although the event is counted (`perf stat` counts as
-//! many `block_rq_complete` as `block_rq_issue`; `perf record` got 35-166
-//! of 15k while the CPU the virtio disk interrupts idled, and every one
-//! with a process spinning on it; ftrace's own buffer got all 15749). The
-//! BPF program runs where the tracepoint is hit, before perf's sample
-//! path, and writes to a BPF ring buffer, which does not go through it.
+//! Why not perf samples of the tracepoints (the way the stages were first
+//! read, and still the fallback where BPF does not load):
+//!
+//! - **Cost, to every process.** A perf event on a tracepoint with a sample
+//!   period of 1 writes a sample of every hit, of every process, into the
+//!   CPU's ring: the reader filters afterwards. On zram at depth 1 that
+//!   took ringlab from 147k to 112k IOPS (3.1 to 4.5 us of job CPU a read,
+//!   `perf_swevent_event` 9.7% of the CPU), and a t/io_uring beside it
+//!   from 4.3 to 7.9 us of CPU a read (docs/benchmarks.md, 2026-12-02). A
+//!   copier drops another process's event in a few instructions and writes
+//!   16 bytes of its own.
+//! - **Loss.** On Linux 6.18 a perf sample of a tracepoint raised on an
+//!   idle CPU does not reach the ring, although the event is counted
+//!   (`perf stat` counts as many `block_rq_complete` as `block_rq_issue`;
+//!   `perf record` got 35-166 of 15k while the CPU the virtio disk
+//!   interrupts idled, and every one with a process spinning on it;
+//!   ftrace's own buffer got all 15749). The BPF program runs where the
+//!   tracepoint is hit, before perf's sample path, and writes to a BPF
+//!   ring buffer, which does not go through it.
 //!
 //! The program is a `BPF_PROG_TYPE_TRACEPOINT` one, attached through a
 //! perf event of the tracepoint (`PERF_EVENT_IOC_SET_BPF`): it reads the
@@ -18,8 +34,9 @@
 
 use crate::bpf::{
     add_one, bpf_error, insn, load_program, own_fd, percpu_sum, possible_cpus, recursion_misses,
-    sys_bpf, Insn, Slot, ADD64_IMM, BPF_MAP_CREATE, BPF_MAP_TYPE_PERCPU_ARRAY, CALL, EXIT, JEQ_IMM,
-    JNE_IMM, LDX_DW, LDX_W, LD_IMM64, MOV64_IMM, MOV64_REG, PSEUDO_MAP_FD, STX_DW,
+    sys_bpf, Insn, Slot, ADD64_IMM, BPF_MAP_CREATE, BPF_MAP_TYPE_PERCPU_ARRAY, CALL, EXIT,
+    FN_GET_CURRENT_PID_TGID, JEQ_IMM, JNE_IMM, LDX_DW, LDX_W, LD_IMM64, MOV64_IMM, MOV64_REG,
+    PSEUDO_MAP_FD, RSH64_IMM, STX_DW,
 };
 use crate::perf::{event_id, SharedMapping};
 use perf_event_open_sys::{bindings, ioctls, perf_event_open};
@@ -37,27 +54,63 @@ const RINGBUF_BUSY_BIT: u32 = 1 << 31;
 const RINGBUF_DISCARD_BIT: u32 = 1 << 30;
 const RINGBUF_HDR: usize = 8;
 
-/// Bytes of the ring (a power of two, pages): 24 bytes a completion, so
-/// about 700,000 of them, several seconds of the fastest disk here for a
+/// Bytes of the ring (a power of two, pages): 24 bytes an event, so
+/// about 700,000 of them, several seconds of the fastest device here for a
 /// reader that drains every few milliseconds.
 const RING_BYTES: usize = 16 << 20;
 
-const TRACEPOINT: &str = "block:block_rq_complete";
+/// Which of a tracepoint's events a copier keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// Those of one disk (the record's `dev` field, as the block
+    /// tracepoints give it: `MAJOR << 20 | MINOR`). Block completions run
+    /// in interrupts, on behalf of anyone, so the disk, not the process,
+    /// says whose they are.
+    Dev(u32),
+    /// Those raised by a thread of this thread group: the io_uring events
+    /// of its rings, raised by its own threads, io-wq workers and SQPOLL
+    /// poller included (all threads of the process).
+    Tgid(u32),
+}
 
-/// The program: `if (rec->dev != DEV) return 0; out = {ktime_get_ns(),
-/// rec->sector}; if (bpf_ringbuf_output(ring, &out, 16, 0)) lost += 1;
-/// return 0` (0: no perf sample as well).
-fn assemble(ring_fd: i32, lost_fd: i32, dev: u32, dev_at: i16, sector_at: i16) -> Vec<Insn> {
+/// The program: `if (KEEP fails) return 1; out = {ktime_get_ns(),
+/// rec->KEY}; if (bpf_ringbuf_output(ring, &out, 16, 0)) lost += 1;
+/// return 1`. `dev_at` is read for [`Keep::Dev`] only.
+///
+/// Why 1: a tracepoint's BPF programs run before its perf events, and a
+/// 0 from any of them drops the hit for every perf event of that
+/// tracepoint on the machine (`perf_trace_run_bpf_submit`): a `perf
+/// record` of it, or another ringlab's fallback to perf samples, would
+/// get nothing while this copier is attached (seen: a stage run that fell
+/// back to perf joined 0 of 9616 requests while another test's copiers
+/// were attached). With 1 the hit goes on to the CPU's perf events, of
+/// which the copier's own is none: it is never enabled (see
+/// [`Copier::event_fd`]), so where no one else samples the tracepoint the
+/// kernel finds an empty list and stops there.
+fn assemble(ring_fd: i32, lost_fd: i32, keep: Keep, dev_at: i16, key_at: i16) -> Vec<Insn> {
     let mut out = Vec::with_capacity(32);
     // r6 = ctx: the tracepoint's record (its first 8 bytes are not
     // readable; the fields after them are).
     out.push(insn(MOV64_REG, 6, 1, 0, 0));
-    out.push(insn(LDX_W, 1, 6, dev_at, 0));
-    let skip_dev = out.len();
-    out.push(insn(JNE_IMM, 1, 0, 0, dev as i32));
+    let skip_keep = out.len()
+        + match keep {
+            Keep::Dev(_) => 1,
+            Keep::Tgid(_) => 2,
+        };
+    match keep {
+        Keep::Dev(dev) => {
+            out.push(insn(LDX_W, 1, 6, dev_at, 0));
+            out.push(insn(JNE_IMM, 1, 0, 0, dev as i32));
+        }
+        Keep::Tgid(tgid) => {
+            out.push(insn(CALL, 0, 0, 0, FN_GET_CURRENT_PID_TGID));
+            out.push(insn(RSH64_IMM, 0, 0, 0, 32));
+            out.push(insn(JNE_IMM, 0, 0, 0, tgid as i32));
+        }
+    }
     out.push(insn(CALL, 0, 0, 0, FN_KTIME_GET_NS));
     out.push(insn(STX_DW, 10, 0, -16, 0));
-    out.push(insn(LDX_DW, 1, 6, sector_at, 0));
+    out.push(insn(LDX_DW, 1, 6, key_at, 0));
     out.push(insn(STX_DW, 10, 1, -8, 0));
     out.push(insn(LD_IMM64, 1, PSEUDO_MAP_FD, 0, ring_fd));
     out.push(insn(0, 0, 0, 0, 0));
@@ -70,9 +123,9 @@ fn assemble(ring_fd: i32, lost_fd: i32, dev: u32, dev_at: i16, sector_at: i16) -
     out.push(insn(JEQ_IMM, 0, 0, 0, 0));
     add_one(&mut out, lost_fd, Slot(0));
     let exit_at = out.len();
-    out[skip_dev].off = (exit_at - skip_dev - 1) as i16;
+    out[skip_keep].off = (exit_at - skip_keep - 1) as i16;
     out[skip_ok].off = (exit_at - skip_ok - 1) as i16;
-    out.push(insn(MOV64_IMM, 0, 0, 0, 0));
+    out.push(insn(MOV64_IMM, 0, 0, 0, 1));
     out.push(insn(EXIT, 0, 0, 0, 0));
     out
 }
@@ -117,8 +170,8 @@ fn attach_to_tracepoint(tracepoint: &str, prog: &OwnedFd, what: &str) -> Result<
     Ok(event)
 }
 
-/// The running copy of one disk's completions.
-pub struct BlockCompletions {
+/// The running copy of one tracepoint's kept events.
+pub struct Copier {
     /// The perf event the program hangs on (closing it detaches it).
     event: OwnedFd,
     prog: OwnedFd,
@@ -131,15 +184,26 @@ pub struct BlockCompletions {
     page: usize,
 }
 
-impl BlockCompletions {
-    /// Loads and attaches the program for disk `dev` (as the block
-    /// tracepoints give it); see [`Self::event_fd`] for when it copies.
-    pub fn open(dev: u32) -> Result<BlockCompletions, String> {
+impl Copier {
+    /// The copier of one disk's block completions (`block_rq_complete`,
+    /// keyed by first sector).
+    pub fn block_completions(dev: u32) -> Result<Copier, String> {
+        Copier::open("block:block_rq_complete", Keep::Dev(dev), "sector")
+    }
+
+    /// Loads and attaches the program that copies `tracepoint`'s events
+    /// that `keep` keeps, each as its time and its record's `key_field`
+    /// (a u64); see [`Self::event_fd`] for when it copies.
+    pub fn open(tracepoint: &'static str, keep: Keep, key_field: &str) -> Result<Copier, String> {
         let offset = |field: &str| -> Result<i16, String> {
-            let at = crate::perf::field_offset(TRACEPOINT, field)?;
-            i16::try_from(at).map_err(|_| format!("{TRACEPOINT}: {field} at offset {at}"))
+            let at = crate::perf::field_offset(tracepoint, field)?;
+            i16::try_from(at).map_err(|_| format!("{tracepoint}: {field} at offset {at}"))
         };
-        let (dev_at, sector_at) = (offset("dev")?, offset("sector")?);
+        let dev_at = match keep {
+            Keep::Dev(_) => offset("dev")?,
+            Keep::Tgid(_) => 0,
+        };
+        let key_at = offset(key_field)?;
         let mut attr = [0u64; 16];
         attr[0] = u64::from(BPF_MAP_TYPE_RINGBUF);
         attr[1] = (RING_BYTES as u64) << 32;
@@ -151,19 +215,13 @@ impl BlockCompletions {
         attr[1] = 8 | (1u64 << 32);
         let lost_map =
             own_fd(sys_bpf(BPF_MAP_CREATE, &mut attr).map_err(|e| bpf_error("BPF map", e))?);
-        let insns = assemble(
-            ring.as_raw_fd(),
-            lost_map.as_raw_fd(),
-            dev,
-            dev_at,
-            sector_at,
-        );
+        let insns = assemble(ring.as_raw_fd(), lost_map.as_raw_fd(), keep, dev_at, key_at);
         let prog = load_program(
             BPF_PROG_TYPE_TRACEPOINT,
             &insns,
-            &format!("loading the copier of {TRACEPOINT}"),
+            &format!("loading the copier of {tracepoint}"),
         )?;
-        let event = attach_to_tracepoint(TRACEPOINT, &prog, "the copier")?;
+        let event = attach_to_tracepoint(tracepoint, &prog, "the copier")?;
         let page = crate::perf::page_size();
         // A BPF ring buffer as the kernel lays it out: the consumer page
         // read-write at 0, the producer page and twice the data read-only
@@ -174,7 +232,7 @@ impl BlockCompletions {
         };
         let consumer = map(page, true, 0)?;
         let producer = map(page + 2 * RING_BYTES, false, page)?;
-        Ok(BlockCompletions {
+        Ok(Copier {
             event,
             prog,
             _ring: ring,
@@ -185,18 +243,21 @@ impl BlockCompletions {
         })
     }
 
-    /// The perf event the program hangs on, created disabled. The
-    /// program runs from its attachment until the descriptors close,
-    /// enabled or not (the kernel runs a tracepoint's programs once its
-    /// perf probe is registered; on 6.18 the copier recorded every read of
-    /// the test in tests/kstat_runs.rs with its event never enabled): the
-    /// stage join takes only a completion that falls inside its own
-    /// request's time, so one copied outside the run is never used.
+    /// The perf event the program hangs on, created disabled and never
+    /// to be enabled by the tracer: the program runs from its attachment
+    /// until the descriptors close, enabled or not (the kernel runs a
+    /// tracepoint's programs once its perf probe is registered; on 6.18
+    /// the copier recorded every read of the test in tests/kstat_runs.rs
+    /// with its event never enabled), and an enabled event would take a
+    /// sample of every hit on its CPU, to no buffer, since the program
+    /// lets hits through (see [`assemble`]). The stage join takes only
+    /// events that fall inside their own request's time, so one copied
+    /// outside the run is never used.
     pub fn event_fd(&self) -> i32 {
         self.event.as_raw_fd()
     }
 
-    /// Hands every completion copied so far to `f(time_ns, sector)`.
+    /// Hands every event copied so far to `f(time_ns, key)`.
     pub fn drain(&mut self, mut f: impl FnMut(u64, u64)) {
         let cons = self.consumer.ptr().cast::<u64>();
         let prod = self.producer.ptr().cast::<u64>();
@@ -244,12 +305,13 @@ impl BlockCompletions {
         }
     }
 
-    /// Completions not copied: those the ring had no room for, and those
-    /// the kernel did not run the program for (see
-    /// [`crate::bpf::recursion_misses`]: a completion whose interrupt came
-    /// while another BPF program, or a map lookup of `bpf(2)`, held that
-    /// CPU). A skipped run may have been another disk's completion, which
-    /// the program would have passed over: the count is an upper bound.
+    /// Events not copied: those the ring had no room for, and those the
+    /// kernel did not run the program for (see
+    /// [`crate::bpf::recursion_misses`]: an event raised, say by an
+    /// interrupt, while another BPF program, or a map lookup of `bpf(2)`,
+    /// held that CPU). A skipped run may have been an event the program
+    /// would have passed over (another disk's, another process's): the
+    /// count is an upper bound.
     pub fn lost(&self) -> io::Result<u64> {
         Ok(percpu_sum(&self.lost_map, 0, possible_cpus())? + recursion_misses(&self.prog)?)
     }
@@ -261,7 +323,7 @@ mod tests {
     use crate::bpf::{EXIT, FN_GET_CURRENT_PID_TGID, RSH64_IMM};
 
     /// The kernel's count of the runs it skipped is read (and so counted
-    /// in [`BlockCompletions::lost`]), in the copier's own situation: an
+    /// in [`Copier::lost`]), in the copier's own situation: an
     /// interrupt hits a tracepoint while another BPF program runs on that
     /// CPU. A slow program (thousands of clock reads) on this process's
     /// `getppid` calls holds the CPU for over 100 ms in all; the timer
@@ -309,17 +371,32 @@ mod tests {
 
     #[test]
     fn every_skip_lands_on_the_exit() {
-        let code = assemble(3, 4, 0x0fe0_0000, 8, 16);
-        let exit = code.len() - 2;
-        let jumps: Vec<usize> = (0..code.len())
-            .filter(|&i| matches!(code[i].code, JNE_IMM | JEQ_IMM))
-            .collect();
-        // The device test, the ring's answer, and the lookup's test in the
-        // lost counter's add.
-        assert_eq!(jumps.len(), 3);
-        for i in jumps {
-            let to = i as i64 + 1 + i64::from(code[i].off);
-            assert_eq!(to, exit as i64, "insn {i} jumps to {to}, not the exit");
+        for (keep, tests) in [
+            // The device test, the ring's answer, and the lookup's test in
+            // the lost counter's add.
+            (Keep::Dev(0x0fe0_0000), 3),
+            (Keep::Tgid(4242), 3),
+        ] {
+            let code = assemble(3, 4, keep, 8, 16);
+            let exit = code.len() - 2;
+            let jumps: Vec<usize> = (0..code.len())
+                .filter(|&i| matches!(code[i].code, JNE_IMM | JEQ_IMM))
+                .collect();
+            assert_eq!(jumps.len(), tests, "{keep:?}");
+            for i in jumps {
+                let to = i as i64 + 1 + i64::from(code[i].off);
+                assert_eq!(
+                    to, exit as i64,
+                    "{keep:?}: insn {i} jumps to {to}, not the exit"
+                );
+            }
         }
+        // The thread-group test compares the upper half of
+        // bpf_get_current_pid_tgid() with this tgid.
+        let code = assemble(3, 4, Keep::Tgid(4242), 8, 16);
+        assert_eq!(code[1].code, CALL);
+        assert_eq!(code[1].imm, FN_GET_CURRENT_PID_TGID);
+        assert_eq!((code[2].code, code[2].imm), (RSH64_IMM, 32));
+        assert_eq!((code[3].code, code[3].imm), (JNE_IMM, 4242));
     }
 }

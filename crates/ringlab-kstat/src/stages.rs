@@ -5,15 +5,19 @@
 //! ringlab's own submission and reap times, give one latency per stage and
 //! request, kept in an HDR histogram per stage.
 //!
-//! The events are sampled by `perf_event_open` on every CPU (one ring
-//! buffer per CPU and tracepoint, read by a thread of its own every few
-//! milliseconds), timestamped with CLOCK_MONOTONIC, the clock ringlab's
-//! `Instant` reads; the disk's `block_rq_complete`, which perf loses on an
-//! idle CPU, is copied by a BPF program instead ([`crate::bpf_events`]),
-//! with the same clock. Each event is copied into a buffer: this costs far
-//! more than counting, which is why it is not on by default.
+//! Each tracepoint's events are copied by a BPF program
+//! ([`crate::bpf_events`]) that keeps this process's io_uring events and
+//! the target disk's block events, timestamped with CLOCK_MONOTONIC, the
+//! clock ringlab's `Instant` reads, into a BPF ring buffer that a thread
+//! of its own drains every few milliseconds. Where a program does not
+//! load, that tracepoint is sampled by `perf_event_open` on every CPU
+//! instead (one ring buffer per CPU, the same clock): perf writes a sample
+//! of every process's events and loses those raised on an idle CPU, so
+//! the run says which tracepoints fell back. Each event is copied into a
+//! buffer: this costs far more than counting, which is why it is not on by
+//! default.
 
-use crate::bpf_events::BlockCompletions;
+use crate::bpf_events::{Copier, Keep};
 use crate::perf::{event_id, field_offset, online_cpus, page_size, SharedMapping};
 use hdrhistogram::Histogram;
 use perf_event_open_sys::{bindings, ioctls, perf_event_open};
@@ -263,8 +267,8 @@ impl Collected {
 }
 
 /// What the reader thread hands back when it ends: the rings and the
-/// copier (closed only after it stopped reading them) and the events.
-type ReaderOutcome = (Vec<Ring>, Option<BlockCompletions>, Collected);
+/// copiers (closed only after it stopped reading them) and the events.
+type ReaderOutcome = (Vec<Ring>, Vec<(Kind, Copier)>, Collected);
 
 /// The running tracer: per-CPU rings and the thread that reads them.
 pub struct Tracer {
@@ -272,10 +276,11 @@ pub struct Tracer {
     reader: Option<JoinHandle<ReaderOutcome>>,
     fds: Vec<i32>,
     pub block_traced: bool,
-    /// Why the disk's block_rq_complete could not be copied by BPF, when
-    /// it could not: then perf samples it, and loses those raised on an
-    /// idle CPU.
-    pub completions_by_perf: Option<String>,
+    /// The tracepoints that could not be copied by BPF, with why: perf
+    /// samples them instead, which writes a sample of every process's
+    /// events (a cost to all of them) and loses those raised on an idle
+    /// CPU (the disk's completions, mostly).
+    pub by_perf: Vec<(&'static str, String)>,
 }
 
 /// A disk's device number as block tracepoints give it, from its
@@ -295,31 +300,30 @@ impl Tracer {
             dev: disk.and_then(trace_dev_of_disk),
         };
         let block_traced = filter.dev.is_some();
-        // The disk's completions by BPF where it loads (see
-        // crate::bpf_events for why not by perf sample); otherwise by
-        // perf, with what arrives.
-        let (mut completions, completions_by_perf) = match filter.dev.map(BlockCompletions::open) {
-            Some(Ok(c)) => (Some(c), None),
-            Some(Err(why)) => (None, Some(why)),
-            None => (None, None),
-        };
+        let mut copiers = Vec::new();
+        let mut by_perf = Vec::new();
         let mut rings = Vec::new();
-        for cpu in online_cpus() {
-            for kind in KINDS {
-                if !block_traced && matches!(kind, Kind::BlockIssue | Kind::BlockComplete) {
-                    continue;
+        for kind in KINDS {
+            let block = matches!(kind, Kind::BlockIssue | Kind::BlockComplete);
+            let (keep, key) = match (block, filter.dev) {
+                (false, _) => (Keep::Tgid(filter.tgid), "user_data"),
+                (true, Some(dev)) => (Keep::Dev(dev), "sector"),
+                (true, None) => continue,
+            };
+            let name = TRACEPOINTS[kind as usize];
+            match Copier::open(name, keep, key) {
+                Ok(c) => copiers.push((kind, c)),
+                Err(why) => {
+                    by_perf.push((name, why));
+                    for cpu in online_cpus() {
+                        rings.push(open_ring(kind, cpu)?);
+                    }
                 }
-                if kind == Kind::BlockComplete && completions.is_some() {
-                    continue;
-                }
-                rings.push(open_ring(kind, cpu)?);
             }
         }
-        let mut fds: Vec<i32> = rings.iter().map(|r| r.fd.as_raw_fd()).collect();
-        // The copier's perf event is enabled and disabled with the rings
-        // (see BlockCompletions::event_fd); the reader thread keeps it
-        // open until it is joined.
-        fds.extend(completions.as_ref().map(BlockCompletions::event_fd));
+        // The copiers' perf events stay disabled (see Copier::event_fd);
+        // the reader thread keeps them open until it is joined.
+        let fds: Vec<i32> = rings.iter().map(|r| r.fd.as_raw_fd()).collect();
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
         let reader = std::thread::Builder::new()
@@ -332,18 +336,13 @@ impl Tracer {
                     for r in &mut rings {
                         r.drain(filter, &mut got, &mut wrapped);
                     }
-                    if let Some(c) = &mut completions {
-                        c.drain(|time_ns, sector| {
-                            got.push(Event {
-                                kind: Kind::BlockComplete,
-                                time_ns,
-                                key: sector,
-                            })
-                        });
+                    for (kind, c) in &mut copiers {
+                        let kind = *kind;
+                        c.drain(|time_ns, key| got.push(Event { kind, time_ns, key }));
                         if last {
                             // Unreadable, the count is left out: what the
                             // ring missed shows anyway, as requests
-                            // without their completion in the report.
+                            // without their events in the report.
                             got.lost += c.lost().unwrap_or(0);
                         }
                     }
@@ -352,7 +351,7 @@ impl Tracer {
                     }
                     std::thread::sleep(Duration::from_millis(2));
                 }
-                (rings, completions, got)
+                (rings, copiers, got)
             })
             .map_err(|e| format!("starting the stage reader thread: {e}"))?;
         Ok(Tracer {
@@ -360,7 +359,7 @@ impl Tracer {
             reader: Some(reader),
             fds,
             block_traced,
-            completions_by_perf,
+            by_perf,
         })
     }
 
@@ -381,12 +380,12 @@ impl Tracer {
     pub fn finish(mut self, requests: &[Request], truncated: bool) -> StageReport {
         self.each(ioctls::DISABLE);
         self.stop.store(true, Ordering::Release);
-        let (rings, completions, got) = match self.reader.take().map(|h| h.join()) {
+        let (rings, copiers, got) = match self.reader.take().map(|h| h.join()) {
             Some(Ok(x)) => x,
-            _ => (Vec::new(), None, Collected::default()),
+            _ => (Vec::new(), Vec::new(), Collected::default()),
         };
         drop(rings);
-        drop(completions);
+        drop(copiers);
         let mut report = join(requests, &got.events, self.block_traced);
         report.events_lost = got.lost + got.dropped;
         report.requests_not_logged = truncated;

@@ -497,10 +497,8 @@ fn bpf_copies_each_block_completion_of_the_disk() {
         skip(NAME, "FIEMAP does not map the file to its disk");
         return;
     };
-    let mut copier = ringlab_kstat::bpf_events::BlockCompletions::open(dev).unwrap();
-    // PERF_EVENT_IOC_ENABLE.
-    // SAFETY: the copier's perf event descriptor is open.
-    assert_eq!(unsafe { libc::ioctl(copier.event_fd(), 0x2400, 0) }, 0);
+    // Its perf event is never enabled: the program copies all the same.
+    let mut copier = ringlab_kstat::bpf_events::Copier::block_completions(dev).unwrap();
     let layout = std::alloc::Layout::from_size_align(4096, 4096).unwrap();
     // SAFETY: a non-zero layout; freed below.
     let buf = unsafe { std::alloc::alloc(layout) };
@@ -597,8 +595,15 @@ fn stage_evidence_mounts_tracefs_where_none_is_mounted() {
     };
     let r = ok_json_of(&out);
     let k = &r["kstat"];
-    if let Some(reason) = unavailable_reason(k, "block:block_rq_complete of every request") {
-        panic!("the BPF copy did not load without a mounted tracefs: {reason}");
+    for tp in [
+        "io_uring:io_uring_submit_req",
+        "io_uring:io_uring_complete",
+        "block:block_rq_issue",
+        "block:block_rq_complete",
+    ] {
+        if let Some(reason) = unavailable_reason(k, &format!("{tp} of every request")) {
+            panic!("the BPF copy of {tp} did not load without a mounted tracefs: {reason}");
+        }
     }
     let st = &k["stages"];
     let matched = st["requests_matched"]
@@ -612,8 +617,8 @@ fn stage_evidence_mounts_tracefs_where_none_is_mounted() {
 
 /// Where BPF may not be used but perf may (the capabilities CAP_BPF and
 /// CAP_SYS_ADMIN dropped, CAP_PERFMON kept), `--evidence stages` still
-/// times every request's stages: the disk's completions come from perf
-/// samples instead of the BPF copy, and the result says so under
+/// times every request's stages: the events come from perf samples
+/// instead of the BPF copies, and the result says so under
 /// "unavailable" rather than passing the missing completions off as
 /// measured.
 #[test]
@@ -641,12 +646,23 @@ fn stage_evidence_without_bpf_falls_back_to_perf_and_says_so() {
     };
     let r = ok_json_of(&out);
     let k = &r["kstat"];
-    let reason = unavailable_reason(k, "block:block_rq_complete of every request")
-        .unwrap_or_else(|| panic!("no note of the copy that could not load: {k}"));
-    assert!(
-        reason.contains("could not be copied with BPF") && reason.contains("perf samples it"),
-        "{reason}"
-    );
+    // Every tracepoint of the stages falls back, each named with why.
+    for tp in [
+        "io_uring:io_uring_submit_req",
+        "io_uring:io_uring_complete",
+        "block:block_rq_issue",
+        "block:block_rq_complete",
+    ] {
+        let reason = unavailable_reason(k, &format!("{tp} of every request"))
+            .unwrap_or_else(|| panic!("no note of the copy of {tp} that could not load: {k}"));
+        assert!(
+            reason.contains("could not be copied with BPF") && reason.contains("perf samples it"),
+            "{tp}: {reason}"
+        );
+        if tp.starts_with("io_uring:") {
+            assert!(reason.contains("every process"), "{tp}: {reason}");
+        }
+    }
     let st = &k["stages"];
     let Some(matched) = st["requests_matched"].as_u64() else {
         panic!("no stage tracing by perf without BPF: {k}");

@@ -104,8 +104,16 @@ mod tests {
             20,
         );
         let d = diagnose(&r);
-        assert!(d[0].message.contains("chosen by default"), "{}", d[0].message);
-        assert!(!d[0].try_next.contains("drop IOSQE_ASYNC"), "{}", d[0].try_next);
+        assert!(
+            d[0].message.contains("chosen by default"),
+            "{}",
+            d[0].message
+        );
+        assert!(
+            !d[0].try_next.contains("drop IOSQE_ASYNC"),
+            "{}",
+            d[0].try_next
+        );
         assert!(d[0].try_next.contains("FMODE_NOWAIT"), "{}", d[0].try_next);
         // Borderline: at the threshold exactly, it does not fire.
         let r = result(
