@@ -11,10 +11,11 @@
 //!
 //! - **Cost, to every process.** A perf event on a tracepoint with a sample
 //!   period of 1 writes a sample of every hit, of every process, into the
-//!   CPU's ring: the reader filters afterwards. On zram at depth 1 that
-//!   took ringlab from 147k to 112k IOPS (3.1 to 4.5 us of job CPU a read,
-//!   `perf_swevent_event` 9.7% of the CPU), and a t/io_uring beside it
-//!   from 4.3 to 7.9 us of CPU a read (docs/benchmarks.md, 2026-12-02). A
+//!   CPU's ring: the reader filters afterwards. On zram at depth 1 a
+//!   stages run made 98.6k IOPS against 140.1k by default (medians of 3;
+//!   `perf_swevent_event` 9.7% of the CPU in a profile), and a t/io_uring
+//!   beside it spent 7.9 us of CPU a read against 4.3 (docs/benchmarks.md,
+//!   2026-12-02); with the copiers, 109.7k against 136.6k. A
 //!   copier drops another process's event in a few instructions and writes
 //!   16 bytes of its own.
 //! - **Loss.** On Linux 6.18 a perf sample of a tracepoint raised on an

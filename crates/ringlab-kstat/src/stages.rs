@@ -273,6 +273,15 @@ type ReaderOutcome = (Vec<Ring>, Vec<(Kind, Copier)>, Collected);
 /// The running tracer: per-CPU rings and the thread that reads them.
 pub struct Tracer {
     stop: Arc<AtomicBool>,
+    /// Set by [`Tracer::enable`]: the copiers copy from their attachment
+    /// on (see `Copier::event_fd`), and what they copy before the
+    /// measured run (a `--ramp-time`, say) is drained and dropped, so it
+    /// neither fills [`MAX_EVENTS`] nor holds memory.
+    armed: Arc<AtomicBool>,
+    /// CLOCK_MONOTONIC ns of [`Tracer::enable`]: requests issued before it
+    /// (in the ramp) are not the measured run's, and are left out of the
+    /// join and its count.
+    armed_at: std::sync::atomic::AtomicU64,
     reader: Option<JoinHandle<ReaderOutcome>>,
     fds: Vec<i32>,
     pub block_traced: bool,
@@ -281,6 +290,18 @@ pub struct Tracer {
     /// events (a cost to all of them) and loses those raised on an idle
     /// CPU (the disk's completions, mostly).
     pub by_perf: Vec<(&'static str, String)>,
+}
+
+/// CLOCK_MONOTONIC now, in nanoseconds: the clock of the events and of
+/// ringlab's [`Request`] times.
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// A disk's device number as block tracepoints give it, from its
@@ -326,6 +347,8 @@ impl Tracer {
         let fds: Vec<i32> = rings.iter().map(|r| r.fd.as_raw_fd()).collect();
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
+        let armed = Arc::new(AtomicBool::new(false));
+        let armed2 = armed.clone();
         let reader = std::thread::Builder::new()
             .name("ringlab-stages".into())
             .spawn(move || {
@@ -336,9 +359,14 @@ impl Tracer {
                     for r in &mut rings {
                         r.drain(filter, &mut got, &mut wrapped);
                     }
+                    let keep = armed2.load(Ordering::Acquire);
                     for (kind, c) in &mut copiers {
                         let kind = *kind;
-                        c.drain(|time_ns, key| got.push(Event { kind, time_ns, key }));
+                        c.drain(|time_ns, key| {
+                            if keep {
+                                got.push(Event { kind, time_ns, key })
+                            }
+                        });
                         if last {
                             // Unreadable, the count is left out: what the
                             // ring missed shows anyway, as requests
@@ -356,6 +384,8 @@ impl Tracer {
             .map_err(|e| format!("starting the stage reader thread: {e}"))?;
         Ok(Tracer {
             stop,
+            armed,
+            armed_at: std::sync::atomic::AtomicU64::new(0),
             reader: Some(reader),
             fds,
             block_traced,
@@ -372,7 +402,9 @@ impl Tracer {
     }
 
     pub fn enable(&self) {
+        self.armed_at.store(monotonic_ns(), Ordering::Relaxed);
         self.each(ioctls::ENABLE);
+        self.armed.store(true, Ordering::Release);
     }
 
     /// Stops tracing and joins the kernel's events with `requests` (reaped
@@ -386,7 +418,13 @@ impl Tracer {
         };
         drop(rings);
         drop(copiers);
-        let mut report = join(requests, &got.events, self.block_traced);
+        let from = self.armed_at.load(Ordering::Relaxed);
+        let measured: Vec<Request> = requests
+            .iter()
+            .filter(|r| r.start_ns >= from)
+            .copied()
+            .collect();
+        let mut report = join(&measured, &got.events, self.block_traced);
         report.events_lost = got.lost + got.dropped;
         report.requests_not_logged = truncated;
         report

@@ -702,3 +702,32 @@ fn stage_evidence_without_bpf_falls_back_to_perf_and_says_so() {
         );
     }
 }
+
+/// With `--ramp-time`, the stage histograms cover the measured run only:
+/// the requests issued in the ramp are left out of the join and of its
+/// count, and the copiers' events of the ramp are dropped (before, the
+/// count took the ramp's requests in and said half of them had no kernel
+/// events).
+#[test]
+fn stage_evidence_leaves_the_ramp_out() {
+    const NAME: &str = "stage_evidence_leaves_the_ramp_out";
+    let Some((_dir, line)) = disk_stage_run(NAME, "needs root (BPF)") else {
+        return;
+    };
+    let line = line.replace("--runtime 400ms", "--ramp-time 300ms --runtime 300ms");
+    let r = ok_json_of(&ringlab(&line));
+    let ops = r["total"]["ops"].as_u64().unwrap();
+    let st = &r["kstat"]["stages"];
+    let logged = st["requests_logged"].as_u64().unwrap();
+    let matched = st["requests_matched"].as_u64().unwrap();
+    // Issued after the ramp: the measured run's completions, give or take
+    // the requests in flight at either end (depth 4).
+    assert!(
+        logged <= ops + 8 && logged + 8 >= ops,
+        "{logged} requests logged for {ops} measured: {st}"
+    );
+    assert!(
+        matched * 10 >= logged * 9,
+        "{matched} of {logged} joined: {st}"
+    );
+}
