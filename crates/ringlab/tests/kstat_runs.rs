@@ -512,8 +512,21 @@ fn bpf_copies_each_block_completion_of_the_disk() {
     }
     // SAFETY: allocated above with this layout.
     unsafe { std::alloc::dealloc(buf, layout) };
+    // The ring holds this disk's completions of every process (other
+    // tests read it too); a drain stops at a record another CPU has
+    // reserved and not yet written, so drain until every read is seen or
+    // a moment has passed.
     let mut seen = std::collections::HashMap::<u64, u32>::new();
-    copier.drain(|_, sector| *seen.entry(sector).or_default() += 1);
+    let start = std::time::Instant::now();
+    loop {
+        copier.drain(|_, sector| *seen.entry(sector).or_default() += 1);
+        if want.iter().all(|s| seen.contains_key(s))
+            || start.elapsed() > std::time::Duration::from_millis(200)
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     let missing: Vec<u64> = want
         .iter()
         .filter(|s| !seen.contains_key(s))
@@ -646,23 +659,15 @@ fn stage_evidence_without_bpf_falls_back_to_perf_and_says_so() {
     };
     let r = ok_json_of(&out);
     let k = &r["kstat"];
-    // Every tracepoint of the stages falls back, each named with why.
-    for tp in [
-        "io_uring:io_uring_submit_req",
-        "io_uring:io_uring_complete",
-        "block:block_rq_issue",
-        "block:block_rq_complete",
-    ] {
-        let reason = unavailable_reason(k, &format!("{tp} of every request"))
-            .unwrap_or_else(|| panic!("no note of the copy of {tp} that could not load: {k}"));
-        assert!(
-            reason.contains("could not be copied with BPF") && reason.contains("perf samples it"),
-            "{tp}: {reason}"
-        );
-        if tp.starts_with("io_uring:") {
-            assert!(reason.contains("every process"), "{tp}: {reason}");
-        }
-    }
+    // On a disk only the completions are copied by BPF (the other events
+    // are sampled by perf anyway, see ringlab_kstat::stages): their copy
+    // falls back, named with why.
+    let reason = unavailable_reason(k, "block:block_rq_complete of every request")
+        .unwrap_or_else(|| panic!("no note of the copy that could not load: {k}"));
+    assert!(
+        reason.contains("could not be copied with BPF") && reason.contains("perf samples it"),
+        "{reason}"
+    );
     let st = &k["stages"];
     let Some(matched) = st["requests_matched"].as_u64() else {
         panic!("no stage tracing by perf without BPF: {k}");
@@ -720,10 +725,13 @@ fn stage_evidence_leaves_the_ramp_out() {
     let st = &r["kstat"]["stages"];
     let logged = st["requests_logged"].as_u64().unwrap();
     let matched = st["requests_matched"].as_u64().unwrap();
-    // Issued after the ramp: the measured run's completions, give or take
-    // the requests in flight at either end (depth 4).
+    // Issued after the ramp: the measured run's completions, less those of
+    // the first supervisor tick (the tracer is enabled at the tick that
+    // sees the ramp over, as the counters are), give or take the requests
+    // in flight and reaped as the run ends (a few dozen). Before, the
+    // ramp's were counted too: about twice as many.
     assert!(
-        logged <= ops + 8 && logged + 8 >= ops,
+        logged * 100 <= ops * 105 + 800 && logged * 10 >= ops * 8,
         "{logged} requests logged for {ops} measured: {st}"
     );
     assert!(
