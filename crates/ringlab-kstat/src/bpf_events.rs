@@ -251,7 +251,7 @@ impl Copier {
     /// the copier recorded every read of the test in tests/kstat_runs.rs
     /// with its event never enabled), and an enabled event would take a
     /// sample of every hit on its CPU, to no buffer, since the program
-    /// lets hits through (see [`assemble`]). The stage join takes only
+    /// lets hits through (see `assemble`). The stage join takes only
     /// events that fall inside their own request's time, so one copied
     /// outside the run is never used.
     pub fn event_fd(&self) -> i32 {
