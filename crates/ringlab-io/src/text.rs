@@ -205,8 +205,8 @@ fn render_stages(out: &mut String, st: &ringlab_stats::StageReport) {
             ),
             _ => format!(", {b} with their block request"),
         },
-        Some(_) => ", no block request (the device has no request queue, or none was seen)".into(),
-        None => String::new(),
+        Some(_) => ", no block request seen".into(),
+        None => ", no block stages (no request queue under the target)".into(),
     };
     let lost = if st.events_lost > 0 || st.requests_not_logged {
         format!(

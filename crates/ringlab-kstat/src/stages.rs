@@ -294,6 +294,13 @@ pub struct Tracer {
     pub by_perf: Vec<(&'static str, String)>,
 }
 
+/// Whether a disk has a request queue (blk-mq, `/sys/block/DISK/mq`),
+/// and so raises `block_rq_issue` and `block_rq_complete`; a bio-based
+/// device (zram, bio-based device-mapper) raises neither.
+pub fn has_request_queue(disk: &str) -> bool {
+    std::path::Path::new(&format!("/sys/block/{disk}/mq")).exists()
+}
+
 /// CLOCK_MONOTONIC now, in nanoseconds: the clock of the events and of
 /// ringlab's [`Request`] times.
 fn monotonic_ns() -> u64 {
@@ -320,7 +327,12 @@ impl Tracer {
     pub fn open(disk: Option<&str>) -> Result<Tracer, String> {
         let filter = Filter {
             tgid: std::process::id(),
-            dev: disk.and_then(trace_dev_of_disk),
+            // Block events come from a request queue (blk-mq); a
+            // bio-based device (zram) raises none, and its target is
+            // traced as one without a disk.
+            dev: disk
+                .filter(|d| has_request_queue(d))
+                .and_then(trace_dev_of_disk),
         };
         let block_traced = filter.dev.is_some();
         let mut copiers = Vec::new();

@@ -739,3 +739,40 @@ fn stage_evidence_leaves_the_ramp_out() {
         "{matched} of {logged} joined: {st}"
     );
 }
+
+/// On a target without a request queue (zram), `--evidence stages` copies
+/// this process's `io_uring_submit_req` and `io_uring_complete` with BPF
+/// programs, not perf samples: none falls back, and every request is
+/// joined to its kernel events.
+#[test]
+fn stage_evidence_on_zram_copies_the_io_uring_events_by_bpf() {
+    const NAME: &str = "stage_evidence_on_zram_copies_the_io_uring_events_by_bpf";
+    let z = match Zram::new(16 << 20) {
+        Ok(z) => z,
+        Err(e) => return skip_root_only(NAME, &e),
+    };
+    let line = format!(
+        "io {} --rw randread --bs 4k --direct --iodepth 4 --runtime 300ms --evidence stages --output-format json",
+        z.dev
+    );
+    let r = ok_json_of(&ringlab(&line));
+    let k = &r["kstat"];
+    for tp in ["io_uring:io_uring_submit_req", "io_uring:io_uring_complete"] {
+        if let Some(reason) = unavailable_reason(k, &format!("{tp} of every request")) {
+            panic!("{tp} was not copied by BPF: {reason}");
+        }
+    }
+    let st = &k["stages"];
+    let logged = st["requests_logged"].as_u64().unwrap();
+    let matched = st["requests_matched"].as_u64().unwrap();
+    assert!(logged > 0, "{st}");
+    assert!(
+        matched * 100 >= logged * 99,
+        "{matched} of {logged} joined: {st}"
+    );
+    assert!(
+        st["requests_matched_block"].is_null(),
+        "zram has no block requests: {st}"
+    );
+    assert_eq!(st["events_lost"].as_u64(), Some(0), "{st}");
+}
