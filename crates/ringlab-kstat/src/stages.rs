@@ -301,18 +301,6 @@ pub fn has_request_queue(disk: &str) -> bool {
     std::path::Path::new(&format!("/sys/block/{disk}/mq")).exists()
 }
 
-/// CLOCK_MONOTONIC now, in nanoseconds: the clock of the events and of
-/// ringlab's [`Request`] times.
-fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec for the call to fill.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// A disk's device number as block tracepoints give it, from its
 /// `/sys/block/DISK/dev` ("253:0").
 pub fn trace_dev_of_disk(disk: &str) -> Option<u32> {
@@ -339,36 +327,37 @@ impl Tracer {
         let mut by_perf = Vec::new();
         let mut rings = Vec::new();
         for kind in KINDS {
-            let block = matches!(kind, Kind::BlockIssue | Kind::BlockComplete);
-            let (keep, key) = match (block, filter.dev) {
-                (false, _) => (Keep::Tgid(filter.tgid), "user_data"),
-                (true, Some(dev)) => (Keep::Dev(dev), "sector"),
-                (true, None) => continue,
+            // What copies each tracepoint: a BPF copier with what it
+            // keeps and its key, or perf samples (`None`). Where the disk's
+            // completions are copied, the events raised in the submitting
+            // thread are sampled by perf, not copied: a tracepoint program
+            // (a copier) holds the CPU's BPF slot while it runs, and the
+            // disk's completion interrupt that comes meanwhile has its
+            // copier skipped (`recursion_misses`). Copying all four lost 357
+            // of 28108 completions at depth 4 on the virtio disk; with perf
+            // for the other three, at most 5 in 10,000 (README, "where the
+            // time goes"). perf costs more per event, but a disk request
+            // takes a hundred microseconds.
+            let copy = match (kind, filter.dev) {
+                (Kind::BlockIssue | Kind::BlockComplete, None) => continue,
+                (Kind::BlockComplete, Some(dev)) => Some((Keep::Dev(dev), "sector")),
+                (Kind::BlockIssue | Kind::Submit | Kind::Complete, Some(_)) => None,
+                (Kind::Submit | Kind::Complete, None) => {
+                    Some((Keep::Tgid(filter.tgid), "user_data"))
+                }
             };
             let name = TRACEPOINTS[kind as usize];
-            // Where the disk's completions are copied, the events raised in
-            // the submitting thread are sampled by perf, not copied: a
-            // tracepoint program (a copier) holds the CPU's BPF slot while
-            // it runs, and the disk's completion interrupt that comes
-            // meanwhile has its copier skipped (`recursion_misses`).
-            // Copying all four lost 357 of 28108 completions at depth 4 on
-            // the virtio disk; with perf for the other three, at most 5 in
-            // 10,000 (README, "where the time goes"). perf costs more per
-            // event, but a disk request takes a hundred microseconds.
-            if block_traced && kind != Kind::BlockComplete {
-                for cpu in online_cpus() {
-                    rings.push(open_ring(kind, cpu)?);
-                }
-                continue;
-            }
-            match Copier::open(name, keep, key) {
-                Ok(c) => copiers.push((kind, c)),
-                Err(why) => {
-                    by_perf.push((name, why));
-                    for cpu in online_cpus() {
-                        rings.push(open_ring(kind, cpu)?);
+            if let Some((keep, key)) = copy {
+                match Copier::open(name, keep, key) {
+                    Ok(c) => {
+                        copiers.push((kind, c));
+                        continue;
                     }
+                    Err(why) => by_perf.push((name, why)),
                 }
+            }
+            for cpu in online_cpus() {
+                rings.push(open_ring(kind, cpu)?);
             }
         }
         // The copiers' perf events stay disabled (see Copier::event_fd);
@@ -431,7 +420,8 @@ impl Tracer {
     }
 
     pub fn enable(&self) {
-        self.armed_at.store(monotonic_ns(), Ordering::Relaxed);
+        self.armed_at
+            .store(ringlab_core::clock::mono_ns(), Ordering::Relaxed);
         self.each(ioctls::ENABLE);
         self.armed.store(true, Ordering::Release);
     }
