@@ -258,8 +258,10 @@ impl Copier {
         self.event.as_raw_fd()
     }
 
-    /// Hands every event copied so far to `f(time_ns, key)`.
-    pub fn drain(&mut self, mut f: impl FnMut(u64, u64)) {
+    /// Hands every event copied so far to `f(time_ns, key)`. Returns true
+    /// where it stopped at a record a CPU has reserved and not yet written
+    /// (the records after it wait for the next drain).
+    pub fn drain(&mut self, mut f: impl FnMut(u64, u64)) -> bool {
         let cons = self.consumer.ptr().cast::<u64>();
         let prod = self.producer.ptr().cast::<u64>();
         // SAFETY: the data area follows the producer page.
@@ -285,7 +287,7 @@ impl Copier {
                     // Reserved, not yet written: the next drain takes it.
                     // SAFETY: as above.
                     unsafe { std::ptr::write_volatile(cons, at) };
-                    return;
+                    return true;
                 }
                 let body = (len & !(RINGBUF_BUSY_BIT | RINGBUF_DISCARD_BIT)) as usize;
                 if len & RINGBUF_DISCARD_BIT == 0 && body >= 16 {
@@ -304,6 +306,7 @@ impl Copier {
                 unsafe { std::ptr::write_volatile(cons, at) };
             }
         }
+        false
     }
 
     /// Events not copied: those the ring had no room for, and those the

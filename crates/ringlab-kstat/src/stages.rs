@@ -380,11 +380,20 @@ impl Tracer {
                     let keep = armed2.load(Ordering::Acquire);
                     for (kind, c) in &mut copiers {
                         let kind = *kind;
-                        c.drain(|time_ns, key| {
+                        let mut push = |time_ns, key| {
                             if keep {
                                 got.push(Event { kind, time_ns, key })
                             }
-                        });
+                        };
+                        let mut busy = c.drain(&mut push);
+                        // The last drain does not leave the records behind
+                        // one a CPU is still writing (it is written within
+                        // microseconds): they would be lost uncounted.
+                        let until = std::time::Instant::now() + Duration::from_millis(20);
+                        while last && busy && std::time::Instant::now() < until {
+                            std::thread::yield_now();
+                            busy = c.drain(&mut push);
+                        }
                         if last {
                             // Unreadable, the count is left out: what the
                             // ring missed shows anyway, as requests
