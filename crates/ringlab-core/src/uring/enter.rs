@@ -1,6 +1,8 @@
-//! The one `io_uring_enter`: every ring ringlab drives in a loop (the
-//! storage engine, its completion thread, the HTTP client drivers) enters
-//! the kernel through [`enter`], and each caller inlines it into its loop.
+//! The one `io_uring_enter` of ringlab's storage loops: the storage engine
+//! and its completion thread enter the kernel through [`enter`], and each
+//! caller inlines it into its loop. The HTTP client's driver does not: it
+//! enters through the io-uring crate, which measured better there
+//! (ringlab-net's `drivers/uring.rs` says by how much).
 //!
 //! Why not libc's `syscall()` (or the io-uring crate's `Submitter`, which
 //! calls it): on this project's machine (AMD EPYC, KVM guest, Linux 6.18,

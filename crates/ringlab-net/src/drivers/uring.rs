@@ -21,10 +21,9 @@ use crate::http::Flow;
 use crate::plan::{HttpPlan, IoKind};
 use crate::sys;
 use io_uring::types::{BufRingEntry, CancelBuilder, Fd, Fixed, SubmitArgs, Timespec};
-use io_uring::{cqueue, opcode, squeue, EnterFlags, IoUring};
+use io_uring::{cqueue, opcode, squeue, IoUring};
 use ringlab_core::uring::{build_ring, UringOptions};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
@@ -263,10 +262,17 @@ impl UringDriver {
     }
 
     /// Enters the kernel: submits what is queued and, with `want`, waits for
-    /// that many completions at most `wait_ns`. Inlined into the loop, and
-    /// through [`ringlab_core::uring::enter`] rather than the crate's
-    /// `Submitter`: no function returns between a wait that blocked and
-    /// the loop (see there why that matters).
+    /// that many completions at most `wait_ns`.
+    ///
+    /// Through the crate's `Submitter` (libc's `syscall()`), not the inline
+    /// instruction of [`ringlab_core::uring::enter`] that the storage loop
+    /// uses: co-run against bench/floor's client at 10 connections (which
+    /// waits through the crate), this loop made 0.966-0.984 of the floor's
+    /// responses per CPU-second entering inline and 0.988-0.992 entering
+    /// through the crate, in each of three builds (docs/benchmarks.md,
+    /// 2026-12-02). How the inline path loses here is not known; like the
+    /// storage loop's gain from it, it moved with the build's code layout.
+    /// The crate also wakes an SQPOLL poller when it sleeps.
     #[inline(always)]
     fn enter(&mut self, c: &mut Client, want: usize, wait_ns: u64) -> io::Result<()> {
         if self.sqpoll {
@@ -274,42 +280,14 @@ impl UringDriver {
         } else {
             c.stats.syscalls += 1;
         }
-        let r = if self.sqpoll {
-            // The crate knows when the poller must be woken.
-            self.enter_sqpoll(want, wait_ns)
+        let r = if want > 0 {
+            let ts = timespec(wait_ns);
+            let args = SubmitArgs::new().timespec(&ts);
+            self.ring.submitter().submit_with_args(want, &args)
         } else {
-            let sq = self.ring.submission();
-            let to_submit = sq.len() as u32;
-            // As the crate's submit(): deferred task work and completions
-            // held back by an overflow are only run by GETEVENTS.
-            let getevents = sq.cq_overflow() || sq.taskrun();
-            drop(sq);
-            let fd = self.ring.as_raw_fd();
-            if want > 0 {
-                let ts = timespec(wait_ns);
-                let args = SubmitArgs::new().timespec(&ts);
-                // SAFETY: `args` is an io_uring_getevents_arg (the crate's
-                // SubmitArgs is that struct) alive for the call, as
-                // IORING_ENTER_EXT_ARG says; the ring is ours.
-                unsafe {
-                    ringlab_core::uring::enter(
-                        fd,
-                        to_submit,
-                        want as u32,
-                        (EnterFlags::GETEVENTS | EnterFlags::EXT_ARG).bits(),
-                        &args as *const SubmitArgs<'_, '_> as *const libc::c_void,
-                        std::mem::size_of::<SubmitArgs<'_, '_>>(),
-                    )
-                }
-            } else {
-                let flags = if getevents {
-                    EnterFlags::GETEVENTS.bits()
-                } else {
-                    0
-                };
-                // SAFETY: no argument; the ring is ours.
-                unsafe { ringlab_core::uring::enter(fd, to_submit, 0, flags, std::ptr::null(), 0) }
-            }
+            // As the kernel needs: GETEVENTS where deferred task work or an
+            // overflow waits (the crate's submit() checks both).
+            self.ring.submit()
         };
         match r {
             Ok(_) => Ok(()),
@@ -323,19 +301,6 @@ impl UringDriver {
             }
             Err(e) => Err(e),
         }
-    }
-
-    /// SQPOLL's enter, through the crate, which wakes the poller when it
-    /// sleeps.
-    fn enter_sqpoll(&mut self, want: usize, wait_ns: u64) -> io::Result<u32> {
-        let n = if want > 0 {
-            let ts = timespec(wait_ns);
-            let args = SubmitArgs::new().timespec(&ts);
-            self.ring.submitter().submit_with_args(want, &args)?
-        } else {
-            self.ring.submit()?
-        };
-        Ok(n as u32)
     }
 
     /// Queues one operation; in uring-nb it is submitted at once.
