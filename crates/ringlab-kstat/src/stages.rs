@@ -385,14 +385,18 @@ impl Tracer {
                                 got.push(Event { kind, time_ns, key })
                             }
                         };
-                        let mut busy = c.drain(&mut push);
+                        let busy = c.drain(&mut push);
                         // The last drain does not leave the records behind
                         // one a CPU is still writing (it is written within
                         // microseconds): they would be lost uncounted.
-                        let until = std::time::Instant::now() + Duration::from_millis(20);
-                        while last && busy && std::time::Instant::now() < until {
-                            std::thread::yield_now();
-                            busy = c.drain(&mut push);
+                        if last && busy {
+                            let until = std::time::Instant::now() + Duration::from_millis(20);
+                            while std::time::Instant::now() < until {
+                                std::thread::yield_now();
+                                if !c.drain(&mut push) {
+                                    break;
+                                }
+                            }
                         }
                         if last {
                             // Unreadable, the count is left out: what the
