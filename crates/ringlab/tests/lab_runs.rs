@@ -666,7 +666,11 @@ fn depth_sweep(dir: &Path, target: &Path, depth: u32, direct: bool) -> PathBuf {
     std::fs::write(
         &plan,
         format!(
-            "command = \"io\"\nrepeats = 5\nshuffle = true\n[options]\ntarget = \"{}\"\nsize = \"8m\"\nengine = \"uring\"\nrw = \"randread\"\ndirect = {direct}\nruntime = \"100ms\"\niodepth = {depth}\n",
+            // --evidence full: the per-op counts cover each whole 100 ms run.
+            // By default they are counted in a 100 ms window a second, and a
+            // run over before its window attached has none (CI on 8c9da43:
+            // 4 of 5 depth-32 runs had io_uring_enter_per_op).
+            "command = \"io\"\nrepeats = 5\nshuffle = true\n[options]\ntarget = \"{}\"\nsize = \"8m\"\nengine = \"uring\"\nrw = \"randread\"\ndirect = {direct}\nruntime = \"100ms\"\niodepth = {depth}\nevidence = \"full\"\n",
             target.display()
         ),
     )
