@@ -272,7 +272,9 @@ impl HttpPlan {
             }
         }
         check_framing_headers(&args.header)?;
-        let (ring, ring_defaults) = check_ring(args.io, &args.ring)?;
+        // The fewest connections a thread drives (wrk's split).
+        let per_thread = args.connections / args.threads;
+        let (ring, ring_defaults) = check_ring(args.io, &args.ring, per_thread)?;
         if args.u_latency && args.rate.is_none() {
             usage!("--u_latency needs -R: without a rate there is no correction, so the uncorrected latency is the latency --latency prints");
         }
@@ -409,10 +411,26 @@ impl HttpPlan {
     }
 }
 
+/// The fewest connections per client thread at which the default ring
+/// defers completion work (DEFER_TASKRUN). Co-run on CPU 0 against the
+/// same client with the whole default ring (2026-12-02, docs/benchmarks.md),
+/// COOP_TASKRUN and SINGLE_ISSUER alone made 1.028 [1.023-1.034] of its
+/// responses per CPU-second at 10 connections, 1.006 at 20, 0.994 at 30,
+/// 0.989 [0.983-0.992] at 50 and 0.990 at 400: deferring pays when each
+/// wait finds many completions to run together, and costs when it finds
+/// one or two.
+pub const DEFER_TASKRUN_MIN_CONNECTIONS: u32 = 20;
+
 /// Refuses knob combinations the kernel (or the driver) cannot honour and
 /// returns the knobs in effect (uring-mshot always runs single-issuer,
-/// defer-taskrun and fixed files).
-fn check_ring(io: IoKind, given: &HttpKnobArgs) -> Result<(UringOptions, Vec<&'static str>)> {
+/// defer-taskrun and fixed files). `per_thread` is the fewest connections
+/// a client thread drives: below [`DEFER_TASKRUN_MIN_CONNECTIONS`] the
+/// default ring leaves DEFER_TASKRUN out.
+fn check_ring(
+    io: IoKind,
+    given: &HttpKnobArgs,
+    per_thread: u32,
+) -> Result<(UringOptions, Vec<&'static str>)> {
     if let (IoKind::Epoll, Some(first)) = (io, given.given().first()) {
         usage!(
             "--{first} is an io_uring setting and --io epoll does not use io_uring: drop it or pick --io uring, uring-nb or uring-mshot"
@@ -456,7 +474,11 @@ fn check_ring(io: IoKind, given: &HttpKnobArgs) -> Result<(UringOptions, Vec<&'s
         completion_thread: false,
         spins: false,
     };
-    let defaults = apply_default_ring(&mut k, &ring_use, &kernel_has);
+    let mut defaults = apply_default_ring(&mut k, &ring_use, &kernel_has);
+    if per_thread < DEFER_TASKRUN_MIN_CONNECTIONS && defaults.contains(&"defer-taskrun") {
+        k.defer_taskrun = false;
+        defaults.retain(|f| *f != "defer-taskrun");
+    }
     Ok((k, defaults))
 }
 
@@ -659,6 +681,7 @@ mod tests {
     #[test]
     fn ring_knobs_that_contradict_are_refused() {
         let k = |given: &[(&'static str, Option<&str>)]| HttpKnobArgs::of(given);
+        let check_ring = |io, given: &HttpKnobArgs| check_ring(io, given, 10);
         assert!(check_ring(IoKind::Epoll, &k(&[("sqpoll", None)])).is_err());
         assert!(check_ring(IoKind::Uring, &k(&[("defer-taskrun", None)])).is_err());
         assert!(check_ring(
@@ -677,5 +700,36 @@ mod tests {
             &k(&[("defer-taskrun", None), ("single-issuer", None)])
         )
         .is_ok());
+    }
+
+    #[test]
+    fn the_default_ring_defers_completion_work_only_for_many_connections_a_thread() {
+        let none = HttpKnobArgs::of(&[]);
+        let (many, chosen) =
+            check_ring(IoKind::Uring, &none, DEFER_TASKRUN_MIN_CONNECTIONS).unwrap();
+        let (few, chosen_few) =
+            check_ring(IoKind::Uring, &none, DEFER_TASKRUN_MIN_CONNECTIONS - 1).unwrap();
+        // Where the kernel has DEFER_TASKRUN, only the thread with many
+        // connections gets it; the rest of the default ring is the same.
+        assert_eq!(many.defer_taskrun, chosen.contains(&"defer-taskrun"));
+        assert!(!few.defer_taskrun && !chosen_few.contains(&"defer-taskrun"));
+        let mut rest = chosen.clone();
+        rest.retain(|f| *f != "defer-taskrun");
+        assert_eq!(rest, chosen_few);
+        assert_eq!(few.single_issuer, many.single_issuer);
+        // Asked for, it is kept at any count; uring-mshot always defers.
+        let asked = HttpKnobArgs::of(&[("single-issuer", None), ("defer-taskrun", None)]);
+        assert!(
+            check_ring(IoKind::Uring, &asked, 1)
+                .unwrap()
+                .0
+                .defer_taskrun
+        );
+        assert!(
+            check_ring(IoKind::UringMshot, &none, 1)
+                .unwrap()
+                .0
+                .defer_taskrun
+        );
     }
 }

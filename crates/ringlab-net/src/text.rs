@@ -321,9 +321,16 @@ pub fn ringlab_block(
     let knobs = c.ring.on();
     if !knobs.is_empty() {
         let default = if c.default_knobs.is_empty() {
-            ""
+            String::new()
+        } else if c.default_knobs.iter().any(|k| k == "single-issuer")
+            && !c.default_knobs.iter().any(|k| k == "defer-taskrun")
+        {
+            format!(
+                ", chosen by default; DEFER_TASKRUN only from {} connections a thread, or --single-issuer --defer-taskrun; --mode iou for the bare kernel ring",
+                crate::plan::DEFER_TASKRUN_MIN_CONNECTIONS
+            )
         } else {
-            ", chosen by default; --mode iou for the bare kernel ring"
+            ", chosen by default; --mode iou for the bare kernel ring".to_string()
         };
         let _ = write!(line, " ({}{default})", knobs.join("+"));
     }

@@ -378,18 +378,36 @@ fn http_uring_drivers_get_the_default_ring_too() {
     }
     let server = Server::start("");
     let url = server.url();
-    for (io, extra, want) in [
-        ("uring", "", true),
-        ("uring-nb", "", true),
-        ("uring", "--mode iou", false),
-        ("uring", "--sqpoll", false),
+    // (io, connections, flags, the default knobs chosen): DEFER_TASKRUN only
+    // from 20 connections a thread (ringlab_net::plan::DEFER_TASKRUN_MIN_CONNECTIONS).
+    let ring = ["coop-taskrun", "single-issuer", "defer-taskrun"];
+    for (io, conns, extra, want) in [
+        ("uring", 2, "", &ring[..2]),
+        ("uring", 20, "", &ring[..]),
+        ("uring", 40, "-t 2", &ring[..]),
+        ("uring", 39, "-t 2", &ring[..2]),
+        ("uring-nb", 2, "", &ring[..2]),
+        ("uring", 2, "--mode iou", &[][..]),
+        ("uring", 2, "--sqpoll", &[][..]),
     ] {
-        let r = json_run(&format!("http {url} -d 400ms -t 1 -c 2 --io {io} {extra}"));
+        let r = json_run(&format!(
+            "http {url} -d 300ms -c {conns} --io {io} {extra} {}",
+            if extra.contains("-t ") { "" } else { "-t 1" }
+        ));
         let c = &r["config"];
-        assert!(r["total"]["ops"].as_u64().unwrap() > 0, "{io} {extra}");
-        assert_eq!(c["defer-taskrun"], want, "{io} {extra}: {c}");
-        let defaults = c["default-knobs"].as_array().unwrap();
-        assert_eq!(defaults.len(), if want { 3 } else { 0 }, "{io} {extra}");
+        let what = format!("{io} -c {conns} {extra}");
+        assert!(r["total"]["ops"].as_u64().unwrap() > 0, "{what}");
+        assert_eq!(
+            c["defer-taskrun"],
+            want.contains(&"defer-taskrun"),
+            "{what}: {c}"
+        );
+        assert_eq!(
+            c["coop-taskrun"],
+            want.contains(&"coop-taskrun"),
+            "{what}: {c}"
+        );
+        assert_eq!(c["default-knobs"], serde_json::json!(want), "{what}");
     }
     server.stop();
 }
