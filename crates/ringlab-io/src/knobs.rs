@@ -91,6 +91,7 @@ pub fn resolve(a: &UringArgs, facts: &PlanFacts) -> Result<Resolved> {
         given: &given,
         completion_thread: o.completion_thread.is_some(),
         spins: o.reap == Some(ReapMode::Spin),
+        defer_pays: true,
     };
     let defaults = apply_default_ring(&mut o, &ring_use, &facts.kernel_has);
     ringlab_core::uring::knobs::check_combinations(&o, &via)?;

@@ -272,9 +272,8 @@ impl HttpPlan {
             }
         }
         check_framing_headers(&args.header)?;
-        // The fewest connections a thread drives (wrk's split).
-        let per_thread = args.connections / args.threads;
-        let (ring, ring_defaults) = check_ring(args.io, &args.ring, per_thread)?;
+        let defer = defer_pays(args.connections, args.threads);
+        let (ring, ring_defaults) = check_ring(args.io, &args.ring, defer)?;
         if args.u_latency && args.rate.is_none() {
             usage!("--u_latency needs -R: without a rate there is no correction, so the uncorrected latency is the latency --latency prints");
         }
@@ -421,15 +420,21 @@ impl HttpPlan {
 /// one or two.
 pub const DEFER_TASKRUN_MIN_CONNECTIONS: u32 = 20;
 
+/// Whether the default ring defers completion work for `connections` over
+/// `threads`: the fewest a thread drives (wrk's split) is at least
+/// [`DEFER_TASKRUN_MIN_CONNECTIONS`].
+pub fn defer_pays(connections: u32, threads: u32) -> bool {
+    connections / threads.max(1) >= DEFER_TASKRUN_MIN_CONNECTIONS
+}
+
 /// Refuses knob combinations the kernel (or the driver) cannot honour and
 /// returns the knobs in effect (uring-mshot always runs single-issuer,
-/// defer-taskrun and fixed files). `per_thread` is the fewest connections
-/// a client thread drives: below [`DEFER_TASKRUN_MIN_CONNECTIONS`] the
-/// default ring leaves DEFER_TASKRUN out.
+/// defer-taskrun and fixed files). Without `defer_pays` (see
+/// [`defer_pays`]) the default ring leaves DEFER_TASKRUN out.
 fn check_ring(
     io: IoKind,
     given: &HttpKnobArgs,
-    per_thread: u32,
+    defer_pays: bool,
 ) -> Result<(UringOptions, Vec<&'static str>)> {
     if let (IoKind::Epoll, Some(first)) = (io, given.given().first()) {
         usage!(
@@ -473,12 +478,9 @@ fn check_ring(
         given: &names,
         completion_thread: false,
         spins: false,
+        defer_pays,
     };
-    let mut defaults = apply_default_ring(&mut k, &ring_use, &kernel_has);
-    if per_thread < DEFER_TASKRUN_MIN_CONNECTIONS && defaults.contains(&"defer-taskrun") {
-        k.defer_taskrun = false;
-        defaults.retain(|f| *f != "defer-taskrun");
-    }
+    let defaults = apply_default_ring(&mut k, &ring_use, &kernel_has);
     Ok((k, defaults))
 }
 
@@ -681,7 +683,7 @@ mod tests {
     #[test]
     fn ring_knobs_that_contradict_are_refused() {
         let k = |given: &[(&'static str, Option<&str>)]| HttpKnobArgs::of(given);
-        let check_ring = |io, given: &HttpKnobArgs| check_ring(io, given, 10);
+        let check_ring = |io, given: &HttpKnobArgs| check_ring(io, given, false);
         assert!(check_ring(IoKind::Epoll, &k(&[("sqpoll", None)])).is_err());
         assert!(check_ring(IoKind::Uring, &k(&[("defer-taskrun", None)])).is_err());
         assert!(check_ring(
@@ -705,10 +707,11 @@ mod tests {
     #[test]
     fn the_default_ring_defers_completion_work_only_for_many_connections_a_thread() {
         let none = HttpKnobArgs::of(&[]);
-        let (many, chosen) =
-            check_ring(IoKind::Uring, &none, DEFER_TASKRUN_MIN_CONNECTIONS).unwrap();
-        let (few, chosen_few) =
-            check_ring(IoKind::Uring, &none, DEFER_TASKRUN_MIN_CONNECTIONS - 1).unwrap();
+        let min = DEFER_TASKRUN_MIN_CONNECTIONS;
+        assert!(defer_pays(min, 1) && defer_pays(2 * min, 2) && defer_pays(2 * min + 1, 2));
+        assert!(!defer_pays(min - 1, 1) && !defer_pays(2 * min - 1, 2));
+        let (many, chosen) = check_ring(IoKind::Uring, &none, defer_pays(min, 1)).unwrap();
+        let (few, chosen_few) = check_ring(IoKind::Uring, &none, defer_pays(min - 1, 1)).unwrap();
         // Where the kernel has DEFER_TASKRUN, only the thread with many
         // connections gets it; the rest of the default ring is the same.
         assert_eq!(many.defer_taskrun, chosen.contains(&"defer-taskrun"));
@@ -720,13 +723,13 @@ mod tests {
         // Asked for, it is kept at any count; uring-mshot always defers.
         let asked = HttpKnobArgs::of(&[("single-issuer", None), ("defer-taskrun", None)]);
         assert!(
-            check_ring(IoKind::Uring, &asked, 1)
+            check_ring(IoKind::Uring, &asked, false)
                 .unwrap()
                 .0
                 .defer_taskrun
         );
         assert!(
-            check_ring(IoKind::UringMshot, &none, 1)
+            check_ring(IoKind::UringMshot, &none, false)
                 .unwrap()
                 .0
                 .defer_taskrun

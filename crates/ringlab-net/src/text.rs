@@ -322,9 +322,7 @@ pub fn ringlab_block(
     if !knobs.is_empty() {
         let default = if c.default_knobs.is_empty() {
             String::new()
-        } else if c.default_knobs.iter().any(|k| k == "single-issuer")
-            && !c.default_knobs.iter().any(|k| k == "defer-taskrun")
-        {
+        } else if !crate::plan::defer_pays(c.connections, c.threads) {
             format!(
                 ", chosen by default; DEFER_TASKRUN only from {} connections a thread, or --single-issuer --defer-taskrun; --mode iou for the bare kernel ring",
                 crate::plan::DEFER_TASKRUN_MIN_CONNECTIONS

@@ -721,6 +721,10 @@ pub struct RingUse<'a> {
     pub completion_thread: bool,
     /// The job reaps by spinning on the completion ring without entering.
     pub spins: bool,
+    /// Deferring completion work to the waits pays: false where each wait
+    /// finds one or two completions (an HTTP client thread with few
+    /// connections), where DEFER_TASKRUN costs more than it batches.
+    pub defer_pays: bool,
 }
 
 /// Turns on, in `o`, the default-ring knobs that fit this use and that
@@ -729,7 +733,8 @@ pub struct RingUse<'a> {
 /// (the kernel refuses task-run flags with it), when the user chose any of
 /// them, or when the job spins (completion work would wait for an entry
 /// that never comes); COOP_TASKRUN alone with a completion thread (the
-/// kernel refuses SINGLE_ISSUER and DEFER_TASKRUN when two threads enter).
+/// kernel refuses SINGLE_ISSUER and DEFER_TASKRUN when two threads enter);
+/// no DEFER_TASKRUN where deferring does not pay (`RingUse::defer_pays`).
 pub fn apply_default_ring(
     o: &mut UringOptions,
     u: &RingUse,
@@ -744,6 +749,8 @@ pub fn apply_default_ring(
     }
     let wanted: &[&'static str] = if u.completion_thread {
         &["coop-taskrun"]
+    } else if !u.defer_pays {
+        &DEFAULT_RING[..2]
     } else {
         DEFAULT_RING
     };
@@ -803,6 +810,7 @@ mod tests {
             given,
             completion_thread,
             spins,
+            defer_pays: true,
         };
         let mut o = UringOptions::default();
         assert_eq!(
@@ -813,6 +821,16 @@ mod tests {
         let mut o = UringOptions::default();
         let only_coop = apply_default_ring(&mut o, &use_(&[], true, false), &all);
         assert_eq!(only_coop, ["coop-taskrun"]);
+        let mut o = UringOptions::default();
+        let few = RingUse {
+            defer_pays: false,
+            ..use_(&[], false, false)
+        };
+        assert_eq!(
+            apply_default_ring(&mut o, &few, &all),
+            ["coop-taskrun", "single-issuer"]
+        );
+        assert!(o.coop_taskrun && o.single_issuer && !o.defer_taskrun);
         for (mut o, given) in [
             (
                 UringOptions {
