@@ -718,7 +718,47 @@ impl Driver for UringDriver {
 
 #[cfg(test)]
 mod tests {
-    use super::release_at_least;
+    use super::*;
+    use crate::client::ClientConfig;
+    use std::time::Instant;
+
+    /// A wait is given to the kernel to the nanosecond (the open loop's
+    /// next due request is rarely on a whole millisecond): with nothing in
+    /// flight, a wait of 1.5 ms returns no earlier than 1.5 ms, which a wait
+    /// rounded down to 1 ms would not. Only the lower bound is checked: how
+    /// late a busy machine wakes the thread is not this code's property.
+    #[test]
+    fn a_wait_reaches_its_nanosecond_deadline() {
+        let mut c = Client::new(ClientConfig {
+            connections: 1,
+            request: b"GET / HTTP/1.1\r\n\r\n".to_vec(),
+            head_request: false,
+            pipeline: 1,
+            interval_ns: None,
+            first_due_ns: Vec::new(),
+            timeout_ns: 1_000_000_000,
+            per_write: 1,
+            limit: None,
+            tls: None,
+            wrk_timeouts: false,
+            calibrate_at_ns: None,
+        });
+        for kind in [IoKind::UringNb, IoKind::Uring] {
+            let mut d = match UringDriver::new(kind, &UringOptions::default(), 1) {
+                Ok(d) => d,
+                // No io_uring here (io_uring_disabled, seccomp): the
+                // integration tests report that as a skip.
+                Err(e) => panic!("io_uring ring for the client: {e}"),
+            };
+            let start = Instant::now();
+            d.enter(&mut c, 1, 1_500_000).unwrap();
+            let waited = start.elapsed();
+            assert!(
+                waited.as_nanos() >= 1_500_000,
+                "{kind:?}: woke after {waited:?}, before the 1.5 ms deadline"
+            );
+        }
+    }
 
     #[test]
     fn kernel_release_compare() {
