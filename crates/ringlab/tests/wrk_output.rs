@@ -304,8 +304,8 @@ fn a_wrk2_parser_reads_ringlabs_open_loop_output() {
 
 /// Open loop on every driver: the corrected latency (from when each
 /// request was due) is never below the uncorrected one (from when it was
-/// sent), percentile by percentile, and both distributions count the same
-/// responses. That the drivers wait to the nanosecond, not to a rounded
+/// sent), percentile by percentile, over the same percentiles. That the
+/// drivers wait to the nanosecond, not to a rounded
 /// millisecond, is checked where the waits are (the drivers' unit tests,
 /// by their lower bound): how much later than its deadline a shared
 /// machine wakes a thread is the machine's, so no test here bounds it.
