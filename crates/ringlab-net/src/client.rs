@@ -771,16 +771,16 @@ impl Client {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn client(pipeline: u32, interval_ns: Option<u64>) -> Client {
-        Client::new(ClientConfig {
-            connections: 2,
+impl ClientConfig {
+    /// The drivers' and the client's unit tests: `connections` closed-loop
+    /// connections sending `GET /`, one request each, a 1 s timeout.
+    pub(crate) fn for_tests(connections: u32) -> ClientConfig {
+        ClientConfig {
+            connections,
             request: b"GET / HTTP/1.1\r\n\r\n".to_vec(),
             head_request: false,
-            pipeline,
-            interval_ns,
+            pipeline: 1,
+            interval_ns: None,
             first_due_ns: Vec::new(),
             timeout_ns: 1_000_000_000,
             per_write: 1,
@@ -788,6 +788,19 @@ mod tests {
             tls: None,
             wrk_timeouts: false,
             calibrate_at_ns: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(pipeline: u32, interval_ns: Option<u64>) -> Client {
+        Client::new(ClientConfig {
+            pipeline,
+            interval_ns,
+            ..ClientConfig::for_tests(2)
         })
     }
 

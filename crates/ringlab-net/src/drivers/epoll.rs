@@ -280,20 +280,7 @@ mod tests {
     use std::time::Instant;
 
     fn client() -> Client {
-        Client::new(ClientConfig {
-            connections: 1,
-            request: b"GET / HTTP/1.1\r\n\r\n".to_vec(),
-            head_request: false,
-            pipeline: 1,
-            interval_ns: None,
-            first_due_ns: Vec::new(),
-            timeout_ns: 1_000_000_000,
-            per_write: 1,
-            limit: None,
-            tls: None,
-            wrk_timeouts: false,
-            calibrate_at_ns: None,
-        })
+        Client::new(ClientConfig::for_tests(1))
     }
 
     /// Both ways of waiting (epoll_pwait2, and the timerfd used before

@@ -729,27 +729,10 @@ mod tests {
     /// late a busy machine wakes the thread is not this code's property.
     #[test]
     fn a_wait_reaches_its_nanosecond_deadline() {
-        let mut c = Client::new(ClientConfig {
-            connections: 1,
-            request: b"GET / HTTP/1.1\r\n\r\n".to_vec(),
-            head_request: false,
-            pipeline: 1,
-            interval_ns: None,
-            first_due_ns: Vec::new(),
-            timeout_ns: 1_000_000_000,
-            per_write: 1,
-            limit: None,
-            tls: None,
-            wrk_timeouts: false,
-            calibrate_at_ns: None,
-        });
+        let mut c = Client::new(ClientConfig::for_tests(1));
         for kind in [IoKind::UringNb, IoKind::Uring] {
-            let mut d = match UringDriver::new(kind, &UringOptions::default(), 1) {
-                Ok(d) => d,
-                // No io_uring here (io_uring_disabled, seccomp): the
-                // integration tests report that as a skip.
-                Err(e) => panic!("io_uring ring for the client: {e}"),
-            };
+            let mut d = UringDriver::new(kind, &UringOptions::default(), 1)
+                .unwrap_or_else(|e| panic!("io_uring ring for the client: {e}"));
             let start = Instant::now();
             d.enter(&mut c, 1, 1_500_000).unwrap();
             let waited = start.elapsed();
