@@ -40,6 +40,16 @@ struct Parsed {
     spectrum: Vec<(f64, f64, u64)>,
 }
 
+/// Runs ringlab with `args`, which must succeed, and parses its output as
+/// a wrk parser would; returns the text with it.
+fn run_parsed(args: &str) -> (String, Parsed) {
+    let out = ringlab(args);
+    assert!(out.status.success(), "{args}: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let p = parse(&text);
+    (text, p)
+}
+
 fn time_us(n: &str, unit: &str) -> f64 {
     let n: f64 = n.parse().unwrap();
     n * match unit {
@@ -216,13 +226,10 @@ fn the_parser_reads_wrk_and_wrk2_outputs() {
 fn a_wrk_parser_reads_ringlabs_closed_loop_output() {
     let srv = Server::start("--body-size 1k");
     for io in IOS {
-        let out = ringlab(&format!(
+        let (text, p) = run_parsed(&format!(
             "http {} -t 2 -c 4 -d 300ms -L -T 2s --io {io}",
             srv.url()
         ));
-        assert!(out.status.success(), "{io}: {out:?}");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let p = parse(&text);
         assert_eq!(p.duration, "300ms");
         assert_eq!(p.url, srv.url());
         assert_eq!((p.threads, p.connections), (2, 4), "{io}");
@@ -313,13 +320,10 @@ fn a_wrk2_parser_reads_ringlabs_open_loop_output() {
 fn open_loop_corrected_latency_is_never_below_uncorrected() {
     let srv = Server::start("");
     for io in IOS {
-        let out = ringlab(&format!(
+        let (text, p) = run_parsed(&format!(
             "http {} -t 1 -c 2 -d 400ms -R 1000 --latency -U --no-kstat --io {io}",
             srv.url()
         ));
-        assert!(out.status.success(), "{io}: {out:?}");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let p = parse(&text);
         assert!(p.requests > 0, "{io}: {text}");
         assert_eq!(p.hdr_recorded.len(), p.hdr_uncorrected.len(), "{io}");
         for (c, u) in p.hdr_recorded.iter().zip(&p.hdr_uncorrected) {
