@@ -68,16 +68,38 @@ struct OpState {
 
 /// A provided buffer ring (Linux 5.19): the kernel picks a buffer for each
 /// multishot receive; the driver hands it back after parsing.
+///
+/// The ring holds `count` buffers, but keeps only `keep` of them available
+/// to the kernel, and tops it up with the buffers returned most recently.
+/// The kernel takes entries in ring order, so a ring that offered every
+/// buffer would cycle through all of them: at 10 connections and 256
+/// buffers, a buffer came back every 25 loop turns, cold (whatever shares
+/// the CPU ran in between) when the kernel copied a response into it and
+/// the parser read it. Kept to two a connection, a buffer is reused within
+/// about two turns. `keep` starts at two a connection (at least 16,
+/// bench/floor's ring) and doubles, up to `count`, each time the kernel
+/// runs out (ENOBUFS: responses larger than the set; the receive is armed
+/// again, nothing is lost). Measured in one build, co-running with itself
+/// (docs/benchmarks.md, 2026-12-07): at 10 connections, 32 kept made 1.049
+/// (1.011-1.069, 8 co-runs) of the responses per client CPU-second that
+/// all 256 offered made; at 50, 128 kept made 0.997 (0.991-1.003).
 struct BufRing {
     entries: *mut BufRingEntry,
     ring_bytes: usize,
     count: u16,
     tail: u16,
     bufs: Vec<u8>,
+    /// Buffers not in the ring, the most recently returned last.
+    spare: Vec<u16>,
+    /// Buffers in the ring that the kernel has not taken yet (as far as
+    /// the completions seen tell: each one that carries a buffer took one).
+    avail: u16,
+    /// How many the ring keeps available.
+    keep: u16,
 }
 
 impl BufRing {
-    fn new(count: u16) -> io::Result<BufRing> {
+    fn new(count: u16, keep: u16) -> io::Result<BufRing> {
         let ring_bytes = count as usize * std::mem::size_of::<BufRingEntry>();
         // SAFETY: an anonymous private mapping; checked for MAP_FAILED. The
         // kernel needs the ring page-aligned, which mmap guarantees.
@@ -100,17 +122,17 @@ impl BufRing {
             count,
             tail: 0,
             bufs: vec![0; count as usize * RING_BUF],
+            spare: (0..count).rev().collect(),
+            avail: 0,
+            keep: keep.clamp(1, count),
         };
-        for bid in 0..count {
-            r.give(bid);
-        }
         r.publish();
         Ok(r)
     }
 
-    /// Queues buffer `bid` to be handed (back) to the kernel at the next
-    /// [`BufRing::publish`].
-    fn give(&mut self, bid: u16) {
+    /// Writes buffer `bid` at the ring's tail; the kernel sees it at the
+    /// next [`BufRing::publish`].
+    fn put(&mut self, bid: u16) {
         let idx = (self.tail & (self.count - 1)) as usize;
         // SAFETY: idx < count, inside the mapping; the kernel reads this
         // entry only after publish() stores the new tail.
@@ -121,9 +143,32 @@ impl BufRing {
         self.tail = self.tail.wrapping_add(1);
     }
 
-    /// Hands every buffer given since the last call to the kernel: one
-    /// shared store per loop turn instead of one per receive.
+    /// Takes back buffer `bid`, which a completion carried (the kernel
+    /// took it from the ring); it goes out again at a later publish.
+    fn give(&mut self, bid: u16) {
+        self.avail = self.avail.saturating_sub(1);
+        self.spare.push(bid);
+    }
+
+    /// The kernel found no buffer (ENOBUFS): keep twice as many available.
+    fn ran_out(&mut self) {
+        self.avail = 0;
+        self.keep = self.keep.saturating_mul(2).min(self.count);
+    }
+
+    /// Tops the ring up to `keep` available buffers, the most recently
+    /// returned first, and hands them to the kernel: one shared store per
+    /// loop turn instead of one per receive.
     fn publish(&mut self) {
+        let before = self.tail;
+        while self.avail < self.keep {
+            let Some(bid) = self.spare.pop() else { break };
+            self.put(bid);
+            self.avail += 1;
+        }
+        if self.tail == before {
+            return;
+        }
         // SAFETY: the tail field of entry 0 is the ring's shared tail; it is
         // a properly aligned u16 inside the mapping.
         let tail = unsafe { &*(BufRingEntry::tail(self.entries) as *const AtomicU16) };
@@ -221,7 +266,8 @@ impl UringDriver {
         let want_mshot = mode == Mode::Mshot || (mode == Mode::Batch && multishot_recv_in_kernel());
         let bufring = if want_mshot {
             let count = (connections * 2).next_power_of_two().clamp(256, 8192) as u16;
-            let br = BufRing::new(count)?;
+            let keep = (connections * 2).next_power_of_two().clamp(16, 8192) as u16;
+            let br = BufRing::new(count, keep)?;
             // SAFETY: the ring memory stays mapped until after the IoUring
             // is dropped (field order), and holds `count` entries.
             let registered = unsafe {
@@ -566,7 +612,11 @@ impl UringDriver {
                 let err = c.peer_closed(i, now);
                 return self.begin_close(c, ctx, i, err);
             }
-            None if res == -libc::ENOBUFS => {}
+            None if res == -libc::ENOBUFS => {
+                if let Some(br) = self.bufring.as_mut() {
+                    br.ran_out();
+                }
+            }
             None => return self.begin_close(c, ctx, i, Some(ErrKind::Read)),
         }
         if !self.ops[i].recv {
@@ -741,6 +791,44 @@ mod tests {
                 "{kind:?}: woke after {waited:?}, before the 1.5 ms deadline"
             );
         }
+    }
+
+    /// The bids at the ring entries `from..to` (what the kernel would take).
+    fn offered(r: &BufRing, from: u16, to: u16) -> Vec<u16> {
+        (from..to)
+            // SAFETY: each index is masked into the ring's `count` entries.
+            .map(|t| unsafe { (*r.entries.add((t & (r.count - 1)) as usize)).bid() })
+            .collect()
+    }
+
+    /// The ring offers `keep` buffers, not all it has; a taken buffer goes
+    /// out again before any that has not been used yet (the most recently
+    /// returned first, so the set the kernel writes into stays small); and
+    /// each time the kernel runs out, twice as many are kept, up to all.
+    #[test]
+    fn the_buffer_ring_offers_a_small_set_and_grows_when_it_runs_out() {
+        let mut r = BufRing::new(64, 16).unwrap();
+        assert_eq!((r.tail, r.avail), (16, 16));
+        assert_eq!(offered(&r, 0, 16), (0..16).collect::<Vec<_>>());
+        // The kernel takes 0, 1 and 2; the driver returns them as parsed.
+        for bid in [0, 1, 2] {
+            r.give(bid);
+        }
+        r.publish();
+        assert_eq!((r.tail, r.avail), (19, 16));
+        assert_eq!(offered(&r, 16, 19), [2, 1, 0]);
+        // Runs out: 32 kept, the returned ones and then fresh ones.
+        r.give(3);
+        r.ran_out();
+        r.publish();
+        assert_eq!((r.keep, r.avail, r.tail), (32, 32, 51));
+        assert_eq!(offered(&r, 19, 22), [3, 16, 17]);
+        // Never more kept than the ring holds, nor offered than it has.
+        r.ran_out();
+        r.ran_out();
+        assert_eq!(r.keep, 64);
+        r.publish();
+        assert_eq!((r.spare.len(), r.avail, r.tail), (0, 17, 68));
     }
 
     #[test]
