@@ -69,37 +69,31 @@ struct OpState {
 /// A provided buffer ring (Linux 5.19): the kernel picks a buffer for each
 /// multishot receive; the driver hands it back after parsing.
 ///
-/// The ring holds `count` buffers, but keeps only `keep` of them available
-/// to the kernel, and tops it up with the buffers returned most recently.
-/// The kernel takes entries in ring order, so a ring that offered every
-/// buffer would cycle through all of them: at 10 connections and 256
-/// buffers, a buffer came back every 25 loop turns, cold (whatever shares
-/// the CPU ran in between) when the kernel copied a response into it and
-/// the parser read it. Kept to two a connection, a buffer is reused within
-/// about two turns. `keep` starts at two a connection (at least 16,
-/// bench/floor's ring) and doubles, up to `count`, each time the kernel
-/// runs out (ENOBUFS: responses larger than the set; the receive is armed
-/// again, nothing is lost). Measured in one build, co-running with itself
-/// (docs/benchmarks.md, 2026-12-07): at 10 connections, 32 kept made 1.049
-/// (1.011-1.069, 8 co-runs) of the responses per client CPU-second that
-/// all 256 offered made; at 50, 128 kept made 0.997 (0.991-1.003).
+/// The ring holds `count` buffers but puts only `offered` of them in
+/// circulation. The kernel takes entries in ring order and each buffer
+/// goes back at the tail, so every buffer in circulation is used in turn:
+/// at 10 connections with all 256 in circulation, a buffer came back every
+/// 25 loop turns, cold (whatever shares the CPU ran in between) when the
+/// kernel copied a response into it and the parser read it. With two a
+/// connection (at least 16, bench/floor's ring), it comes back within about
+/// two turns. Each time the kernel runs out (ENOBUFS: responses larger than
+/// the set; the receive is armed again, nothing is lost), as many unused
+/// buffers again join, up to `count`. Measured in one build, co-running
+/// with itself (docs/benchmarks.md, 2026-12-07): at 10 connections, 32 in
+/// circulation made 1.051 (1.019-1.156, 10 co-runs) of the responses per
+/// client CPU-second that 256 made.
 struct BufRing {
     entries: *mut BufRingEntry,
     ring_bytes: usize,
     count: u16,
     tail: u16,
     bufs: Vec<u8>,
-    /// Buffers not in the ring, the most recently returned last.
-    spare: Vec<u16>,
-    /// Buffers in the ring that the kernel has not taken yet (as far as
-    /// the completions seen tell: each one that carries a buffer took one).
-    avail: u16,
-    /// How many the ring keeps available.
-    keep: u16,
+    /// Buffers in circulation: bids `0..offered`.
+    offered: u16,
 }
 
 impl BufRing {
-    fn new(count: u16, keep: u16) -> io::Result<BufRing> {
+    fn new(count: u16, offered: u16) -> io::Result<BufRing> {
         let ring_bytes = count as usize * std::mem::size_of::<BufRingEntry>();
         // SAFETY: an anonymous private mapping; checked for MAP_FAILED. The
         // kernel needs the ring page-aligned, which mmap guarantees.
@@ -122,17 +116,16 @@ impl BufRing {
             count,
             tail: 0,
             bufs: vec![0; count as usize * RING_BUF],
-            spare: (0..count).rev().collect(),
-            avail: 0,
-            keep: keep.clamp(1, count),
+            offered: 0,
         };
+        r.offer(offered.clamp(1, count));
         r.publish();
         Ok(r)
     }
 
-    /// Writes buffer `bid` at the ring's tail; the kernel sees it at the
-    /// next [`BufRing::publish`].
-    fn put(&mut self, bid: u16) {
+    /// Queues buffer `bid` to be handed (back) to the kernel at the next
+    /// [`BufRing::publish`].
+    fn give(&mut self, bid: u16) {
         let idx = (self.tail & (self.count - 1)) as usize;
         // SAFETY: idx < count, inside the mapping; the kernel reads this
         // entry only after publish() stores the new tail.
@@ -143,32 +136,23 @@ impl BufRing {
         self.tail = self.tail.wrapping_add(1);
     }
 
-    /// Takes back buffer `bid`, which a completion carried (the kernel
-    /// took it from the ring); it goes out again at a later publish.
-    fn give(&mut self, bid: u16) {
-        self.avail = self.avail.saturating_sub(1);
-        self.spare.push(bid);
+    /// Puts `n` more unused buffers in circulation (fewer when fewer are left).
+    fn offer(&mut self, n: u16) {
+        let to = self.offered.saturating_add(n).min(self.count);
+        for bid in self.offered..to {
+            self.give(bid);
+        }
+        self.offered = to;
     }
 
-    /// The kernel found no buffer (ENOBUFS): keep twice as many available.
+    /// The kernel found no buffer (ENOBUFS): twice as many in circulation.
     fn ran_out(&mut self) {
-        self.avail = 0;
-        self.keep = self.keep.saturating_mul(2).min(self.count);
+        self.offer(self.offered);
     }
 
-    /// Tops the ring up to `keep` available buffers, the most recently
-    /// returned first, and hands them to the kernel: one shared store per
-    /// loop turn instead of one per receive.
+    /// Hands every buffer given since the last call to the kernel: one
+    /// shared store per loop turn instead of one per receive.
     fn publish(&mut self) {
-        let before = self.tail;
-        while self.avail < self.keep {
-            let Some(bid) = self.spare.pop() else { break };
-            self.put(bid);
-            self.avail += 1;
-        }
-        if self.tail == before {
-            return;
-        }
         // SAFETY: the tail field of entry 0 is the ring's shared tail; it is
         // a properly aligned u16 inside the mapping.
         let tail = unsafe { &*(BufRingEntry::tail(self.entries) as *const AtomicU16) };
@@ -266,8 +250,8 @@ impl UringDriver {
         let want_mshot = mode == Mode::Mshot || (mode == Mode::Batch && multishot_recv_in_kernel());
         let bufring = if want_mshot {
             let count = (connections * 2).next_power_of_two().clamp(256, 8192) as u16;
-            let keep = (connections * 2).next_power_of_two().clamp(16, 8192) as u16;
-            let br = BufRing::new(count, keep)?;
+            let offered = (connections * 2).next_power_of_two().clamp(16, 8192) as u16;
+            let br = BufRing::new(count, offered)?;
             // SAFETY: the ring memory stays mapped until after the IoUring
             // is dropped (field order), and holds `count` entries.
             let registered = unsafe {
@@ -801,34 +785,27 @@ mod tests {
             .collect()
     }
 
-    /// The ring offers `keep` buffers, not all it has; a taken buffer goes
-    /// out again before any that has not been used yet (the most recently
-    /// returned first, so the set the kernel writes into stays small); and
-    /// each time the kernel runs out, twice as many are kept, up to all.
+    /// The ring puts a small set of its buffers in circulation, not all; a
+    /// buffer taken and given back goes out again before any unused one;
+    /// each time the kernel runs out, the set doubles, up to all.
     #[test]
-    fn the_buffer_ring_offers_a_small_set_and_grows_when_it_runs_out() {
+    fn the_buffer_ring_circulates_a_small_set_and_grows_when_it_runs_out() {
         let mut r = BufRing::new(64, 16).unwrap();
-        assert_eq!((r.tail, r.avail), (16, 16));
+        assert_eq!((r.tail, r.offered), (16, 16));
         assert_eq!(offered(&r, 0, 16), (0..16).collect::<Vec<_>>());
-        // The kernel takes 0, 1 and 2; the driver returns them as parsed.
+        // The kernel takes 0, 1 and 2; the driver gives them back as parsed.
         for bid in [0, 1, 2] {
             r.give(bid);
         }
-        r.publish();
-        assert_eq!((r.tail, r.avail), (19, 16));
-        assert_eq!(offered(&r, 16, 19), [2, 1, 0]);
-        // Runs out: 32 kept, the returned ones and then fresh ones.
-        r.give(3);
+        assert_eq!(offered(&r, 16, 19), [0, 1, 2]);
+        // Runs out: 16 unused ones join.
         r.ran_out();
-        r.publish();
-        assert_eq!((r.keep, r.avail, r.tail), (32, 32, 51));
-        assert_eq!(offered(&r, 19, 22), [3, 16, 17]);
-        // Never more kept than the ring holds, nor offered than it has.
+        assert_eq!((r.offered, r.tail), (32, 35));
+        assert_eq!(offered(&r, 19, 35), (16..32).collect::<Vec<_>>());
+        // Never more than the ring holds.
         r.ran_out();
         r.ran_out();
-        assert_eq!(r.keep, 64);
-        r.publish();
-        assert_eq!((r.spare.len(), r.avail, r.tail), (0, 17, 68));
+        assert_eq!((r.offered, r.tail), (64, 67));
     }
 
     #[test]
