@@ -11,6 +11,11 @@
 # t/io_uring on one CPU (see zram-cost.sh). The floor's ratio is the best
 # a Rust loop on this crate reached here; ringlab's distance below it is
 # what its loop (timing, fio's accounting, checks, helper threads) costs.
+# First, each row runs t/io_uring against itself (zram-cost.sh's
+# BENCH_SELF): the same program on both sides, so its interval is the
+# spread of the method on this machine, and the two rows after it can be
+# read against that (a ratio whose interval is no wider than the self
+# row's is as sure as this machine allows).
 #
 # The same program is the floor of an HTTP client: `floor http -cN -dSs URL`
 # (bench/floor/src/http.rs) takes the command line bench/kstat-overhead.sh
@@ -32,6 +37,7 @@ CARGO_TARGET_DIR="$repo/target/floor" cargo build --release -q --manifest-path "
 floor="$repo/target/floor/release/ringlab-floor"
 ((${#rows[@]})) || { echo "$floor"; exit 0; }
 for row in "${rows[@]}"; do
+    BENCH_ROWS=$row BENCH_SELF=1 bash "$repo/bench/zram-cost.sh" | sed -n '/median\|quiet/p'
     BENCH_ROWS=$row BENCH_SIDE_NAME=floor RINGLAB_BIN=$floor bash "$repo/bench/zram-cost.sh" | sed -n '/median\|quiet/p'
     BENCH_ROWS=$row bash "$repo/bench/zram-cost.sh" | sed -n '/median\|>=\|quiet/p'
 done

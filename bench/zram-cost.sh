@@ -36,7 +36,10 @@
 #   (default: this tree, built), BENCH_RINGLAB_EXTRA (more ringlab flags,
 #   e.g. "--no-kstat"), BENCH_SIDE_NAME (what RINGLAB_BIN is called in the
 #   lines, "ringlab"; another name judges nothing: bench/uring-floor.sh
-#   runs bench/floor's program in ringlab's place)
+#   runs bench/floor's program in ringlab's place), BENCH_SELF (1: t/io_uring
+#   itself in ringlab's place, with the peer's flags, named "self": the
+#   same program on both sides, so the ratio's spread is the method's own
+#   on this machine, the yardstick for reading ringlab's; 0)
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,6 +50,8 @@ repeats=${BENCH_REPEATS:-6}
 read -r -a rows <<<"${BENCH_ROWS:-qd8cb8}"
 read -r -a extra <<<"${BENCH_RINGLAB_EXTRA:-}"
 side=${BENCH_SIDE_NAME:-ringlab}
+self_check=${BENCH_SELF:-0}
+((self_check)) && side=self
 total=$((window + 4))
 if [[ $EUID -ne 0 ]]; then
     echo "zram-cost.sh: needs root (zram, cgroups, perf on every thread)" >&2
@@ -59,7 +64,11 @@ if [[ -z $tiou || ! -x $tiou ]]; then
 fi
 
 bench_need perf linux-perf
-bench_ringlab
+if ((self_check)); then
+    ringlab=$tiou
+else
+    bench_ringlab
+fi
 bench_quiet
 groups=()
 out=$(mktemp -d)
@@ -85,9 +94,14 @@ for row in "${rows[@]}"; do
     : >"$out/$row.lines"
     for ((i = 1; i <= repeats; i++)); do
         a=${groups[i % 2]} b=${groups[(i + 1) % 2]}
-        (echo $BASHPID >"$a/cgroup.procs"; exec taskset -c "$cpu" "$ringlab" io /dev/zram0 --direct \
-            "${rl_flags[@]}" --rw randread --bs 4k --cpus "$cpu" --runtime "${total}s" \
-            --output-format json "${extra[@]}" >/dev/null) &
+        if ((self_check)); then
+            (echo $BASHPID >"$a/cgroup.procs"; exec taskset -c "$cpu" "$tiou" "${t_flags[@]}" -b4096 -p0 -B0 -F0 \
+                -n1 -O1 -X0 -R1 -t0 -P0 -r"$total" /dev/zram0 >/dev/null 2>&1) &
+        else
+            (echo $BASHPID >"$a/cgroup.procs"; exec taskset -c "$cpu" "$ringlab" io /dev/zram0 --direct \
+                "${rl_flags[@]}" --rw randread --bs 4k --cpus "$cpu" --runtime "${total}s" \
+                --output-format json "${extra[@]}" >/dev/null) &
+        fi
         rl_pid=$!
         (echo $BASHPID >"$b/cgroup.procs"; exec taskset -c "$cpu" "$tiou" "${t_flags[@]}" -b4096 -p0 -B0 -F0 \
             -n1 -O1 -X0 -R1 -t0 -P0 -r"$total" /dev/zram0 >/dev/null 2>&1) &
