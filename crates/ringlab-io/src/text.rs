@@ -98,8 +98,8 @@ pub fn render_kstat(out: &mut String, k: &ringlab_stats::KstatReport) {
         };
         let _ = writeln!(
             out,
-            "  {what} counted in {} ms windows of every second ({} operations inside them; --evidence full counts the whole run)",
-            ringlab_kstat::windows::WINDOW.as_millis(),
+            "  {what} counted in {} ({} operations inside them; --evidence full counts the whole run)",
+            ringlab_kstat::windows::describe(k.sampled_windows),
             k.sampled_ops
         );
     }

@@ -10,7 +10,7 @@
 
 use crate::bpf::{report_skips, skips_between, NamedCounters, SkipCounts};
 use crate::device::{irq_deltas, read_interrupts, IrqLine};
-use crate::windows::{Totals, Windows, WINDOW};
+use crate::windows::{Totals, Windows};
 use ringlab_stats::{HelperThread, KstatReport, UnavailableCounter};
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
@@ -60,7 +60,8 @@ impl Level {
 /// io-wq offloads (the evidence of `--force-async`, and of a device that
 /// cannot complete a request without blocking) and poll arming (multishot
 /// receive's proof: rare when it works), these three in windows of 100 ms
-/// every second ([`WINDOWED_BY_DEFAULT`], [`crate::windows`]); the failures
+/// ([`WINDOWED_BY_DEFAULT`], [`crate::windows`]: one a second for the first
+/// 3 s, then one every 4 s); the failures
 /// and overflows for the whole run (rare, so free); and whatever proves a
 /// knob the user asked for, for the whole run (see [`Collector::open`]). Each hit of a counted tracepoint costs about 40 ns
 /// of BPF program and its call: at depth 1 on zram (about 7 us a request,
@@ -386,6 +387,7 @@ impl Collector {
         }
         let mut sampled = BTreeMap::new();
         let mut sampled_ops = 0;
+        let mut sampled_windows = None;
         // The windowed tracepoints, and io_uring_enter with sys_enter.
         let windowed_names: Vec<&'static str> = self
             .windowed_points
@@ -395,8 +397,8 @@ impl Collector {
             })
             .collect();
         let window_note = format!(
-            "counted in {} ms windows of every second (--evidence full counts the whole run)",
-            WINDOW.as_millis()
+            "counted in {} (--evidence full counts the whole run)",
+            crate::windows::LAYOUT
         );
         match self.windowed.take() {
             None => {}
@@ -428,6 +430,7 @@ impl Collector {
                 }
                 report_skips(t.skipped, &mut skipped, &mut unavailable);
                 sampled_ops = t.ops;
+                sampled_windows = Some(t.windows);
             }
         }
         let helper_threads: Vec<HelperThread> = self
@@ -507,6 +510,7 @@ impl Collector {
             counters,
             sampled_counters: sampled,
             sampled_ops,
+            sampled_windows,
             sampler_syscalls: None,
             counter_runs_skipped: skipped,
             unavailable,

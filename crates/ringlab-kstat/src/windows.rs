@@ -8,12 +8,27 @@
 //! (`io_uring_queue_async_work` where every read goes to io-wq, as on zram;
 //! `io_uring_poll_arm` for a socket that has no data yet) costs its call
 //! and the program on each hit, about 0.3-0.5% there. So by default these
-//! programs are attached for a window of [`WINDOW`] every [`PERIOD`], by a
-//! thread of its own, and the per-op figures divide the counts inside the
-//! windows by the operations completed inside them. `--evidence full`
+//! programs are attached for windows of [`WINDOW`] (one every
+//! [`EARLY_PERIOD`] for the first [`EARLY_WINDOWS`], then one every
+//! [`PERIOD`]), by a thread of its own, and the per-op figures divide the
+//! counts inside the windows by the operations completed inside them. `--evidence full`
 //! counts the whole run, as does asking for the knob a count proves.
 //! The thread's own calls inside a window (reading the counters, its
 //! sleep) are a handful per window against thousands of operations.
+//!
+//! Why the windows thin out after the first 3 s: each window costs its
+//! attaching and detaching (three raw tracepoint links made and closed,
+//! about 1.3 ms of this thread's CPU, and the kernel patches its
+//! tracepoint sites on every CPU), and for its 100 ms every process's
+//! system calls take the slow path. On zram, co-running with t/io_uring
+//! on one CPU (bench/zram-cost.sh, 12 co-runs each, counted from the 2nd
+//! to the 5th second, 2026-12-07), ringlab's threads besides the job and
+//! io-wq took 36 ns a read at depth 1 and 15 at depth 8 with batches of 8
+//! with a window every second, 18 and 10 with this layout. The first
+//! three stay a second apart: the first opens as the run starts
+//! (connections still being made, rings warming up), and a short run's
+//! figure should not rest on that one alone. A 100 ms window on a device
+//! doing 100k operations a second holds 10k of them.
 
 use crate::bpf::{skips_between, Counted, SkipCounts, TgidCounters, IO_URING_ENTER};
 use std::sync::{Arc, Condvar, Mutex};
@@ -25,8 +40,36 @@ pub type OpsNow = Arc<dyn Fn() -> u64 + Send + Sync>;
 
 /// How long each window counts.
 pub const WINDOW: Duration = Duration::from_millis(100);
-/// A window opens this often; the first at the start of the run.
-pub const PERIOD: Duration = Duration::from_secs(1);
+/// The first windows open a second apart, the first at the start of the
+/// run; the later ones every [`PERIOD`].
+pub const EARLY_PERIOD: Duration = Duration::from_secs(1);
+/// How many windows open [`EARLY_PERIOD`] apart.
+pub const EARLY_WINDOWS: u32 = 3;
+/// How often a window opens after the first [`EARLY_WINDOWS`].
+pub const PERIOD: Duration = Duration::from_secs(4);
+
+/// The time from the start of window `k` (0 the first) to the start of
+/// the next.
+pub fn period_after(k: u32) -> Duration {
+    if k + 1 < EARLY_WINDOWS {
+        EARLY_PERIOD
+    } else {
+        PERIOD
+    }
+}
+
+/// The windows' layout, in words.
+pub const LAYOUT: &str = "windows of 100 ms, one a second for the first 3 s, then one every 4 s";
+
+/// How the windows were laid out, for a run's text: `windows` is the
+/// result's `sampled_windows` (absent in results made when a window
+/// opened every second of the run).
+pub fn describe(windows: Option<u32>) -> String {
+    match windows {
+        None => format!("{} ms windows of every second", WINDOW.as_millis()),
+        Some(n) => format!("{n} {LAYOUT}"),
+    }
+}
 
 /// What the windows counted.
 #[derive(Clone, Debug)]
@@ -134,8 +177,9 @@ impl Windows {
                         *t.counts.entry(name).or_insert(0) += a.saturating_sub(*b);
                     }
                     t.ops += o1.saturating_sub(o0);
+                    let gap = period_after(t.windows) - WINDOW;
                     t.windows += 1;
-                    if stopped || wait(&stop2, PERIOD - WINDOW) {
+                    if stopped || wait(&stop2, gap) {
                         t.skipped = skips_between(&skipped_at_start, c.skipped());
                         return Ok(t);
                     }
@@ -160,5 +204,36 @@ impl Windows {
             Some(Ok(r)) => r,
             _ => Err("the sampling thread ended abnormally".into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_layout_reads_as_run_and_old_results_read_as_every_second() {
+        assert_eq!(describe(None), "100 ms windows of every second");
+        assert_eq!(
+            describe(Some(4)),
+            "4 windows of 100 ms, one a second for the first 3 s, then one every 4 s"
+        );
+        assert_eq!(WINDOW, Duration::from_millis(100));
+    }
+
+    #[test]
+    fn three_windows_a_second_apart_then_one_every_four_seconds() {
+        let mut at = Duration::ZERO;
+        let starts: Vec<u64> = (0..6)
+            .map(|k| {
+                let s = at;
+                at += period_after(k);
+                s.as_secs()
+            })
+            .collect();
+        assert_eq!(starts, [0, 1, 2, 6, 10, 14]);
+        assert_eq!(EARLY_WINDOWS, 3);
+        assert_eq!(EARLY_PERIOD, Duration::from_secs(1));
+        assert_eq!(PERIOD, Duration::from_secs(4));
     }
 }

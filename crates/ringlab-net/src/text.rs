@@ -446,8 +446,8 @@ pub fn cost_lines(t: &Figures, h: &HttpFigures, kstat: Option<&KstatReport>) -> 
                 .find(|u| u.counter == "raw_syscalls:sys_enter"),
         ) {
             (Some(v), _) if k.sampled_counters.contains_key("raw_syscalls:sys_enter") => format!(
-                "{v:.2} counted by the kernel (raw_syscalls:sys_enter) in {} ms windows of every second ({} requests inside them; --evidence full counts the whole run)",
-                ringlab_kstat::windows::WINDOW.as_millis(),
+                "{v:.2} counted by the kernel (raw_syscalls:sys_enter) in {} ({} requests inside them; --evidence full counts the whole run)",
+                ringlab_kstat::windows::describe(k.sampled_windows),
                 k.sampled_ops
             ),
             (Some(v), _) => format!("{v:.2} counted by the kernel (raw_syscalls:sys_enter)"),

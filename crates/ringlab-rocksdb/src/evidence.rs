@@ -267,6 +267,7 @@ pub fn report(
         counters,
         sampled_counters: BTreeMap::new(),
         sampled_ops: 0,
+        sampled_windows: None,
         sampler_syscalls: None,
         counter_runs_skipped,
         unavailable,

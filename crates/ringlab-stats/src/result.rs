@@ -436,12 +436,17 @@ pub struct KstatReport {
     /// helper threads of its rings); which ones follows `--evidence`.
     pub counters: std::collections::BTreeMap<String, u64>,
     /// Counted only inside sampling windows, per-op figures dividing by
-    /// `sampled_ops`: system calls under `--evidence default` (100 ms of
-    /// every second); in results made before BPF counting, the per-request
-    /// io_uring tracepoints.
+    /// `sampled_ops`: system calls under `--evidence default` (windows of
+    /// 100 ms, one a second for the first 3 s, then one every 4 s); in
+    /// results made before BPF counting, the per-request io_uring
+    /// tracepoints.
     pub sampled_counters: std::collections::BTreeMap<String, u64>,
     /// Operations completed inside the sampling windows.
     pub sampled_ops: u64,
+    /// How many sampling windows there were; absent in results made when
+    /// one opened every second of the run, and where nothing was sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled_windows: Option<u32>,
     /// System calls of ringlab's own sampling thread during the run
     /// (attaching and detaching the windowed counters), left out of
     /// `counters`: what a count of the whole process (`perf stat`) has on
