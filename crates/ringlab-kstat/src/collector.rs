@@ -397,7 +397,7 @@ impl Collector {
             })
             .collect();
         let window_note = format!(
-            "counted in {} (--evidence full counts the whole run)",
+            "counted in windows {} (--evidence full counts the whole run)",
             crate::windows::LAYOUT
         );
         match self.windowed.take() {

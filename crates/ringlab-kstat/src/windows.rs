@@ -58,8 +58,8 @@ pub fn period_after(k: u32) -> Duration {
     }
 }
 
-/// The windows' layout, in words.
-pub const LAYOUT: &str = "windows of 100 ms, one a second for the first 3 s, then one every 4 s";
+/// The windows' layout, in words, after "windows".
+pub const LAYOUT: &str = "of 100 ms, one a second for the first 3 s, then one every 4 s";
 
 /// How the windows were laid out, for a run's text: `windows` is the
 /// result's `sampled_windows` (absent in results made when a window
@@ -67,7 +67,7 @@ pub const LAYOUT: &str = "windows of 100 ms, one a second for the first 3 s, the
 pub fn describe(windows: Option<u32>) -> String {
     match windows {
         None => format!("{} ms windows of every second", WINDOW.as_millis()),
-        Some(n) => format!("{n} {LAYOUT}"),
+        Some(n) => format!("{n} window{} {LAYOUT}", if n == 1 { "" } else { "s" }),
     }
 }
 
@@ -217,6 +217,10 @@ mod tests {
         assert_eq!(
             describe(Some(4)),
             "4 windows of 100 ms, one a second for the first 3 s, then one every 4 s"
+        );
+        assert_eq!(
+            describe(Some(1)),
+            "1 window of 100 ms, one a second for the first 3 s, then one every 4 s"
         );
         assert_eq!(WINDOW, Duration::from_millis(100));
     }
