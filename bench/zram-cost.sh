@@ -91,20 +91,19 @@ for row in "${rows[@]}"; do
     flags=$(bench_row_flags "$row")
     read -r -a rl_flags <<<"${flags%%|*}"
     read -r -a t_flags <<<"${flags#*|}"
+    peer=("$tiou" "${t_flags[@]}" -b4096 -p0 -B0 -F0 -n1 -O1 -X0 -R1 -t0 -P0 -r"$total" /dev/zram0)
     : >"$out/$row.lines"
     for ((i = 1; i <= repeats; i++)); do
         a=${groups[i % 2]} b=${groups[(i + 1) % 2]}
         if ((self_check)); then
-            (echo $BASHPID >"$a/cgroup.procs"; exec taskset -c "$cpu" "$tiou" "${t_flags[@]}" -b4096 -p0 -B0 -F0 \
-                -n1 -O1 -X0 -R1 -t0 -P0 -r"$total" /dev/zram0 >/dev/null 2>&1) &
+            (echo $BASHPID >"$a/cgroup.procs"; exec taskset -c "$cpu" "${peer[@]}" >/dev/null 2>&1) &
         else
             (echo $BASHPID >"$a/cgroup.procs"; exec taskset -c "$cpu" "$ringlab" io /dev/zram0 --direct \
                 "${rl_flags[@]}" --rw randread --bs 4k --cpus "$cpu" --runtime "${total}s" \
                 --output-format json "${extra[@]}" >/dev/null) &
         fi
         rl_pid=$!
-        (echo $BASHPID >"$b/cgroup.procs"; exec taskset -c "$cpu" "$tiou" "${t_flags[@]}" -b4096 -p0 -B0 -F0 \
-            -n1 -O1 -X0 -R1 -t0 -P0 -r"$total" /dev/zram0 >/dev/null 2>&1) &
+        (echo $BASHPID >"$b/cgroup.procs"; exec taskset -c "$cpu" "${peer[@]}" >/dev/null 2>&1) &
         t_pid=$!
         sleep 2
         threads "$rl_pid" "$t_pid" >"$out/before"
