@@ -25,6 +25,11 @@
 //! KiB of instruction cache are touched for N * 16 instructions. It asks
 //! what a bigger job loop costs the io-wq worker that shares its CPU
 //! (docs/benchmarks.md, 2026-11-29, fourth machine).
+//!
+//! `FLOOR_ASYNC=1` (an experiment, off by default) sets IOSQE_ASYNC on
+//! every read, as ringlab's default does on a target that takes no
+//! non-blocking I/O (zram): what that flag is worth to a bare loop
+//! (docs/benchmarks.md, 2026-12-07, seventh VM).
 
 mod http;
 
@@ -43,6 +48,8 @@ struct Args {
     json: bool,
     /// FLOOR_ICACHE_KB (see the module's doc); 0: off.
     icache_kb: usize,
+    /// FLOOR_ASYNC=1 (see the module's doc): IOSQE_ASYNC on every read.
+    force_async: bool,
 }
 
 fn usage(why: &str) -> ! {
@@ -57,6 +64,7 @@ fn parse() -> Args {
         batch: 1,
         secs: 0.0,
         json: false,
+        force_async: std::env::var_os("FLOOR_ASYNC").is_some_and(|v| v == "1"),
         icache_kb: match std::env::var("FLOOR_ICACHE_KB") {
             Err(_) => 0,
             Ok(v) => v
@@ -160,6 +168,11 @@ fn run(a: &Args) -> Result<(u64, f64), String> {
     let icache = icache_walk(a.icache_kb)?;
     let start = std::time::Instant::now();
     let mut stopping = false;
+    let flags = if a.force_async {
+        io_uring::squeue::Flags::ASYNC
+    } else {
+        io_uring::squeue::Flags::empty()
+    };
     loop {
         if !stopping {
             let mut sq = ring.submission();
@@ -170,6 +183,7 @@ fn run(a: &Args) -> Result<(u64, f64), String> {
                 let e = opcode::Read::new(types::Fd(fd), buf, BS as u32)
                     .offset(off)
                     .build()
+                    .flags(flags)
                     .user_data(u64::from(slot));
                 // SAFETY: the buffer stays allocated until the read completes.
                 unsafe { sq.push(&e) }.map_err(|_| "submission ring full".to_string())?;

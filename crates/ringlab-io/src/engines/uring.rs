@@ -53,7 +53,6 @@ pub struct UringEngine {
     fixed_buffers: bool,
     sqpoll: bool,
     taskrun_flag: bool,
-    force_async: u32,
     submit_batch: u32,
     complete_batch: u32,
     /// `--complete-max`: at most this many completions per reap (the
@@ -64,7 +63,8 @@ pub struct UringEngine {
     unsubmitted: u32,
     /// Queued and not yet reaped.
     inflight: u32,
-    queued_total: u64,
+    /// Which requests get IOSQE_ASYNC (--force-async N).
+    async_every: EveryNth,
     completer: Option<Completer>,
 }
 
@@ -234,14 +234,13 @@ impl UringEngine {
             fixed_buffers: o.fixed_buffers,
             sqpoll: o.sqpoll,
             taskrun_flag: o.taskrun_flag,
-            force_async: o.force_async,
             submit_batch: o.submit_batch,
             complete_batch: o.complete_batch.max(1),
             complete_max: o.reap_cap(plan.iodepth),
             reap: o.reap.unwrap_or(ReapMode::Wait),
             unsubmitted: 0,
             inflight: 0,
-            queued_total: 0,
+            async_every: EveryNth::new(o.force_async),
             completer,
         })
     }
@@ -393,7 +392,7 @@ impl Engine for UringEngine {
             )));
         }
         let mut sqe = self.entry(req).user_data(req.slot as u64);
-        if self.force_async > 0 && self.queued_total.is_multiple_of(self.force_async as u64) {
+        if self.async_every.due() {
             sqe = sqe.flags(squeue::Flags::ASYNC);
         }
         // SAFETY: only the job thread touches the submission ring; the
@@ -415,7 +414,9 @@ impl Engine for UringEngine {
         if pushed.is_err() {
             return Ok(QueueStatus::Busy);
         }
-        self.queued_total += 1;
+        // Counted once the request is in the ring (a busy ring hands it
+        // back, to be queued again with the same flags).
+        self.async_every.advance();
         self.unsubmitted += 1;
         self.inflight += 1;
         if self.submit_batch > 0 && self.unsubmitted >= self.submit_batch {
@@ -639,9 +640,60 @@ fn reap_loop(ring: &IoUring, s: &CompleterShared) -> Result<()> {
     }
 }
 
+/// The first request and then every Nth (N = 0: none), as a countdown:
+/// the remainder of a running count cost a 64-bit division per request.
+#[derive(Clone, Copy)]
+struct EveryNth {
+    n: u32,
+    /// Requests until the next one due, this one included.
+    left: u32,
+}
+
+impl EveryNth {
+    fn new(n: u32) -> EveryNth {
+        EveryNth { n, left: 1 }
+    }
+
+    /// Whether the request about to be queued is one of them.
+    #[inline(always)]
+    fn due(&self) -> bool {
+        self.n > 0 && self.left == 1
+    }
+
+    /// The request was queued.
+    #[inline(always)]
+    fn advance(&mut self) {
+        if self.n > 0 {
+            self.left = if self.left == 1 {
+                self.n
+            } else {
+                self.left - 1
+            };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_nth_marks_the_first_request_and_then_every_nth() {
+        let marked = |n: u32| -> Vec<usize> {
+            let mut e = EveryNth::new(n);
+            (0..9)
+                .filter(|_| {
+                    let due = e.due();
+                    e.advance();
+                    due
+                })
+                .collect()
+        };
+        assert_eq!(marked(0), Vec::<usize>::new());
+        assert_eq!(marked(1), (0..9).collect::<Vec<_>>());
+        assert_eq!(marked(3), [0, 3, 6]);
+        assert_eq!(marked(4), [0, 4, 8]);
+    }
 
     #[test]
     fn ring_entries_round_up() {
