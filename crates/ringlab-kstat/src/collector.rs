@@ -138,9 +138,9 @@ struct HelperState {
     name: String,
     baseline: ThreadSample,
     last: ThreadSample,
-    /// Its `/proc/self/task/TID/schedstat`, kept open: the 50 ms ticks
-    /// only re-read this one line.
-    schedstat: Option<fs::File>,
+    /// Its CPU-time clock ([`thread_cpu_clock`]): the 50 ms ticks only
+    /// read this clock.
+    clock: libc::clockid_t,
 }
 
 /// A full look at the threads (new ones, names, context switches) every
@@ -287,13 +287,11 @@ impl Collector {
         }
     }
 
-    /// Re-reads each known helper's CPU time from its open schedstat.
+    /// Re-reads each known helper's CPU time from its clock.
     fn sample_helper_cpu(&mut self) {
         for h in self.helpers.values_mut() {
-            if let Some(f) = &h.schedstat {
-                if let Some(ns) = read_schedstat(f) {
-                    h.last.cpu_ns = Some(ns);
-                }
+            if let Some(ns) = read_cpu_clock(h.clock) {
+                h.last.cpu_ns = Some(ns);
             }
         }
     }
@@ -343,12 +341,12 @@ impl Collector {
                         name: comm.to_string(),
                         baseline: ThreadSample::default(),
                         last: ThreadSample::default(),
-                        schedstat: fs::File::open(base.join("schedstat")).ok(),
+                        clock: thread_cpu_clock(tid),
                     })
                 }
             };
             let (voluntary, involuntary) = thread_switches(&base);
-            let cpu_ns = h.schedstat.as_ref().and_then(read_schedstat);
+            let cpu_ns = read_cpu_clock(h.clock);
             // A thread gone since the directory was read keeps its last
             // figures.
             if cpu_ns.is_some() || voluntary.is_some() {
@@ -555,12 +553,31 @@ pub fn thread_cpu_ns(task: &std::path::Path) -> Option<u64> {
     schedstat_ns(&fs::read_to_string(task.join("schedstat")).ok()?)
 }
 
-/// The CPU time in a `schedstat` file kept open.
-fn read_schedstat(f: &fs::File) -> Option<u64> {
-    use std::os::unix::fs::FileExt;
-    let mut buf = [0u8; 96];
-    let n = f.read_at(&mut buf, 0).ok()?;
-    schedstat_ns(std::str::from_utf8(&buf[..n]).ok()?)
+/// The CPU-time clock of thread `tid` of this process: Linux's
+/// per-thread scheduler clock (`MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)`,
+/// include/linux/posix-timers_types.h), which `clock_gettime` reads for
+/// any thread of the caller's process, io-wq workers and SQPOLL threads
+/// included. It gives the time `schedstat` gives, plus the running
+/// slice not yet accounted, and costs a third of a `pread` of `schedstat`
+/// (133 against 577 ns, 2026-12-07). Reading it fails once the thread
+/// has exited (a TID is not reused before the kernel's PIDs wrap around).
+fn thread_cpu_clock(tid: u32) -> libc::clockid_t {
+    const CPUCLOCK_SCHED: libc::clockid_t = 2;
+    const CPUCLOCK_PERTHREAD: libc::clockid_t = 4;
+    (!(tid as libc::clockid_t) << 3) | CPUCLOCK_SCHED | CPUCLOCK_PERTHREAD
+}
+
+/// A CPU-time clock's reading in ns; `None` once its thread is gone.
+fn read_cpu_clock(clock: libc::clockid_t) -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return None;
+    }
+    Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 /// The first figure of a `schedstat` line: time spent on the CPU, ns.
@@ -572,22 +589,36 @@ fn schedstat_ns(text: &str) -> Option<u64> {
 mod tests {
     use super::*;
 
-    /// The ticks between full looks re-read CPU time through the file
-    /// kept open: it must give the thread's current figure, not the one
-    /// of when it was opened.
+    /// The ticks read a helper's CPU time from its thread's clock: it is
+    /// that thread's (not the reader's), agrees with its `schedstat`, and
+    /// is unreadable once the thread is gone.
     #[test]
-    fn a_schedstat_kept_open_reads_the_current_cpu_time() {
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::syscall(libc::SYS_gettid) };
-        let f = fs::File::open(format!("/proc/self/task/{tid}/schedstat")).unwrap();
-        let before = read_schedstat(&f).unwrap();
-        let t = std::time::Instant::now();
-        let mut x = 0u64;
-        while t.elapsed() < std::time::Duration::from_millis(30) {
-            x = std::hint::black_box(x.wrapping_add(1));
-        }
-        let after = read_schedstat(&f).unwrap();
-        assert!(after > before, "{before} -> {after}");
+    fn a_thread_cpu_clock_reads_that_threads_cpu_time() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let spinner = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
+            let own = thread_cpu_clock(tid);
+            let mut x = 0u64;
+            while read_cpu_clock(own).unwrap() < 30_000_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+            tx.send(tid).unwrap();
+            done_rx.recv().unwrap();
+        });
+        let tid = rx.recv().unwrap();
+        let clock = thread_cpu_clock(tid);
+        let ns = read_cpu_clock(clock).unwrap();
+        let schedstat =
+            thread_cpu_ns(std::path::Path::new(&format!("/proc/self/task/{tid}"))).unwrap();
+        // The spinner ran 30 ms of CPU, this thread hardly any; it sleeps
+        // now, so both figures are the same, accounted time.
+        assert!(ns >= 30_000_000, "{ns} ns");
+        assert!(ns.abs_diff(schedstat) < 1_000_000, "clock {ns}, schedstat {schedstat}");
+        done_tx.send(()).unwrap();
+        spinner.join().unwrap();
+        assert_eq!(read_cpu_clock(clock), None, "read a gone thread's clock");
     }
 
     #[test]
