@@ -645,31 +645,34 @@ fn reap_loop(ring: &IoUring, s: &CompleterShared) -> Result<()> {
 #[derive(Clone, Copy)]
 struct EveryNth {
     n: u32,
-    /// Requests until the next one due, this one included.
+    /// Requests until the next one due, this one included; 0 (N = 0):
+    /// never.
     left: u32,
 }
 
 impl EveryNth {
     fn new(n: u32) -> EveryNth {
-        EveryNth { n, left: 1 }
+        EveryNth {
+            n,
+            left: u32::from(n > 0),
+        }
     }
 
     /// Whether the request about to be queued is one of them.
     #[inline(always)]
     fn due(&self) -> bool {
-        self.n > 0 && self.left == 1
+        self.left == 1
     }
 
-    /// The request was queued.
+    /// The request was queued (no test of N on the hot path: with N = 0
+    /// the countdown stays at 0, with N = 1 at 1).
     #[inline(always)]
     fn advance(&mut self) {
-        if self.n > 0 {
-            self.left = if self.left == 1 {
-                self.n
-            } else {
-                self.left - 1
-            };
-        }
+        self.left = if self.left == 1 {
+            self.n
+        } else {
+            self.left.saturating_sub(1)
+        };
     }
 }
 
