@@ -182,6 +182,9 @@ pub struct Collector {
     helpers: BTreeMap<u32, HelperState>,
     /// Helper threads present when the run started.
     preexisting: Vec<u32>,
+    /// The last full look found a kernel I/O thread not yet named (see
+    /// [`Collector::sample_threads`]): the next tick looks again.
+    unnamed_io_thread: bool,
     enabled: bool,
 }
 
@@ -248,6 +251,7 @@ impl Collector {
             irq_after: None,
             helpers: BTreeMap::new(),
             preexisting: Vec::new(),
+            unnamed_io_thread: false,
             enabled: false,
         }
     }
@@ -280,7 +284,7 @@ impl Collector {
     /// the helper threads while they are alive (they leave with their
     /// rings).
     pub fn tick(&mut self, tick: u64) {
-        if tick.is_multiple_of(FULL_LOOK_EVERY) {
+        if tick.is_multiple_of(FULL_LOOK_EVERY) || self.unnamed_io_thread {
             self.sample_threads();
         } else {
             self.sample_helper_cpu();
@@ -316,6 +320,7 @@ impl Collector {
         let Ok(dir) = fs::read_dir("/proc/self/task") else {
             return;
         };
+        let mut unnamed = false;
         for entry in dir.flatten() {
             let Some(tid) = entry
                 .file_name()
@@ -335,6 +340,12 @@ impl Collector {
                     };
                     let comm = comm.trim();
                     if !comm.starts_with("iou-") {
+                        // One not named yet is looked at again on the next
+                        // tick, not a second later: a short run's SQPOLL
+                        // thread, created as the rings were set up on a
+                        // busy machine, was otherwise never seen (its
+                        // ring gone before the last look).
+                        unnamed |= is_io_thread(&base);
                         continue;
                     }
                     slot.insert(HelperState {
@@ -357,6 +368,7 @@ impl Collector {
                 };
             }
         }
+        self.unnamed_io_thread = unnamed;
     }
 
     /// The report: counters, per-op figures (over `ops` operations, with
@@ -580,6 +592,25 @@ fn read_cpu_clock(clock: libc::clockid_t) -> Option<u64> {
     Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
+/// Whether thread `task` (a `/proc/PID/task/TID` directory) is a kernel
+/// I/O thread, an io-wq worker or SQPOLL thread: `PF_IO_WORKER` in the
+/// flags of its `stat`, set from its creation, before it names itself
+/// `iou-wrk-*` or `iou-sqp-*`.
+fn is_io_thread(task: &std::path::Path) -> bool {
+    const PF_IO_WORKER: u64 = 0x10;
+    fs::read_to_string(task.join("stat"))
+        .ok()
+        .and_then(|s| stat_flags(&s))
+        .is_some_and(|f| f & PF_IO_WORKER != 0)
+}
+
+/// The flags (the 9th field) of a `/proc/.../stat` line; the name in
+/// parentheses (the 2nd) may hold spaces and parentheses itself.
+fn stat_flags(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(6)?.parse().ok()
+}
+
 /// The first figure of a `schedstat` line: time spent on the CPU, ns.
 fn schedstat_ns(text: &str) -> Option<u64> {
     text.split_whitespace().next()?.parse().ok()
@@ -619,6 +650,36 @@ mod tests {
         done_tx.send(()).unwrap();
         spinner.join().unwrap();
         assert_eq!(read_cpu_clock(clock), None, "read a gone thread's clock");
+    }
+
+    #[test]
+    fn stat_flags_are_the_ninth_field_whatever_the_name() {
+        let line = "4242 (a (b) c) S 1 4242 4242 0 -1 4194368 12 0 0 0 5 3 0 0 20 0 1 0";
+        assert_eq!(stat_flags(line), Some(4194368));
+        assert_eq!(stat_flags("4242 (x) S 1"), None);
+        // This thread is not an I/O thread.
+        assert!(!is_io_thread(std::path::Path::new("/proc/thread-self")));
+    }
+
+    /// A ring with SQPOLL has its poller thread from its setup on: that
+    /// thread is told apart by its flags, named yet or not.
+    #[test]
+    fn a_sqpoll_ring_poller_is_an_io_thread() {
+        // io_uring_params (120 bytes), flags at byte 8: IORING_SETUP_SQPOLL.
+        let mut params = [0u32; 30];
+        params[2] = 1 << 1;
+        // SAFETY: io_uring_setup reads and writes the 120-byte params.
+        let fd = unsafe { libc::syscall(libc::SYS_io_uring_setup, 4, params.as_mut_ptr()) };
+        assert!(fd >= 0, "io_uring_setup with SQPOLL: {}", std::io::Error::last_os_error());
+        let io_threads = fs::read_dir("/proc/self/task")
+            .unwrap()
+            .flatten()
+            .filter(|e| is_io_thread(&e.path()))
+            .count();
+        // SAFETY: the ring's descriptor, closed once.
+        unsafe { libc::close(fd as i32) };
+        // At least: another test of this binary may have a ring's workers.
+        assert!(io_threads >= 1, "no poller among this process's threads");
     }
 
     #[test]
