@@ -646,7 +646,10 @@ mod tests {
         // The spinner ran 30 ms of CPU, this thread hardly any; it sleeps
         // now, so both figures are the same, accounted time.
         assert!(ns >= 30_000_000, "{ns} ns");
-        assert!(ns.abs_diff(schedstat) < 1_000_000, "clock {ns}, schedstat {schedstat}");
+        assert!(
+            ns.abs_diff(schedstat) < 1_000_000,
+            "clock {ns}, schedstat {schedstat}"
+        );
         done_tx.send(()).unwrap();
         spinner.join().unwrap();
         assert_eq!(read_cpu_clock(clock), None, "read a gone thread's clock");
@@ -670,7 +673,11 @@ mod tests {
         params[2] = 1 << 1;
         // SAFETY: io_uring_setup reads and writes the 120-byte params.
         let fd = unsafe { libc::syscall(libc::SYS_io_uring_setup, 4, params.as_mut_ptr()) };
-        assert!(fd >= 0, "io_uring_setup with SQPOLL: {}", std::io::Error::last_os_error());
+        assert!(
+            fd >= 0,
+            "io_uring_setup with SQPOLL: {}",
+            std::io::Error::last_os_error()
+        );
         let io_threads = fs::read_dir("/proc/self/task")
             .unwrap()
             .flatten()
