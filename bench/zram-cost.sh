@@ -86,24 +86,35 @@ threads() {
     done
 }
 
+# in_group CGROUP CMD...: starts CMD in the background, in CGROUP, on $cpu
+# ($! is its pid).
+in_group() {
+    local g=$1
+    shift
+    (echo $BASHPID >"$g/cgroup.procs"; exec taskset -c "$cpu" "$@") &
+}
+
 echo "CPU $cpu, reads and CPU counted over ${window}s while both run, $repeats co-runs per row; $side: $ringlab ${extra[*]}; peer: $tiou" >&2
 for row in "${rows[@]}"; do
     flags=$(bench_row_flags "$row")
     read -r -a rl_flags <<<"${flags%%|*}"
     read -r -a t_flags <<<"${flags#*|}"
     peer=("$tiou" "${t_flags[@]}" -b4096 -p0 -B0 -F0 -n1 -O1 -X0 -R1 -t0 -P0 -r"$total" /dev/zram0)
+    # The measured side: t/io_uring itself (BENCH_SELF, its chatter
+    # dropped as the peer's is) or ringlab (its errors kept).
+    if ((self_check)); then
+        mine=("${peer[@]}") mine_err=/dev/null
+    else
+        mine=("$ringlab" io /dev/zram0 --direct "${rl_flags[@]}" --rw randread --bs 4k --cpus "$cpu"
+            --runtime "${total}s" --output-format json "${extra[@]}")
+        mine_err=/dev/stderr
+    fi
     : >"$out/$row.lines"
     for ((i = 1; i <= repeats; i++)); do
         a=${groups[i % 2]} b=${groups[(i + 1) % 2]}
-        if ((self_check)); then
-            (echo $BASHPID >"$a/cgroup.procs"; exec taskset -c "$cpu" "${peer[@]}" >/dev/null 2>&1) &
-        else
-            (echo $BASHPID >"$a/cgroup.procs"; exec taskset -c "$cpu" "$ringlab" io /dev/zram0 --direct \
-                "${rl_flags[@]}" --rw randread --bs 4k --cpus "$cpu" --runtime "${total}s" \
-                --output-format json "${extra[@]}" >/dev/null) &
-        fi
+        in_group "$a" "${mine[@]}" >/dev/null 2>"$mine_err"
         rl_pid=$!
-        (echo $BASHPID >"$b/cgroup.procs"; exec taskset -c "$cpu" "${peer[@]}" >/dev/null 2>&1) &
+        in_group "$b" "${peer[@]}" >/dev/null 2>&1
         t_pid=$!
         sleep 2
         threads "$rl_pid" "$t_pid" >"$out/before"
