@@ -120,8 +120,13 @@ for row in "${rows[@]}"; do
         threads "$rl_pid" "$t_pid" >"$out/before"
         perf record -q -m 8M -C "$cpu" -e block:block_bio_queue -o "$out/bio.data" -- sleep "$window" >/dev/null 2>&1
         threads "$rl_pid" "$t_pid" >"$out/after"
-        if ! wait; then
-            echo "a co-run failed (run the two commands above by hand to see why)" >&2
+        # Each side's own status (a bare `wait` returns 0 whatever they
+        # did), both waited for before judging.
+        rl_rc=0 t_rc=0
+        wait "$rl_pid" || rl_rc=$?
+        wait "$t_pid" || t_rc=$?
+        if ((rl_rc || t_rc)); then
+            echo "a co-run failed: $side exited $rl_rc, t/io_uring $t_rc (run it by hand to see why: ${mine[*]})" >&2
             exit 1
         fi
         perf script -i "$out/bio.data" -F tid 2>/dev/null >"$out/tids"
