@@ -535,18 +535,17 @@ fn bpf_copies_each_block_completion_of_the_disk() {
     // A completion goes uncopied and counted when the ring had no room, or
     // its interrupt came while another BPF program (another test's, a
     // ringlab run's) or a map lookup held that CPU and the kernel skipped
-    // the copier. A few can also go uncopied and uncounted: with a
-    // concurrent O_DIRECT writer to the disk (dd, 1 MiB writes), 1 to 20 of
-    // these reads in a row had no record and none counted as lost, in 4 of
-    // about 180 runs (2026-12-08; none in 140 runs while ftrace or perf
-    // traced the tracepoint too). A stage run shows them as requests not
-    // matched to their block completion (README, "where the time goes").
-    // So up to an eighth may go uncounted; a wrong filter or key loses them
-    // all.
+    // the copier, or the kernel never ran the copier for it though the
+    // tracepoint fired (seen on this project's VM for completions in a
+    // softirq while a thread of PID 1 ran: with a concurrent O_DIRECT dd
+    // writer, 1 to 23 of these reads in 30 of 1744 runs, 2026-12-08). The
+    // copier counts the last kind against a perf count of the
+    // tracepoint's hits. A wrong filter or key loses every read, with few
+    // counted; a program that never ran counts every hit as lost.
     let lost = copier.lost().unwrap();
     assert!(
-        missing.len() as u64 <= lost + 32 && lost < 64,
-        "{} of 256 reads of {disk} have no completion record (first sectors {:?}), {lost} counted as lost (up to 32 more may go uncounted); {} records in all",
+        missing.len() as u64 <= lost && lost < 64,
+        "{} of 256 reads of {disk} have no completion record (first sectors {:?}), {lost} counted as lost; {} records in all",
         missing.len(),
         &missing[..missing.len().min(5)],
         seen.values().sum::<u32>()
