@@ -51,7 +51,7 @@ use crate::bpf::{
     FN_GET_CURRENT_PID_TGID, JEQ_IMM, JNE_IMM, LDX_DW, LDX_W, LD_IMM64, MOV64_IMM, MOV64_REG,
     PSEUDO_MAP_FD, RSH64_IMM, STX_DW,
 };
-use crate::perf::{event_id, SharedMapping};
+use crate::perf::{event_id, SharedMapping, TracepointCounter};
 use perf_event_open_sys::{bindings, ioctls, perf_event_open};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -158,40 +158,15 @@ fn assemble(ring_fd: i32, lost_fd: i32, keep: Keep, dev_at: i16, key_at: i16) ->
 /// attachment sees each hit once. The event is created disabled; closing
 /// it detaches the program. `what` names the program in errors.
 fn attach_to_tracepoint(tracepoint: &str, prog: &OwnedFd, what: &str) -> Result<OwnedFd, String> {
-    let cpu = crate::perf::online_cpus().first().copied().unwrap_or(0);
-    let event = tracepoint_event(event_id(tracepoint)?, cpu, Mode::SampledOff)
-        .map_err(|e| format!("{tracepoint}: {e}"))?;
-    // SAFETY: the perf event and program descriptors are open.
-    if unsafe { ioctls::SET_BPF(event.as_raw_fd(), prog.as_raw_fd() as u32) } < 0 {
-        return Err(bpf_error(
-            &format!("attaching {what} to {tracepoint}"),
-            io::Error::last_os_error(),
-        ));
-    }
-    Ok(event)
-}
-
-/// How a tracepoint's perf event is opened.
-enum Mode {
-    /// Disabled, a sample per hit once enabled: what a program hangs on.
-    SampledOff,
-    /// Enabled, counting hits, no samples.
-    Counting,
-}
-
-/// A perf event of the tracepoint with id `config` on `cpu`, for every
-/// process.
-fn tracepoint_event(config: u64, cpu: u32, mode: Mode) -> io::Result<OwnedFd> {
     let mut pattr = bindings::perf_event_attr {
         type_: bindings::PERF_TYPE_TRACEPOINT,
         size: std::mem::size_of::<bindings::perf_event_attr>() as u32,
-        config,
+        config: event_id(tracepoint)?,
         ..Default::default()
     };
-    if let Mode::SampledOff = mode {
-        pattr.__bindgen_anon_1.sample_period = 1;
-        pattr.set_disabled(1);
-    }
+    pattr.__bindgen_anon_1.sample_period = 1;
+    pattr.set_disabled(1);
+    let cpu = crate::perf::online_cpus().first().copied().unwrap_or(0);
     // SAFETY: pattr is a fully initialised perf_event_attr.
     let fd = unsafe {
         perf_event_open(
@@ -203,39 +178,18 @@ fn tracepoint_event(config: u64, cpu: u32, mode: Mode) -> io::Result<OwnedFd> {
         )
     };
     if fd < 0 {
-        return Err(io::Error::last_os_error());
+        return Err(format!("{tracepoint}: {}", io::Error::last_os_error()));
     }
     // SAFETY: a new descriptor owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Counting perf events of `tracepoint`, one on each online CPU, enabled:
-/// every hit whose BPF programs all let it through (they return 1) adds
-/// one, whether or not the programs ran.
-fn count_hits(tracepoint: &str) -> Result<Vec<OwnedFd>, String> {
-    let config = event_id(tracepoint)?;
-    crate::perf::online_cpus()
-        .into_iter()
-        .map(|cpu| {
-            tracepoint_event(config, cpu, Mode::Counting)
-                .map_err(|e| format!("counting {tracepoint} on CPU {cpu}: {e}"))
-        })
-        .collect()
-}
-
-/// The sum of counting perf events' values.
-fn read_counts(fds: &[OwnedFd]) -> io::Result<u64> {
-    let mut sum = 0;
-    for fd in fds {
-        let mut v = [0u8; 8];
-        // SAFETY: reading 8 bytes into v from an open perf event.
-        let n = unsafe { libc::read(fd.as_raw_fd(), v.as_mut_ptr().cast(), 8) };
-        if n != 8 {
-            return Err(io::Error::last_os_error());
-        }
-        sum += u64::from_ne_bytes(v);
+    let event = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: the perf event and program descriptors are open.
+    if unsafe { ioctls::SET_BPF(event.as_raw_fd(), prog.as_raw_fd() as u32) } < 0 {
+        return Err(bpf_error(
+            &format!("attaching {what} to {tracepoint}"),
+            io::Error::last_os_error(),
+        ));
     }
-    Ok(sum)
+    Ok(event)
 }
 
 /// Events a copier lost: those the ring had no room for, the runs the
@@ -254,9 +208,10 @@ pub struct Copier {
     prog: OwnedFd,
     _ring: OwnedFd,
     lost_map: OwnedFd,
-    /// A disk copier's counting events of its tracepoint (see
-    /// [`count_hits`]), and its runs when they started counting.
-    hits: Vec<OwnedFd>,
+    /// A disk copier's count of its tracepoint's hits on every CPU (every
+    /// hit whose BPF programs all let it through, run or not), and its
+    /// runs when that count started.
+    hits: Option<TracepointCounter>,
     runs_at_start: u64,
     /// The consumer page (read-write) and the producer page with the data
     /// mapped twice after it (read-only), as the kernel lays them out.
@@ -308,12 +263,14 @@ impl Copier {
         // or, at worst, as lost without being lost.
         let (hits, runs_at_start) = match keep {
             Keep::Dev(_) => {
-                let hits = count_hits(tracepoint)?;
+                let hits = TracepointCounter::open(tracepoint, true)
+                    .map_err(|e| format!("counting {tracepoint}: {e}"))?;
+                hits.enable();
                 let runs = percpu_sum(&lost_map, RUNS.0, possible_cpus())
                     .map_err(|e| bpf_error("reading the copier's run count", e))?;
-                (hits, runs)
+                (Some(hits), runs)
             }
-            Keep::Tgid(_) => (Vec::new(), 0),
+            Keep::Tgid(_) => (None, 0),
         };
         let page = crate::perf::page_size();
         // A BPF ring buffer as the kernel lays it out: the consumer page
@@ -417,13 +374,13 @@ impl Copier {
         let cpus = possible_cpus();
         let ring_full = percpu_sum(&self.lost_map, RING_FULL.0, cpus)?;
         let skipped = recursion_misses(&self.prog)?;
-        if self.hits.is_empty() {
+        let Some(counter) = &self.hits else {
             return Ok(lost_events(ring_full, skipped, 0, 0));
-        }
+        };
         // The runs first: a hit between the two reads is then counted as
         // lost, never a lost one as run (the count stays an upper bound).
         let runs = percpu_sum(&self.lost_map, RUNS.0, cpus)?.saturating_sub(self.runs_at_start);
-        let hits = read_counts(&self.hits)?;
+        let hits = counter.read()?;
         Ok(lost_events(ring_full, skipped, hits, runs))
     }
 }
