@@ -31,14 +31,23 @@ use std::sync::OnceLock;
 /// CLOCK_MONOTONIC now, in nanoseconds.
 #[inline]
 pub fn mono_ns() -> u64 {
+    // CLOCK_MONOTONIC exists on every Linux.
+    clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
+}
+
+/// Clock `clock` now, in nanoseconds; `None` where it cannot be read (a
+/// thread's CPU-time clock once the thread is gone).
+#[inline]
+pub fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    // SAFETY: clock_gettime writes the timespec it is given; CLOCK_MONOTONIC
-    // exists on every Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    // SAFETY: clock_gettime writes the timespec it is given.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return None;
+    }
+    Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
 /// The time stamp counter now (0 where there is none).

@@ -294,7 +294,7 @@ impl Collector {
     /// Re-reads each known helper's CPU time from its clock.
     fn sample_helper_cpu(&mut self) {
         for h in self.helpers.values_mut() {
-            if let Some(ns) = read_cpu_clock(h.clock) {
+            if let Some(ns) = ringlab_core::clock::clock_ns(h.clock) {
                 h.last.cpu_ns = Some(ns);
             }
         }
@@ -357,7 +357,7 @@ impl Collector {
                 }
             };
             let (voluntary, involuntary) = thread_switches(&base);
-            let cpu_ns = read_cpu_clock(h.clock);
+            let cpu_ns = ringlab_core::clock::clock_ns(h.clock);
             // A thread gone since the directory was read keeps its last
             // figures.
             if cpu_ns.is_some() || voluntary.is_some() {
@@ -579,19 +579,6 @@ fn thread_cpu_clock(tid: u32) -> libc::clockid_t {
     (!(tid as libc::clockid_t) << 3) | CPUCLOCK_SCHED | CPUCLOCK_PERTHREAD
 }
 
-/// A CPU-time clock's reading in ns; `None` once its thread is gone.
-fn read_cpu_clock(clock: libc::clockid_t) -> Option<u64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes the timespec it is given.
-    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
-        return None;
-    }
-    Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
-}
-
 /// Whether thread `task` (a `/proc/PID/task/TID` directory) is a kernel
 /// I/O thread, an io-wq worker or SQPOLL thread: `PF_IO_WORKER` in the
 /// flags of its `stat`, set from its creation, before it names itself
@@ -632,7 +619,7 @@ mod tests {
             let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u32;
             let own = thread_cpu_clock(tid);
             let mut x = 0u64;
-            while read_cpu_clock(own).unwrap() < 30_000_000 {
+            while ringlab_core::clock::clock_ns(own).unwrap() < 30_000_000 {
                 x = std::hint::black_box(x.wrapping_add(1));
             }
             tx.send(tid).unwrap();
@@ -640,7 +627,7 @@ mod tests {
         });
         let tid = rx.recv().unwrap();
         let clock = thread_cpu_clock(tid);
-        let ns = read_cpu_clock(clock).unwrap();
+        let ns = ringlab_core::clock::clock_ns(clock).unwrap();
         let schedstat =
             thread_cpu_ns(std::path::Path::new(&format!("/proc/self/task/{tid}"))).unwrap();
         // The spinner ran 30 ms of CPU, this thread hardly any; it sleeps
@@ -652,7 +639,11 @@ mod tests {
         );
         done_tx.send(()).unwrap();
         spinner.join().unwrap();
-        assert_eq!(read_cpu_clock(clock), None, "read a gone thread's clock");
+        assert_eq!(
+            ringlab_core::clock::clock_ns(clock),
+            None,
+            "read a gone thread's clock"
+        );
     }
 
     #[test]
